@@ -1,0 +1,123 @@
+// Package api holds the Kafka API handlers: one file per API key, each
+// turning a kmsg request into calls on the group coordinator, the offsets
+// package or the topic registry, and their results into a kmsg response.
+// Kafka error codes exist only here, at the wire edge (errors.go).
+package api
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcoord/kcoord/cluster"
+	"github.com/kcoord/kcoord/fsm"
+	"github.com/kcoord/kcoord/groups"
+	"github.com/kcoord/kcoord/transport"
+)
+
+// Cluster is the node's view of the cluster the handlers need: routing of
+// group ids to shards and who leads what. cluster.Node implements it.
+type Cluster interface {
+	ShardFor(groupID string) int32
+	Brokers() []cluster.Broker
+	LeaderOf(shard int32) (cluster.Broker, bool)
+}
+
+// Topics is the topic registry in the metadata Raft group.
+type Topics interface {
+	// Topics lists every registered topic, sorted by name.
+	Topics() []fsm.Topic
+	// Topic returns one registered topic.
+	Topic(name string) (fsm.Topic, bool)
+	// Create and Delete write through the metadata group and wait for the
+	// commit; they return fsm.ErrTopicExists / fsm.ErrTopicNotFound, or
+	// raft.ErrNotLeader on a node that is not the controller.
+	Create(ctx context.Context, t fsm.Topic) error
+	Delete(ctx context.Context, name string) error
+}
+
+// Shard is what the handlers use of one group shard on this node.
+type Shard struct {
+	Coordinator *groups.Coordinator
+	State       *fsm.ShardFSM
+}
+
+// Config holds the broker settings the handlers enforce.
+type Config struct {
+	// NodeID is this broker's id.
+	NodeID int32
+	// ClusterID is reported in Metadata.
+	ClusterID string
+	// OffsetMetadataMaxBytes is offset.metadata.max.bytes, in bytes.
+	OffsetMetadataMaxBytes int32
+	// OffsetsRetention is offsets.retention.minutes as a duration; used for
+	// OffsetCommit v1's explicit timestamps.
+	OffsetsRetention time.Duration
+	// MaxFetchWait caps a Fetch's MaxWaitMillis, so an idle consumer's
+	// connection answers at least this often.
+	MaxFetchWait time.Duration
+	// Logger gets handler logs; nil discards them.
+	Logger hclog.Logger
+}
+
+// Handlers serves the Kafka APIs of one node. Its methods run on the
+// transport's per-connection handler goroutines, concurrently.
+type Handlers struct {
+	cfg     Config
+	cluster Cluster
+	topics  Topics
+	shards  []Shard
+	logger  hclog.Logger
+}
+
+// New returns handlers over shards (indexed by shard id).
+func New(cfg Config, c Cluster, topics Topics, shards []Shard) *Handlers {
+	logger := cfg.Logger
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	if cfg.MaxFetchWait <= 0 {
+		cfg.MaxFetchWait = 30 * time.Second
+	}
+	return &Handlers{cfg: cfg, cluster: c, topics: topics, shards: shards, logger: logger}
+}
+
+// Register adds every API kcoord serves, with its version range, to mux.
+func (h *Handlers) Register(mux *transport.Mux) {
+	reg := func(req kmsg.Request, min, max int16, fn func(context.Context, *transport.RequestContext, kmsg.Request) (kmsg.Response, error)) {
+		mux.Handle(req.Key(), min, max, fn)
+	}
+	reg(new(kmsg.MetadataRequest), 0, 12, h.metadata)
+	reg(new(kmsg.FindCoordinatorRequest), 0, 6, h.findCoordinator)
+	reg(new(kmsg.JoinGroupRequest), 0, 9, h.joinGroup)
+	reg(new(kmsg.SyncGroupRequest), 0, 5, h.syncGroup)
+	reg(new(kmsg.HeartbeatRequest), 0, 4, h.heartbeat)
+	reg(new(kmsg.LeaveGroupRequest), 0, 5, h.leaveGroup)
+	reg(new(kmsg.OffsetCommitRequest), 0, 9, h.offsetCommit)
+	reg(new(kmsg.OffsetFetchRequest), 0, 9, h.offsetFetch)
+	reg(new(kmsg.DescribeGroupsRequest), 0, 5, h.describeGroups)
+	reg(new(kmsg.ListGroupsRequest), 0, 5, h.listGroups)
+	reg(new(kmsg.DeleteGroupsRequest), 0, 2, h.deleteGroups)
+	reg(new(kmsg.CreateTopicsRequest), 0, 7, h.createTopics)
+	reg(new(kmsg.DeleteTopicsRequest), 0, 6, h.deleteTopics)
+	reg(new(kmsg.ListOffsetsRequest), 0, 10, h.listOffsets)
+	reg(new(kmsg.FetchRequest), 0, 12, h.fetch)
+}
+
+// shardFor returns the shard serving a group id.
+func (h *Handlers) shardFor(groupID string) Shard {
+	return h.shards[h.cluster.ShardFor(groupID)]
+}
+
+// typed asserts a request's concrete type; the mux only routes a key to its
+// own handler, so a mismatch is a registration bug.
+func typed[T kmsg.Request](req kmsg.Request) (T, error) {
+	r, ok := req.(T)
+	if !ok {
+		return r, fmt.Errorf("api: got %T for key %d", req, req.Key())
+	}
+	return r, nil
+}

@@ -1,0 +1,29 @@
+package api
+
+// DeleteGroups (key 42), versions 0–2.
+// v1: no change. v2: flexible.
+// Only Empty groups can be deleted (NON_EMPTY_GROUP otherwise); a group
+// goes with its committed offsets, through Raft.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcoord/kcoord/transport"
+)
+
+func (h *Handlers) deleteGroups(_ context.Context, _ *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req, err := typed[*kmsg.DeleteGroupsRequest](kreq)
+	if err != nil {
+		return nil, err
+	}
+	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	for _, id := range req.Groups {
+		rg := kmsg.NewDeleteGroupsResponseGroup()
+		rg.Group = id
+		rg.ErrorCode = h.errorCode(h.shardFor(id).Coordinator.Delete(id))
+		resp.Groups = append(resp.Groups, rg)
+	}
+	return resp, nil
+}

@@ -1,0 +1,54 @@
+package api
+
+// ListGroups (key 16), versions 0–5.
+// v1: throttle. v3: flexible. v4: a states filter and each group's state
+// (KIP-518). v5: a types filter and each group's type (KIP-848; every kcoord
+// group is "classic" for now).
+// Lists the groups of every shard this node leads, as a Kafka broker lists
+// the groups it coordinates.
+
+import (
+	"context"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcoord/kcoord/transport"
+)
+
+const groupTypeClassic = "classic"
+
+func (h *Handlers) listGroups(_ context.Context, _ *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req, err := typed[*kmsg.ListGroupsRequest](kreq)
+	if err != nil {
+		return nil, err
+	}
+	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
+	if len(req.TypesFilter) > 0 && !containsFold(req.TypesFilter, groupTypeClassic) {
+		return resp, nil
+	}
+	for _, s := range h.shards {
+		listed, err := s.Coordinator.List()
+		if err != nil {
+			continue // not this node's shard
+		}
+		for _, l := range listed {
+			if len(req.StatesFilter) > 0 && !containsFold(req.StatesFilter, l.State) {
+				continue
+			}
+			rg := kmsg.NewListGroupsResponseGroup()
+			rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = l.GroupID, l.ProtocolType, l.State, groupTypeClassic
+			resp.Groups = append(resp.Groups, rg)
+		}
+	}
+	return resp, nil
+}
+
+func containsFold(list []string, s string) bool {
+	for _, x := range list {
+		if strings.EqualFold(x, s) {
+			return true
+		}
+	}
+	return false
+}

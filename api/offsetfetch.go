@@ -1,0 +1,107 @@
+package api
+
+// OffsetFetch (key 9), versions 0–9.
+// v1: no change (v0 read ZooKeeper in Kafka; both read kcoord's store). v2:
+// a top-level error code, and null topics mean every committed partition.
+// v3: throttle. v5: leader epoch. v6: flexible. v7: RequireStable (kcoord
+// has no transactional offsets, so committed offsets are always stable).
+// v8: many groups per request, each with its own error (KIP-709). v9: member
+// id and epoch for KIP-848 groups, ignored for classic groups. (v10 uses
+// topic ids; not served.)
+// Offsets are read from the shard FSM on its leader: an acknowledged commit
+// is applied there before it was acknowledged.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcoord/kcoord/offsets"
+	"github.com/kcoord/kcoord/transport"
+)
+
+func (h *Handlers) offsetFetch(_ context.Context, _ *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req, err := typed[*kmsg.OffsetFetchRequest](kreq)
+	if err != nil {
+		return nil, err
+	}
+	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
+	if req.Version >= 8 {
+		for _, g := range req.Groups {
+			var topics []offsets.FetchTopic
+			if g.Topics != nil {
+				topics = make([]offsets.FetchTopic, 0, len(g.Topics))
+				for _, t := range g.Topics {
+					topics = append(topics, offsets.FetchTopic{Topic: t.Topic, Partitions: t.Partitions})
+				}
+			}
+			rg := kmsg.NewOffsetFetchResponseGroup()
+			rg.Group = g.Group
+			fetched, err := h.fetchOffsets(g.Group, topics)
+			rg.ErrorCode = h.errorCode(err)
+			for _, ft := range fetched {
+				rt := kmsg.NewOffsetFetchResponseGroupTopic()
+				rt.Topic = ft.Topic
+				for _, f := range ft.Partitions {
+					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = f.Partition, f.Offset, f.LeaderEpoch, &f.Metadata
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				rg.Topics = append(rg.Topics, rt)
+			}
+			resp.Groups = append(resp.Groups, rg)
+		}
+		return resp, nil
+	}
+	var topics []offsets.FetchTopic
+	if req.Topics != nil || req.Version < 2 {
+		topics = make([]offsets.FetchTopic, 0, len(req.Topics))
+		for _, t := range req.Topics {
+			topics = append(topics, offsets.FetchTopic{Topic: t.Topic, Partitions: t.Partitions})
+		}
+	}
+	fetched, err := h.fetchOffsets(req.Group, topics)
+	code := h.errorCode(err)
+	if err != nil && req.Version < 2 {
+		// v0–v1 have no top-level error: report it on every partition.
+		fetched = unknownOffsets(topics)
+	}
+	resp.ErrorCode = code
+	for _, ft := range fetched {
+		rt := kmsg.NewOffsetFetchResponseTopic()
+		rt.Topic = ft.Topic
+		for _, f := range ft.Partitions {
+			rp := kmsg.NewOffsetFetchResponseTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = f.Partition, f.Offset, f.LeaderEpoch, &f.Metadata
+			if req.Version < 2 {
+				rp.ErrorCode = code
+			}
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		resp.Topics = append(resp.Topics, rt)
+	}
+	return resp, nil
+}
+
+// fetchOffsets reads one group's offsets after checking this node
+// coordinates it.
+func (h *Handlers) fetchOffsets(group string, topics []offsets.FetchTopic) ([]offsets.FetchedTopic, error) {
+	s := h.shardFor(group)
+	if err := s.Coordinator.Check(); err != nil {
+		return nil, err
+	}
+	return offsets.Fetch(s.State, group, topics), nil
+}
+
+// unknownOffsets answers every requested partition with no offset.
+func unknownOffsets(topics []offsets.FetchTopic) []offsets.FetchedTopic {
+	out := make([]offsets.FetchedTopic, 0, len(topics))
+	for _, t := range topics {
+		ft := offsets.FetchedTopic{Topic: t.Topic}
+		for _, p := range t.Partitions {
+			ft.Partitions = append(ft.Partitions, offsets.Fetched{Partition: p, Offset: offsets.Unknown, LeaderEpoch: -1})
+		}
+		out = append(out, ft)
+	}
+	return out
+}

@@ -1,0 +1,25 @@
+package fsm
+
+import "errors"
+
+var (
+	// ErrUnknownCommand means a log entry's type byte is not one this build
+	// knows: the log was written by a newer kcoord.
+	ErrUnknownCommand = errors.New("unknown command type")
+	// ErrUnknownVersion means a log entry's body version is newer than this
+	// build reads.
+	ErrUnknownVersion = errors.New("unknown command body version")
+	// ErrMalformedCommand means a log entry could not be decoded.
+	ErrMalformedCommand = errors.New("malformed command")
+	// ErrMalformedSnapshot means a snapshot could not be decoded.
+	ErrMalformedSnapshot = errors.New("malformed snapshot")
+
+	// ErrGroupNotEmpty is Apply's answer to deleting a group with members.
+	ErrGroupNotEmpty = errors.New("group is not empty")
+	// ErrGroupNotFound is Apply's answer to deleting a group that does not exist.
+	ErrGroupNotFound = errors.New("group not found")
+	// ErrTopicExists is Apply's answer to creating a topic that exists.
+	ErrTopicExists = errors.New("topic already exists")
+	// ErrTopicNotFound is Apply's answer to deleting a topic that does not exist.
+	ErrTopicNotFound = errors.New("topic not found")
+)

@@ -1,0 +1,216 @@
+package fsm
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+)
+
+// ShardFSM is the raft.FSM of one group shard: the shard's groups and their
+// committed offsets. Raft's FSM goroutine calls Apply, Snapshot and Restore;
+// any goroutine may call the read methods, which take a read lock and return
+// copies (byte slices inside are shared and must not be modified: Apply never
+// mutates a stored value in place, it replaces it).
+type ShardFSM struct {
+	shard  int32
+	logger hclog.Logger
+
+	mu      sync.RWMutex
+	groups  map[string]Group
+	offsets map[string]map[TopicPartition]Offset
+}
+
+var _ raft.FSM = (*ShardFSM)(nil)
+
+// NewShardFSM returns the empty state of shard.
+func NewShardFSM(shard int32, logger hclog.Logger) *ShardFSM {
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	return &ShardFSM{
+		shard:   shard,
+		logger:  logger,
+		groups:  make(map[string]Group),
+		offsets: make(map[string]map[TopicPartition]Offset),
+	}
+}
+
+// Apply applies one committed entry. It panics on an entry it cannot decode
+// (continuing would diverge from the other replicas) and returns business
+// errors (ErrGroupNotEmpty, ...) as its response.
+func (f *ShardFSM) Apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	cmd, err := Decode(l.Data)
+	if err != nil {
+		panic(fmt.Sprintf("fsm: shard %d index %d: %v", f.shard, l.Index, err))
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch c := cmd.(type) {
+	case *GroupPut:
+		f.groups[c.Group.ID] = c.Group
+	case *GroupDelete:
+		return f.applyGroupDelete(c)
+	case *OffsetCommit:
+		f.applyOffsetCommit(c)
+	case *OffsetDelete:
+		f.applyOffsetDelete(c)
+	default:
+		panic(fmt.Sprintf("fsm: shard %d index %d: %s is not a shard command", f.shard, l.Index, cmd.CommandType()))
+	}
+	return nil
+}
+
+func (f *ShardFSM) applyGroupDelete(c *GroupDelete) any {
+	g, ok := f.groups[c.GroupID]
+	if !ok {
+		if _, hasOffsets := f.offsets[c.GroupID]; !hasOffsets {
+			return ErrGroupNotFound
+		}
+	} else if !g.Empty() {
+		return ErrGroupNotEmpty
+	}
+	delete(f.groups, c.GroupID)
+	delete(f.offsets, c.GroupID)
+	return nil
+}
+
+func (f *ShardFSM) applyOffsetCommit(c *OffsetCommit) {
+	if _, ok := f.groups[c.GroupID]; !ok && c.CreateGroup {
+		f.groups[c.GroupID] = Group{ID: c.GroupID, State: StateEmpty, StateTimestamp: c.Timestamp}
+	}
+	m := f.offsets[c.GroupID]
+	if m == nil {
+		m = make(map[TopicPartition]Offset, len(c.Offsets))
+		f.offsets[c.GroupID] = m
+	}
+	for _, o := range c.Offsets {
+		m[TopicPartition{Topic: o.Topic, Partition: o.Partition}] = o.Offset
+	}
+}
+
+func (f *ShardFSM) applyOffsetDelete(c *OffsetDelete) {
+	m := f.offsets[c.GroupID]
+	for _, tp := range c.Partitions {
+		delete(m, tp)
+	}
+	if m != nil && len(m) == 0 {
+		delete(f.offsets, c.GroupID)
+	}
+}
+
+// Group returns the stored metadata of one group.
+func (f *ShardFSM) Group(id string) (Group, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	g, ok := f.groups[id]
+	return g, ok
+}
+
+// Groups returns every stored group, sorted by id.
+func (f *ShardFSM) Groups() []Group {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make([]Group, 0, len(f.groups))
+	for _, g := range f.groups {
+		out = append(out, g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// HasOffsets reports whether the group has any committed offset.
+func (f *ShardFSM) HasOffsets(group string) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return len(f.offsets[group]) > 0
+}
+
+// Offsets returns a copy of every committed offset of group.
+func (f *ShardFSM) Offsets(group string) map[TopicPartition]Offset {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	src := f.offsets[group]
+	out := make(map[TopicPartition]Offset, len(src))
+	for tp, o := range src {
+		out[tp] = o
+	}
+	return out
+}
+
+// Offset returns one committed offset.
+func (f *ShardFSM) Offset(group string, tp TopicPartition) (Offset, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	o, ok := f.offsets[group][tp]
+	return o, ok
+}
+
+// Snapshot captures the state for raft. It runs on raft's FSM goroutine, so
+// it only copies the maps; Persist, on another goroutine, encodes.
+func (f *ShardFSM) Snapshot() (raft.FSMSnapshot, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	s := &shardSnapshot{Groups: make([]Group, 0, len(f.groups))}
+	for _, g := range f.groups {
+		s.Groups = append(s.Groups, g)
+	}
+	for group, m := range f.offsets {
+		for tp, o := range m {
+			s.Offsets = append(s.Offsets, snapshotOffset{Group: group, TopicPartition: tp, Offset: o})
+		}
+	}
+	return s, nil
+}
+
+// Restore replaces the state with a snapshot written by Persist.
+func (f *ShardFSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	var s shardSnapshot
+	if err := readSnapshot(rc, &s); err != nil {
+		return err
+	}
+	groups := make(map[string]Group, len(s.Groups))
+	for _, g := range s.Groups {
+		groups[g.ID] = g
+	}
+	offsets := make(map[string]map[TopicPartition]Offset)
+	for _, o := range s.Offsets {
+		m := offsets[o.Group]
+		if m == nil {
+			m = make(map[TopicPartition]Offset)
+			offsets[o.Group] = m
+		}
+		m[o.TopicPartition] = o.Offset
+	}
+	f.mu.Lock()
+	f.groups, f.offsets = groups, offsets
+	f.mu.Unlock()
+	f.logger.Info("restored snapshot", "shard", f.shard, "groups", len(groups), "offset_groups", len(offsets))
+	return nil
+}
+
+type shardSnapshot struct {
+	Groups  []Group          `json:"groups"`
+	Offsets []snapshotOffset `json:"offsets"`
+}
+
+type snapshotOffset struct {
+	Group string `json:"g"`
+	TopicPartition
+	Offset Offset `json:"o"`
+}
+
+// Persist implements raft.FSMSnapshot.
+func (s *shardSnapshot) Persist(sink raft.SnapshotSink) error {
+	return writeSnapshot(sink, s)
+}
+
+// Release implements raft.FSMSnapshot.
+func (s *shardSnapshot) Release() {}

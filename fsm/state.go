@@ -1,0 +1,76 @@
+package fsm
+
+// Group state names as persisted. Only states a group can rest in are
+// stored: a rebalance in progress is the leader's memory, and a group that
+// failed over mid-rebalance comes back in its last stored state.
+const (
+	StateEmpty  = "Empty"
+	StateStable = "Stable"
+)
+
+// Group is a group's durable metadata, as Kafka's GroupMetadataValue record.
+type Group struct {
+	ID           string `json:"id"`
+	ProtocolType string `json:"protocol_type,omitempty"`
+	// Protocol is the protocol (assignor) chosen by the member vote; empty
+	// when the group has no members.
+	Protocol   string `json:"protocol,omitempty"`
+	Generation int32  `json:"generation"`
+	Leader     string `json:"leader,omitempty"`
+	State      string `json:"state"`
+	// StateTimestamp is when the group entered State, in Unix milliseconds
+	// (Kafka's currentStateTimestamp; offset retention counts from it).
+	StateTimestamp int64    `json:"state_ts"`
+	Members        []Member `json:"members,omitempty"`
+}
+
+// Member is one member of a stored group.
+type Member struct {
+	ID         string `json:"id"`
+	InstanceID string `json:"instance_id,omitempty"`
+	ClientID   string `json:"client_id"`
+	ClientHost string `json:"client_host"`
+	// SessionTimeoutMs and RebalanceTimeoutMs are in milliseconds.
+	SessionTimeoutMs   int32      `json:"session_timeout_ms"`
+	RebalanceTimeoutMs int32      `json:"rebalance_timeout_ms"`
+	Protocols          []Protocol `json:"protocols"`
+	Assignment         []byte     `json:"assignment,omitempty"`
+}
+
+// Protocol is one protocol a member supports, with its metadata
+// (subscription).
+type Protocol struct {
+	Name     string `json:"name"`
+	Metadata []byte `json:"metadata,omitempty"`
+}
+
+// TopicPartition names one partition.
+type TopicPartition struct {
+	Topic     string `json:"t"`
+	Partition int32  `json:"p"`
+}
+
+// Offset is one committed offset, as Kafka's OffsetCommitValue record.
+type Offset struct {
+	Offset      int64  `json:"offset"`
+	LeaderEpoch int32  `json:"leader_epoch"`
+	Metadata    string `json:"metadata,omitempty"`
+	// CommitTimestamp is when the leader accepted the commit, Unix ms.
+	CommitTimestamp int64 `json:"commit_ts"`
+	// ExpireTimestamp is an explicit expiry from OffsetCommit v1–v4's
+	// retention time, Unix ms; -1 when retention follows the group.
+	ExpireTimestamp int64 `json:"expire_ts"`
+}
+
+// Topic is a topic in the metadata group's registry.
+type Topic struct {
+	Name              string   `json:"name"`
+	ID                [16]byte `json:"id"`
+	Partitions        int32    `json:"partitions"`
+	ReplicationFactor int16    `json:"replication_factor"`
+	// Configs are the topic configs given at creation.
+	Configs map[string]string `json:"configs,omitempty"`
+}
+
+// Empty reports whether the group has no members.
+func (g *Group) Empty() bool { return len(g.Members) == 0 }

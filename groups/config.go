@@ -1,0 +1,61 @@
+package groups
+
+import (
+	"errors"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Config tunes one shard's group coordinator. The server fills it from
+// Kafka's broker config names.
+type Config struct {
+	// InitialRebalanceDelay is group.initial.rebalance.delay.ms: how long the
+	// first rebalance of an Empty group waits for more members.
+	InitialRebalanceDelay time.Duration
+	// MinSessionTimeout and MaxSessionTimeout are
+	// group.min/max.session.timeout.ms: the session timeouts members may ask
+	// for.
+	MinSessionTimeout time.Duration
+	MaxSessionTimeout time.Duration
+	// MaxSize is group.max.size, in members.
+	MaxSize int32
+	// NewMemberJoinTimeout is how long a member that joined for the first
+	// time may wait in a rebalance without rejoining before it is removed
+	// (Kafka's fixed 5 minutes).
+	NewMemberJoinTimeout time.Duration
+	// WriteTimeout is offsets.commit.timeout.ms: how long a group write
+	// waits for Raft to commit.
+	WriteTimeout time.Duration
+	// Logger gets the coordinator's logs; nil discards them.
+	Logger hclog.Logger
+}
+
+// DefaultConfig returns Kafka's defaults.
+func DefaultConfig() Config {
+	return Config{
+		InitialRebalanceDelay: 3 * time.Second,
+		MinSessionTimeout:     6 * time.Second,
+		MaxSessionTimeout:     30 * time.Minute,
+		MaxSize:               2147483647,
+		NewMemberJoinTimeout:  5 * time.Minute,
+		WriteTimeout:          5 * time.Second,
+	}
+}
+
+// Validate reports a configuration that cannot work.
+func (c *Config) Validate() error {
+	switch {
+	case c.InitialRebalanceDelay < 0:
+		return errors.New("groups: initial rebalance delay must not be negative")
+	case c.MinSessionTimeout < 0 || c.MaxSessionTimeout < c.MinSessionTimeout:
+		return errors.New("groups: session timeout bounds are inverted")
+	case c.MaxSize < 1:
+		return errors.New("groups: max size must be at least 1")
+	case c.NewMemberJoinTimeout <= 0:
+		return errors.New("groups: new member join timeout must be positive")
+	case c.WriteTimeout <= 0:
+		return errors.New("groups: write timeout must be positive")
+	}
+	return nil
+}

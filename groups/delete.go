@@ -1,0 +1,54 @@
+package groups
+
+import "github.com/kcoord/kcoord/fsm"
+
+// Delete serves DeleteGroups for one group: only an Empty group (or one that
+// only has offsets) can go, and it goes with its offsets. Called from a
+// connection's handler goroutine; waits for the Raft write.
+func (c *Coordinator) Delete(groupID string) error {
+	if groupID == "" {
+		return ErrInvalidGroupID
+	}
+	g, err := c.lockGroup(groupID, false)
+	if err != nil {
+		return err
+	}
+	if g == nil {
+		if c.state.HasOffsets(groupID) {
+			return c.deleteStored(groupID)
+		}
+		return ErrGroupIDNotFound
+	}
+	switch {
+	case g.state == Dead:
+		g.mu.Unlock()
+		return ErrGroupIDNotFound
+	case g.state != Empty:
+		g.mu.Unlock()
+		return ErrNonEmptyGroup
+	}
+	g.transition(Dead)
+	f := c.write(&fsm.GroupDelete{GroupID: groupID})
+	g.mu.Unlock()
+	err = waitWrite(f)
+	g.mu.Lock()
+	if err != nil && err != fsm.ErrGroupNotFound {
+		// The group is still stored: serve it again.
+		g.state = Empty
+		g.mu.Unlock()
+		return err
+	}
+	g.closed = true
+	g.mu.Unlock()
+	c.forget(g)
+	return nil
+}
+
+// deleteStored removes offsets of a group that has no live state.
+func (c *Coordinator) deleteStored(groupID string) error {
+	b, err := fsm.Encode(&fsm.GroupDelete{GroupID: groupID})
+	if err != nil {
+		return err
+	}
+	return waitWrite(c.log.ApplyAsync(b, c.cfg.WriteTimeout))
+}

@@ -1,0 +1,69 @@
+package groups
+
+import "sort"
+
+// Describe serves DescribeGroups for one group. An unknown group is reported
+// Dead with no members, as Kafka does. Called from any handler goroutine.
+func (c *Coordinator) Describe(groupID string) (GroupDescription, error) {
+	g, err := c.lockGroup(groupID, false)
+	if err != nil {
+		return GroupDescription{}, err
+	}
+	if g == nil {
+		return GroupDescription{GroupID: groupID, State: Dead.String()}, nil
+	}
+	defer g.mu.Unlock()
+	d := GroupDescription{GroupID: g.id, State: g.state.String(), ProtocolType: g.protocolType}
+	stable := g.state == Stable
+	if stable {
+		d.Protocol = g.protocol
+	}
+	for _, id := range g.order {
+		m := g.members[id]
+		md := MemberDescription{MemberID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.clientHost}
+		if stable {
+			md.Metadata = m.metadataFor(g.protocol)
+			md.Assignment = m.assignment
+		}
+		d.Members = append(d.Members, md)
+	}
+	return d, nil
+}
+
+// List serves ListGroups for this shard: every group with its state and
+// protocol type, sorted by id. Called from any handler goroutine.
+func (c *Coordinator) List() ([]GroupListing, error) {
+	if err := c.Check(); err != nil {
+		return nil, err
+	}
+	c.mu.RLock()
+	groups := make([]*group, 0, len(c.groups))
+	for _, g := range c.groups {
+		groups = append(groups, g)
+	}
+	c.mu.RUnlock()
+	out := make([]GroupListing, 0, len(groups))
+	for _, g := range groups {
+		g.mu.Lock()
+		if !g.closed && g.state != Dead {
+			out = append(out, GroupListing{GroupID: g.id, ProtocolType: g.protocolType, State: g.state.String()})
+		}
+		g.mu.Unlock()
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].GroupID < out[j].GroupID })
+	return out, nil
+}
+
+// Check reports whether this coordinator serves its shard right now:
+// nil, ErrLoadInProgress or ErrNotCoordinator.
+func (c *Coordinator) Check() error {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	switch {
+	case c.loading:
+		return ErrLoadInProgress
+	case !c.active:
+		return ErrNotCoordinator
+	}
+	return nil
+}

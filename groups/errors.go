@@ -1,0 +1,53 @@
+package groups
+
+import "errors"
+
+// Sentinel errors of the group coordinator. The api package translates each to
+// its Kafka error code at the wire edge; nothing here knows the codes.
+var (
+	// ErrNotCoordinator means this node does not lead the group's shard (or
+	// lost leadership while the request waited). Kafka: NOT_COORDINATOR.
+	ErrNotCoordinator = errors.New("not the coordinator of this group")
+	// ErrLoadInProgress means this node just became the shard leader and is
+	// still catching its state up. Kafka: COORDINATOR_LOAD_IN_PROGRESS.
+	ErrLoadInProgress = errors.New("coordinator is loading the shard")
+	// ErrCoordinatorNotAvailable means the group is being deleted (Dead) or
+	// a write failed in a way the client should retry elsewhere. Kafka:
+	// COORDINATOR_NOT_AVAILABLE.
+	ErrCoordinatorNotAvailable = errors.New("coordinator not available")
+	// ErrInvalidGroupID means the group id is empty. Kafka: INVALID_GROUP_ID.
+	ErrInvalidGroupID = errors.New("invalid group id")
+	// ErrUnknownMemberID means the member is not in the group. Kafka:
+	// UNKNOWN_MEMBER_ID.
+	ErrUnknownMemberID = errors.New("unknown member id")
+	// ErrMemberIDRequired asks a new member to rejoin with the member id the
+	// response carries (KIP-394). Kafka: MEMBER_ID_REQUIRED.
+	ErrMemberIDRequired = errors.New("member id required")
+	// ErrIllegalGeneration means the request's generation is not the group's.
+	// Kafka: ILLEGAL_GENERATION.
+	ErrIllegalGeneration = errors.New("illegal generation")
+	// ErrRebalanceInProgress means the group is rebalancing and the member
+	// must rejoin. Kafka: REBALANCE_IN_PROGRESS.
+	ErrRebalanceInProgress = errors.New("rebalance in progress")
+	// ErrInconsistentGroupProtocol means the member's protocol type or
+	// protocols do not match the group's. Kafka: INCONSISTENT_GROUP_PROTOCOL.
+	ErrInconsistentGroupProtocol = errors.New("inconsistent group protocol")
+	// ErrInvalidSessionTimeout means the session timeout is outside
+	// group.min/max.session.timeout.ms. Kafka: INVALID_SESSION_TIMEOUT.
+	ErrInvalidSessionTimeout = errors.New("invalid session timeout")
+	// ErrGroupMaxSizeReached means the group already has group.max.size
+	// members. Kafka: GROUP_MAX_SIZE_REACHED.
+	ErrGroupMaxSizeReached = errors.New("group max size reached")
+	// ErrFencedInstanceID means another member now holds the static
+	// instance id. Kafka: FENCED_INSTANCE_ID.
+	ErrFencedInstanceID = errors.New("fenced instance id")
+	// ErrNonEmptyGroup means a group with members cannot be deleted. Kafka:
+	// NON_EMPTY_GROUP.
+	ErrNonEmptyGroup = errors.New("group is not empty")
+	// ErrGroupIDNotFound means the group does not exist. Kafka:
+	// GROUP_ID_NOT_FOUND.
+	ErrGroupIDNotFound = errors.New("group id not found")
+	// ErrTimeout means a Raft write did not commit within
+	// offsets.commit.timeout.ms. Kafka: REQUEST_TIMED_OUT.
+	ErrTimeout = errors.New("write timed out")
+)

@@ -1,0 +1,226 @@
+package groups
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/kcoord/kcoord/fsm"
+)
+
+// group is one live classic group on the shard leader. mu is the group's
+// one serialization domain: every request handler, timer callback and write
+// completion of this group takes it, and none holds it while waiting for
+// Raft or for another group.
+type group struct {
+	c  *Coordinator
+	id string
+
+	mu             sync.Mutex
+	closed         bool // the coordinator stopped serving this group
+	state          State
+	stateTimestamp int64 // Unix ms of the last state change
+	protocolType   string
+	protocol       string
+	generation     int32
+	leader         string
+	members        map[string]*member
+	order          []string          // member ids in join order
+	static         map[string]string // instance id → member id
+	pending        map[string]*time.Timer
+
+	// newMemberAdded is set when a member joins during the initial delay.
+	newMemberAdded bool
+	// joinTimer ends the current join phase; joinToken invalidates a timer
+	// that fired after it was replaced.
+	joinTimer *time.Timer
+	joinToken uint64
+	// initialJoin is set while the join phase is the initial delay, which
+	// does not end early when everyone has joined.
+	initialJoin bool
+	// assigning is set while the leader's assignment is being written.
+	assigning bool
+}
+
+func newGroup(c *Coordinator, id string) *group {
+	return &group{
+		c:              c,
+		id:             id,
+		state:          Empty,
+		stateTimestamp: c.now(),
+		members:        make(map[string]*member),
+		static:         make(map[string]string),
+		pending:        make(map[string]*time.Timer),
+	}
+}
+
+// groupFromRecord rebuilds a live group from its stored metadata. Members
+// get a fresh session timeout when the coordinator starts their timers.
+func groupFromRecord(c *Coordinator, r fsm.Group) *group {
+	g := newGroup(c, r.ID)
+	g.protocolType = r.ProtocolType
+	g.protocol = r.Protocol
+	g.generation = r.Generation
+	g.leader = r.Leader
+	g.stateTimestamp = r.StateTimestamp
+	for _, mr := range r.Members {
+		g.add(memberFromRecord(mr, r.ProtocolType))
+	}
+	if len(g.members) > 0 {
+		g.state = Stable
+	}
+	return g
+}
+
+// transition moves the group to s; it panics on a transition Kafka's state
+// machine forbids, which would be a coordinator bug.
+func (g *group) transition(s State) {
+	ok := false
+	for _, from := range validPrevious[s] {
+		if from == g.state {
+			ok = true
+			break
+		}
+	}
+	if !ok {
+		panic(fmt.Sprintf("groups: group %q: illegal transition %s -> %s", g.id, g.state, s))
+	}
+	g.state = s
+	g.stateTimestamp = g.c.now()
+}
+
+// add puts m in the group; the first member becomes the leader.
+func (g *group) add(m *member) {
+	if len(g.members) == 0 {
+		g.protocolType = m.protocolType
+	}
+	g.members[m.id] = m
+	g.order = append(g.order, m.id)
+	if m.instanceID != "" {
+		g.static[m.instanceID] = m.id
+	}
+	if g.leader == "" {
+		g.leader = m.id
+	}
+}
+
+// remove takes a member out, stops its timer and elects a new leader if it
+// led. It does not answer the member's waiting requests.
+func (g *group) remove(id string) {
+	m, ok := g.members[id]
+	if !ok {
+		return
+	}
+	g.stopSession(m)
+	delete(g.members, id)
+	for i, oid := range g.order {
+		if oid == id {
+			g.order = append(g.order[:i:i], g.order[i+1:]...)
+			break
+		}
+	}
+	if m.instanceID != "" && g.static[m.instanceID] == id {
+		delete(g.static, m.instanceID)
+	}
+	if g.leader == id {
+		g.leader = ""
+		if len(g.order) > 0 {
+			g.leader = g.order[0]
+		}
+	}
+	if len(g.members) == 0 && len(g.pending) == 0 {
+		g.protocolType = ""
+	}
+}
+
+// supportsProtocols reports whether a member with this protocol type and
+// protocols may join: the type must match and one protocol must be common to
+// every member (Kafka's supportsProtocols).
+func (g *group) supportsProtocols(protocolType string, ps []fsm.Protocol) bool {
+	if len(ps) == 0 || protocolType == "" {
+		return false
+	}
+	if len(g.members) == 0 {
+		return true
+	}
+	if protocolType != g.protocolType {
+		return false
+	}
+	for _, p := range ps {
+		if g.allSupport(p.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *group) allSupport(name string) bool {
+	for _, m := range g.members {
+		if !hasProtocol(m.protocols, name) {
+			return false
+		}
+	}
+	return true
+}
+
+func hasProtocol(ps []fsm.Protocol, name string) bool {
+	for _, p := range ps {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// maxRebalanceTimeout is the longest rebalance timeout of any member: how
+// long a rebalance waits for members to rejoin.
+func (g *group) maxRebalanceTimeout() time.Duration {
+	var d time.Duration
+	for _, m := range g.members {
+		if m.rebalanceTimeout > d {
+			d = m.rebalanceTimeout
+		}
+	}
+	return d
+}
+
+// allJoined reports whether every member is waiting in JoinGroup and no
+// member id handed out with MEMBER_ID_REQUIRED is still expected.
+func (g *group) allJoined() bool {
+	for _, m := range g.members {
+		if !m.awaitingJoin() {
+			return false
+		}
+	}
+	return len(g.pending) == 0
+}
+
+// isFenced reports whether a static member's instance id now belongs to
+// another member id (Kafka's isStaticMemberFenced).
+func (g *group) isFenced(memberID, instanceID string) bool {
+	if instanceID == "" {
+		return false
+	}
+	current, ok := g.static[instanceID]
+	return ok && current != memberID
+}
+
+// record converts the group for storage.
+func (g *group) record() fsm.Group {
+	r := fsm.Group{
+		ID:             g.id,
+		ProtocolType:   g.protocolType,
+		Protocol:       g.protocol,
+		Generation:     g.generation,
+		Leader:         g.leader,
+		State:          fsm.StateEmpty,
+		StateTimestamp: g.stateTimestamp,
+	}
+	if len(g.members) > 0 {
+		r.State = fsm.StateStable
+	}
+	for _, id := range g.order {
+		r.Members = append(r.Members, g.members[id].record())
+	}
+	return r
+}

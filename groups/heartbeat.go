@@ -1,0 +1,40 @@
+package groups
+
+// Heartbeat serves a Heartbeat: it proves the member alive and tells it
+// whether a rebalance is under way. Heartbeats never touch Raft. Called from
+// a connection's handler goroutine; never blocks on anything but the group
+// lock.
+func (c *Coordinator) Heartbeat(req HeartbeatRequest) error {
+	if req.GroupID == "" {
+		return ErrInvalidGroupID
+	}
+	g, err := c.lockGroup(req.GroupID, false)
+	if err != nil {
+		return err
+	}
+	if g == nil {
+		return ErrUnknownMemberID
+	}
+	defer g.mu.Unlock()
+	m, ok := g.members[req.MemberID]
+	switch {
+	case g.state == Dead:
+		return ErrCoordinatorNotAvailable
+	case g.isFenced(req.MemberID, req.InstanceID):
+		return ErrFencedInstanceID
+	case !ok:
+		return ErrUnknownMemberID
+	case req.Generation != g.generation:
+		return ErrIllegalGeneration
+	}
+	switch g.state {
+	case Empty:
+		return ErrUnknownMemberID
+	case PreparingRebalance:
+		g.startSession(m)
+		return ErrRebalanceInProgress
+	default: // CompletingRebalance, Stable
+		g.startSession(m)
+		return nil
+	}
+}

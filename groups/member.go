@@ -1,0 +1,108 @@
+package groups
+
+import (
+	"bytes"
+	"time"
+
+	"github.com/kcoord/kcoord/fsm"
+)
+
+// member is one live member of a group. Every field is guarded by the
+// group's lock.
+type member struct {
+	id         string
+	instanceID string
+	clientID   string
+	clientHost string
+	// sessionTimeout and rebalanceTimeout as the member asked.
+	sessionTimeout   time.Duration
+	rebalanceTimeout time.Duration
+	protocolType     string
+	protocols        []fsm.Protocol
+	assignment       []byte
+
+	// isNew is set until the member's first JoinGroup is answered; a new
+	// member that stops rejoining expires after NewMemberJoinTimeout.
+	isNew bool
+	// joinCh is non-nil while the member waits in JoinGroup.
+	joinCh chan JoinResult
+	// syncCh is non-nil while the member waits in SyncGroup.
+	syncCh chan SyncResult
+	// session is the liveness timer; sessionToken invalidates a timer that
+	// fired after it was replaced.
+	session      *time.Timer
+	sessionToken uint64
+}
+
+func (m *member) awaitingJoin() bool { return m.joinCh != nil }
+func (m *member) awaitingSync() bool { return m.syncCh != nil }
+
+// metadataFor returns the member's metadata for a protocol name.
+func (m *member) metadataFor(protocol string) []byte {
+	for _, p := range m.protocols {
+		if p.Name == protocol {
+			return p.Metadata
+		}
+	}
+	return nil
+}
+
+// sameProtocols reports whether a rejoin carries exactly the protocols the
+// member already has (Kafka's matches()).
+func (m *member) sameProtocols(ps []fsm.Protocol) bool {
+	if len(ps) != len(m.protocols) {
+		return false
+	}
+	for i, p := range ps {
+		if p.Name != m.protocols[i].Name || !bytes.Equal(p.Metadata, m.protocols[i].Metadata) {
+			return false
+		}
+	}
+	return true
+}
+
+// respondJoin answers the member's waiting JoinGroup, if any.
+func (m *member) respondJoin(r JoinResult) {
+	if m.joinCh != nil {
+		m.joinCh <- r
+		m.joinCh = nil
+	}
+	m.isNew = false
+}
+
+// respondSync answers the member's waiting SyncGroup, if any.
+func (m *member) respondSync(r SyncResult) {
+	if m.syncCh != nil {
+		m.syncCh <- r
+		m.syncCh = nil
+	}
+}
+
+// record converts the member for storage.
+func (m *member) record() fsm.Member {
+	return fsm.Member{
+		ID:                 m.id,
+		InstanceID:         m.instanceID,
+		ClientID:           m.clientID,
+		ClientHost:         m.clientHost,
+		SessionTimeoutMs:   int32(m.sessionTimeout / time.Millisecond),
+		RebalanceTimeoutMs: int32(m.rebalanceTimeout / time.Millisecond),
+		Protocols:          m.protocols,
+		Assignment:         m.assignment,
+	}
+}
+
+// memberFromRecord rebuilds a live member from storage.
+func memberFromRecord(r fsm.Member, protocolType string) *member {
+	return &member{
+		id:               r.ID,
+		instanceID:       r.InstanceID,
+		clientID:         r.ClientID,
+		clientHost:       r.ClientHost,
+		sessionTimeout:   time.Duration(r.SessionTimeoutMs) * time.Millisecond,
+		rebalanceTimeout: time.Duration(r.RebalanceTimeoutMs) * time.Millisecond,
+		protocolType:     protocolType,
+		protocols:        r.Protocols,
+		assignment:       r.Assignment,
+	}
+}

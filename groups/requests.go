@@ -1,0 +1,127 @@
+package groups
+
+import "github.com/kcoord/kcoord/fsm"
+
+// JoinRequest is a JoinGroup for one member, decoded by the api package.
+type JoinRequest struct {
+	GroupID    string
+	MemberID   string // empty for a member joining for the first time
+	InstanceID string // group.instance.id; empty for a dynamic member
+	ClientID   string
+	ClientHost string
+	// ProtocolType is the embedded protocol ("consumer" for consumers).
+	ProtocolType string
+	Protocols    []fsm.Protocol
+	// SessionTimeoutMs and RebalanceTimeoutMs are in milliseconds.
+	SessionTimeoutMs   int32
+	RebalanceTimeoutMs int32
+	// RequireKnownMemberID is set from JoinGroup v4: a new dynamic member
+	// first gets MEMBER_ID_REQUIRED with its id (KIP-394).
+	RequireKnownMemberID bool
+}
+
+// JoinResult is the answer to a JoinGroup. On Err, MemberID may still be set
+// (MEMBER_ID_REQUIRED carries the id to rejoin with).
+type JoinResult struct {
+	Err          error
+	MemberID     string
+	Generation   int32
+	ProtocolType string
+	Protocol     string
+	Leader       string
+	// SkipAssignment tells a returning static leader not to assign (KIP-814).
+	SkipAssignment bool
+	// Members is filled for the leader only: every member with its metadata
+	// for the chosen protocol.
+	Members []JoinMember
+}
+
+// JoinMember is one member as the leader sees it in its JoinGroup answer.
+type JoinMember struct {
+	MemberID   string
+	InstanceID string
+	Metadata   []byte
+}
+
+// SyncRequest is a SyncGroup.
+type SyncRequest struct {
+	GroupID    string
+	MemberID   string
+	InstanceID string
+	Generation int32
+	// ProtocolType and Protocol are checked when set (SyncGroup v5, KIP-559).
+	ProtocolType string
+	Protocol     string
+	// Assignments is the leader's assignment per member id; nil for others.
+	Assignments map[string][]byte
+}
+
+// SyncResult is the answer to a SyncGroup.
+type SyncResult struct {
+	Err          error
+	ProtocolType string
+	Protocol     string
+	Assignment   []byte
+}
+
+// HeartbeatRequest is a Heartbeat.
+type HeartbeatRequest struct {
+	GroupID    string
+	MemberID   string
+	InstanceID string
+	Generation int32
+}
+
+// LeaveMember names one member leaving: by member id, or by instance id when
+// the member id is empty (KIP-345 batch leave).
+type LeaveMember struct {
+	MemberID   string
+	InstanceID string
+}
+
+// LeaveResult is the answer to one LeaveMember.
+type LeaveResult struct {
+	MemberID   string
+	InstanceID string
+	Err        error
+}
+
+// GroupDescription is DescribeGroups' view of one group.
+type GroupDescription struct {
+	GroupID      string
+	State        string
+	ProtocolType string
+	// Protocol and member metadata/assignments are only given when the group
+	// is Stable, as Kafka does.
+	Protocol string
+	Members  []MemberDescription
+}
+
+// MemberDescription is one member in a GroupDescription.
+type MemberDescription struct {
+	MemberID   string
+	InstanceID string
+	ClientID   string
+	ClientHost string
+	Metadata   []byte
+	Assignment []byte
+}
+
+// GroupListing is ListGroups' view of one group.
+type GroupListing struct {
+	GroupID      string
+	ProtocolType string
+	State        string
+}
+
+// CommitRequest is an OffsetCommit for one group. The offsets package has
+// already validated each partition; Offsets holds only the valid ones.
+type CommitRequest struct {
+	GroupID    string
+	MemberID   string
+	InstanceID string
+	// Generation is -1 for commits outside group management (admin tools,
+	// simple consumers).
+	Generation int32
+	Offsets    []fsm.OffsetCommitPartition
+}

@@ -1,0 +1,125 @@
+package groups
+
+import (
+	"context"
+
+	"github.com/kcoord/kcoord/fsm"
+)
+
+// Sync serves a SyncGroup. Followers wait for the leader's assignment; the
+// leader's assignment is committed to Raft before anyone gets an answer, so
+// a coordinator failover loses no completed rebalance. Called from a
+// connection's handler goroutine; blocks until the answer, ctx's end or a
+// leadership loss.
+func (c *Coordinator) Sync(ctx context.Context, req SyncRequest) SyncResult {
+	if req.GroupID == "" {
+		return SyncResult{Err: ErrInvalidGroupID}
+	}
+	g, err := c.lockGroup(req.GroupID, false)
+	if err != nil {
+		return SyncResult{Err: err}
+	}
+	if g == nil {
+		return SyncResult{Err: ErrUnknownMemberID}
+	}
+	ch, res := g.sync(req)
+	g.mu.Unlock()
+	if ch == nil {
+		return res
+	}
+	select {
+	case r := <-ch:
+		return r
+	case <-ctx.Done():
+		return SyncResult{Err: ctx.Err()}
+	}
+}
+
+// sync runs the SyncGroup logic under g.mu.
+func (g *group) sync(req SyncRequest) (chan SyncResult, SyncResult) {
+	fail := func(err error) (chan SyncResult, SyncResult) { return nil, SyncResult{Err: err} }
+	m, ok := g.members[req.MemberID]
+	switch {
+	case g.state == Dead:
+		return fail(ErrCoordinatorNotAvailable)
+	case g.isFenced(req.MemberID, req.InstanceID):
+		return fail(ErrFencedInstanceID)
+	case !ok:
+		return fail(ErrUnknownMemberID)
+	case req.Generation != g.generation:
+		return fail(ErrIllegalGeneration)
+	case req.ProtocolType != "" && req.ProtocolType != g.protocolType,
+		req.Protocol != "" && req.Protocol != g.protocol:
+		return fail(ErrInconsistentGroupProtocol)
+	}
+	switch g.state {
+	case Empty:
+		return fail(ErrUnknownMemberID)
+	case PreparingRebalance:
+		return fail(ErrRebalanceInProgress)
+	case Stable:
+		g.startSession(m)
+		return nil, g.syncResult(m)
+	}
+	// CompletingRebalance: wait for the leader's assignment.
+	if m.syncCh != nil {
+		m.syncCh <- SyncResult{Err: ErrRebalanceInProgress}
+	}
+	m.syncCh = make(chan SyncResult, 1)
+	g.startSession(m)
+	if m.id == g.leader && !g.assigning {
+		g.storeAssignment(req.Assignments)
+	}
+	return m.syncCh, SyncResult{}
+}
+
+func (g *group) syncResult(m *member) SyncResult {
+	return SyncResult{ProtocolType: g.protocolType, Protocol: g.protocol, Assignment: m.assignment}
+}
+
+// storeAssignment writes the leader's assignment with the rest of the
+// group's metadata and, once it committed, hands it out and makes the group
+// Stable. A member missing from the assignment gets an empty one, as in
+// Kafka. Called with g.mu held.
+func (g *group) storeAssignment(assignments map[string][]byte) {
+	rec := g.record()
+	rec.State = fsm.StateStable
+	for i := range rec.Members {
+		rec.Members[i].Assignment = assignments[rec.Members[i].ID]
+	}
+	g.assigning = true
+	generation := g.generation
+	f := g.c.write(&fsm.GroupPut{Group: rec})
+	go func() {
+		err := waitWrite(f)
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.assignmentStored(generation, assignments, err)
+	}()
+}
+
+// assignmentStored finishes storeAssignment on the write's goroutine, with
+// g.mu held. If the group moved on meanwhile (a member left, a new
+// generation began) the stored assignment is already superseded.
+func (g *group) assignmentStored(generation int32, assignments map[string][]byte, err error) {
+	if g.closed || g.state != CompletingRebalance || g.generation != generation {
+		g.assigning = false
+		return
+	}
+	g.assigning = false
+	if err != nil {
+		g.c.logger.Warn("storing assignment failed", "group", g.id, "generation", generation, "error", err)
+		g.resetAssignments(err)
+		g.maybePrepareRebalance("storing the assignment failed")
+		return
+	}
+	for _, m := range g.members {
+		m.assignment = assignments[m.id]
+	}
+	g.transition(Stable)
+	for _, id := range g.order {
+		m := g.members[id]
+		m.respondSync(g.syncResult(m))
+	}
+	g.c.logger.Info("group stable", "group", g.id, "generation", g.generation, "members", len(g.members), "protocol", g.protocol)
+}

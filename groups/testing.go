@@ -1,0 +1,93 @@
+package groups
+
+import (
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/kcoord/kcoord/fsm"
+)
+
+// MemLog is an in-memory Log for tests: every entry is applied to the FSM
+// at once, in order, unless a fault is set. It ships in the package, as
+// hashicorp/raft's testing.go does, so other packages' tests can drive a
+// coordinator without Raft.
+type MemLog struct {
+	FSM *fsm.ShardFSM
+
+	mu    sync.Mutex
+	index uint64
+	fail  error
+	delay time.Duration
+}
+
+// NewMemLog returns a MemLog applying to a fresh shard FSM.
+func NewMemLog() *MemLog { return &MemLog{FSM: fsm.NewShardFSM(0, nil)} }
+
+// SetFault makes every following write fail with err (nil heals).
+func (l *MemLog) SetFault(err error) {
+	l.mu.Lock()
+	l.fail = err
+	l.mu.Unlock()
+}
+
+// SetDelay makes every following write take d before it applies.
+func (l *MemLog) SetDelay(d time.Duration) {
+	l.mu.Lock()
+	l.delay = d
+	l.mu.Unlock()
+}
+
+// ApplyAsync implements Log.
+func (l *MemLog) ApplyAsync(cmd []byte, _ time.Duration) raft.ApplyFuture {
+	l.mu.Lock()
+	fail, delay := l.fail, l.delay
+	if fail != nil {
+		l.mu.Unlock()
+		return errorFuture{fail}
+	}
+	l.index++
+	entry := &raft.Log{Index: l.index, Type: raft.LogCommand, Data: cmd}
+	if delay == 0 {
+		resp := l.FSM.Apply(entry)
+		l.mu.Unlock()
+		return memFuture{resp: resp, index: entry.Index}
+	}
+	l.mu.Unlock()
+	f := &delayedFuture{done: make(chan struct{}), index: entry.Index}
+	go func() {
+		time.Sleep(delay)
+		l.mu.Lock()
+		f.resp = l.FSM.Apply(entry)
+		l.mu.Unlock()
+		close(f.done)
+	}()
+	return f
+}
+
+// Barrier implements Log.
+func (l *MemLog) Barrier(time.Duration) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.fail
+}
+
+type memFuture struct {
+	resp  any
+	index uint64
+}
+
+func (f memFuture) Error() error  { return nil }
+func (f memFuture) Response() any { return f.resp }
+func (f memFuture) Index() uint64 { return f.index }
+
+type delayedFuture struct {
+	done  chan struct{}
+	resp  any
+	index uint64
+}
+
+func (f *delayedFuture) Error() error  { <-f.done; return nil }
+func (f *delayedFuture) Response() any { <-f.done; return f.resp }
+func (f *delayedFuture) Index() uint64 { return f.index }

@@ -1,0 +1,139 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+)
+
+// Config is everything `kcoord serve` needs to run one node. The CLI fills it
+// from flags, KCOORD_ environment variables, `-c key=value` pairs and a YAML
+// config file; tests fill it directly. Kafka config names map to the fields in
+// the Kafka block below (see KafkaConfigKeys).
+type Config struct {
+	// NodeID is this node's id; it is also the Kafka broker id given to clients.
+	NodeID int32
+	// DataDir holds every Raft log, stable store and snapshot of this node.
+	DataDir string
+	// KafkaAddr is the host:port the Kafka protocol listener binds.
+	KafkaAddr string
+	// AdvertiseKafkaAddr is the host:port given to clients in Metadata and
+	// FindCoordinator; empty means KafkaAddr (after the listener resolved it).
+	AdvertiseKafkaAddr string
+	// RaftAddr is the host:port every shard's Raft traffic shares.
+	RaftAddr string
+	// GossipAddr is the host:port memberlist binds.
+	GossipAddr string
+	// HTTPAddr is the host:port of /healthz, /readyz and /metrics; empty disables it.
+	HTTPAddr string
+	// Join lists gossip seeds as host:port.
+	Join []string
+	// BootstrapExpect is how many nodes must see each other before the first
+	// bootstrap of the Raft groups (1: bootstrap alone).
+	BootstrapExpect int
+
+	// OffsetsTopicNumPartitions is offsets.topic.num.partitions: the number of
+	// shards groups are hashed over. Fixed for the life of a cluster.
+	OffsetsTopicNumPartitions int32
+	// OffsetsTopicReplicationFactor is offsets.topic.replication.factor:
+	// replicas per shard (capped at the number of nodes).
+	OffsetsTopicReplicationFactor int32
+	// GroupInitialRebalanceDelay is group.initial.rebalance.delay.ms.
+	GroupInitialRebalanceDelay time.Duration
+	// GroupMinSessionTimeout is group.min.session.timeout.ms.
+	GroupMinSessionTimeout time.Duration
+	// GroupMaxSessionTimeout is group.max.session.timeout.ms.
+	GroupMaxSessionTimeout time.Duration
+	// GroupMaxSize is group.max.size: members per group.
+	GroupMaxSize int32
+	// OffsetsRetention is offsets.retention.minutes.
+	OffsetsRetention time.Duration
+	// OffsetsRetentionCheckInterval is offsets.retention.check.interval.ms.
+	OffsetsRetentionCheckInterval time.Duration
+	// OffsetMetadataMaxBytes is offset.metadata.max.bytes, in bytes.
+	OffsetMetadataMaxBytes int32
+	// OffsetsCommitTimeout is offsets.commit.timeout.ms: how long a commit or
+	// a group write waits for Raft before failing with REQUEST_TIMED_OUT.
+	OffsetsCommitTimeout time.Duration
+	// SocketRequestMaxBytes is socket.request.max.bytes: the largest request
+	// frame accepted, in bytes; a larger one closes the connection.
+	SocketRequestMaxBytes int32
+}
+
+// DefaultConfig returns the configuration of `kcoord serve` with no flags: a
+// single node on loopback with Kafka's defaults.
+func DefaultConfig() Config {
+	return Config{
+		NodeID:                        1,
+		DataDir:                       "./kcoord-data",
+		KafkaAddr:                     "127.0.0.1:9092",
+		RaftAddr:                      "127.0.0.1:9093",
+		GossipAddr:                    "127.0.0.1:7946",
+		HTTPAddr:                      "127.0.0.1:9644",
+		BootstrapExpect:               1,
+		OffsetsTopicNumPartitions:     50,
+		OffsetsTopicReplicationFactor: 3,
+		GroupInitialRebalanceDelay:    3 * time.Second,
+		GroupMinSessionTimeout:        6 * time.Second,
+		GroupMaxSessionTimeout:        30 * time.Minute,
+		GroupMaxSize:                  2147483647,
+		OffsetsRetention:              10080 * time.Minute,
+		OffsetsRetentionCheckInterval: 10 * time.Minute,
+		OffsetMetadataMaxBytes:        4096,
+		OffsetsCommitTimeout:          5 * time.Second,
+		SocketRequestMaxBytes:         104857600,
+	}
+}
+
+// Validate reports the first setting that cannot work.
+func (c *Config) Validate() error {
+	var errs []error
+	if c.DataDir == "" {
+		errs = append(errs, errors.New("data-dir must be set"))
+	}
+	for name, addr := range map[string]string{"kafka-addr": c.KafkaAddr, "raft-addr": c.RaftAddr, "gossip-addr": c.GossipAddr} {
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: %w", name, addr, err))
+		}
+	}
+	if c.AdvertiseKafkaAddr != "" {
+		if _, _, err := net.SplitHostPort(c.AdvertiseKafkaAddr); err != nil {
+			errs = append(errs, fmt.Errorf("advertise-kafka-addr %q: %w", c.AdvertiseKafkaAddr, err))
+		}
+	}
+	if c.BootstrapExpect < 1 {
+		errs = append(errs, errors.New("bootstrap-expect must be at least 1"))
+	}
+	if c.OffsetsTopicNumPartitions < 1 {
+		errs = append(errs, errors.New("offsets.topic.num.partitions must be at least 1"))
+	}
+	if c.OffsetsTopicReplicationFactor < 1 {
+		errs = append(errs, errors.New("offsets.topic.replication.factor must be at least 1"))
+	}
+	if c.GroupInitialRebalanceDelay < 0 {
+		errs = append(errs, errors.New("group.initial.rebalance.delay.ms must not be negative"))
+	}
+	if c.GroupMinSessionTimeout < 0 || c.GroupMaxSessionTimeout < c.GroupMinSessionTimeout {
+		errs = append(errs, errors.New("group.min.session.timeout.ms must be >= 0 and <= group.max.session.timeout.ms"))
+	}
+	if c.GroupMaxSize < 1 {
+		errs = append(errs, errors.New("group.max.size must be at least 1"))
+	}
+	if c.OffsetsRetention <= 0 {
+		errs = append(errs, errors.New("offsets.retention.minutes must be positive"))
+	}
+	if c.OffsetsRetentionCheckInterval <= 0 {
+		errs = append(errs, errors.New("offsets.retention.check.interval.ms must be positive"))
+	}
+	if c.OffsetMetadataMaxBytes < 0 {
+		errs = append(errs, errors.New("offset.metadata.max.bytes must not be negative"))
+	}
+	if c.OffsetsCommitTimeout <= 0 {
+		errs = append(errs, errors.New("offsets.commit.timeout.ms must be positive"))
+	}
+	if c.SocketRequestMaxBytes < 1 {
+		errs = append(errs, errors.New("socket.request.max.bytes must be positive"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,38 @@
+package server
+
+import (
+	"context"
+	"time"
+
+	"github.com/kcoord/kcoord/cluster"
+	"github.com/kcoord/kcoord/fsm"
+)
+
+// topicRegistry is the api.Topics of a node: reads from the metadata FSM,
+// writes through the metadata Raft group.
+type topicRegistry struct {
+	shard   *cluster.Shard
+	fsm     *fsm.MetaFSM
+	timeout time.Duration
+}
+
+func (r *topicRegistry) Topics() []fsm.Topic { return r.fsm.Topics() }
+
+func (r *topicRegistry) Topic(name string) (fsm.Topic, bool) { return r.fsm.Topic(name) }
+
+func (r *topicRegistry) Create(ctx context.Context, t fsm.Topic) error {
+	return r.apply(ctx, &fsm.TopicCreate{Topic: t})
+}
+
+func (r *topicRegistry) Delete(ctx context.Context, name string) error {
+	return r.apply(ctx, &fsm.TopicDelete{Name: name})
+}
+
+func (r *topicRegistry) apply(ctx context.Context, cmd fsm.Command) error {
+	b, err := fsm.Encode(cmd)
+	if err != nil {
+		return err
+	}
+	_, err = r.shard.Apply(ctx, b, r.timeout)
+	return err
+}
