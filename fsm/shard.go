@@ -91,7 +91,11 @@ func (f *ShardFSM) applyOffsetCommit(c *OffsetCommit) {
 		f.offsets[c.GroupID] = m
 	}
 	for _, o := range c.Offsets {
-		m[TopicPartition{Topic: o.Topic, Partition: o.Partition}] = o.Offset
+		off := o.Offset
+		if off.CommitTimestamp == 0 {
+			off.CommitTimestamp = c.Timestamp
+		}
+		m[TopicPartition{Topic: o.Topic, Partition: o.Partition}] = off
 	}
 }
 

@@ -154,9 +154,10 @@ func (g *group) addMemberAndRebalance(id string, req JoinRequest) chan JoinResul
 	if g.state == PreparingRebalance && g.initialJoin {
 		g.newMemberAdded = true
 	}
+	ch := m.joinCh
 	g.scheduleSession(m, g.c.cfg.NewMemberJoinTimeout)
 	g.afterJoin("adding member " + id)
-	return m.joinCh
+	return ch
 }
 
 // updateMemberAndRebalance records a rejoining member's protocols and starts
@@ -170,9 +171,10 @@ func (g *group) updateMemberAndRebalance(m *member, req JoinRequest) chan JoinRe
 		// A second JoinGroup from the same member replaces the first.
 		m.joinCh <- JoinResult{Err: ErrRebalanceInProgress, MemberID: m.id}
 	}
-	m.joinCh = make(chan JoinResult, 1)
+	ch := make(chan JoinResult, 1)
+	m.joinCh = ch
 	g.afterJoin("member " + m.id + " rejoined")
-	return m.joinCh
+	return ch
 }
 
 // afterJoin starts a rebalance, or completes the one under way if everyone

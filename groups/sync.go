@@ -65,12 +65,13 @@ func (g *group) sync(req SyncRequest) (chan SyncResult, SyncResult) {
 	if m.syncCh != nil {
 		m.syncCh <- SyncResult{Err: ErrRebalanceInProgress}
 	}
-	m.syncCh = make(chan SyncResult, 1)
+	ch := make(chan SyncResult, 1)
+	m.syncCh = ch
 	g.startSession(m)
 	if m.id == g.leader && !g.assigning {
 		g.storeAssignment(req.Assignments)
 	}
-	return m.syncCh, SyncResult{}
+	return ch, SyncResult{}
 }
 
 func (g *group) syncResult(m *member) SyncResult {

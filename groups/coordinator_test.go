@@ -1,0 +1,349 @@
+package groups
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/kcoord/kcoord/fsm"
+)
+
+func TestMemberIDRequiredThenJoin(t *testing.T) {
+	c, log := newTestCoordinator(t, nil)
+	req := joinReq("g", "")
+	req.RequireKnownMemberID = true
+	r := c.Join(context.Background(), req)
+	wantErr(t, r.Err, ErrMemberIDRequired)
+	if r.MemberID == "" {
+		t.Fatal("MEMBER_ID_REQUIRED without a member id")
+	}
+	req.MemberID = r.MemberID
+	j := recv(t, joinAsync(c, req))
+	if j.Err != nil || j.Generation != 1 || j.Leader != r.MemberID || j.Protocol != "range" || len(j.Members) != 1 {
+		t.Fatalf("join: %+v", j)
+	}
+	s := recv(t, syncAsync(c, SyncRequest{GroupID: "g", MemberID: j.MemberID, Generation: 1, Assignments: map[string][]byte{j.MemberID: []byte("a")}}))
+	if s.Err != nil || string(s.Assignment) != "a" || s.Protocol != "range" || s.ProtocolType != "consumer" {
+		t.Fatalf("sync: %+v", s)
+	}
+	// Invariant 4: the completed rebalance is in the FSM.
+	g, ok := log.FSM.Group("g")
+	if !ok || g.Generation != 1 || g.State != fsm.StateStable || string(g.Members[0].Assignment) != "a" {
+		t.Fatalf("stored group: %+v", g)
+	}
+}
+
+func TestUnknownMemberIDJoinForMissingGroup(t *testing.T) {
+	c, _ := newTestCoordinator(t, nil)
+	wantErr(t, c.Join(context.Background(), joinReq("g", "ghost")).Err, ErrUnknownMemberID)
+}
+
+func TestInvalidSessionTimeout(t *testing.T) {
+	c, _ := newTestCoordinator(t, func(cfg *Config) { cfg.MinSessionTimeout = time.Second; cfg.MaxSessionTimeout = 2 * time.Second })
+	for _, ms := range []int32{999, 2001} {
+		req := joinReq("g", "")
+		req.SessionTimeoutMs = ms
+		wantErr(t, c.Join(context.Background(), req).Err, ErrInvalidSessionTimeout)
+	}
+}
+
+func TestInconsistentProtocols(t *testing.T) {
+	c, _ := newTestCoordinator(t, nil)
+	stableGroup(t, c, "g", 1)
+	other := joinReq("g", "", "roundrobin")
+	wantErr(t, c.Join(context.Background(), other).Err, ErrInconsistentGroupProtocol)
+	wrongType := joinReq("g", "")
+	wrongType.ProtocolType = "connect"
+	wantErr(t, c.Join(context.Background(), wrongType).Err, ErrInconsistentGroupProtocol)
+	empty := joinReq("g2", "")
+	empty.Protocols = nil
+	wantErr(t, c.Join(context.Background(), empty).Err, ErrInconsistentGroupProtocol)
+}
+
+func TestProtocolVote(t *testing.T) {
+	c, _ := newTestCoordinator(t, func(cfg *Config) { cfg.InitialRebalanceDelay = 100 * time.Millisecond })
+	a := joinAsync(c, joinReq("g", "", "range", "roundrobin"))
+	time.Sleep(5 * time.Millisecond)
+	b := joinAsync(c, joinReq("g", "", "roundrobin", "range", "sticky"))
+	time.Sleep(5 * time.Millisecond)
+	d := joinAsync(c, joinReq("g", "", "roundrobin", "range"))
+	for _, ch := range []<-chan JoinResult{a, b, d} {
+		if r := recv(t, ch); r.Err != nil || r.Protocol != "roundrobin" {
+			t.Fatalf("vote: %+v", r)
+		}
+	}
+}
+
+func TestHeartbeatErrors(t *testing.T) {
+	c, _ := newTestCoordinator(t, nil)
+	ids, gen := stableGroup(t, c, "g", 2)
+	if err := c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: "nobody", Generation: gen}), ErrUnknownMemberID)
+	wantErr(t, c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen + 1}), ErrIllegalGeneration)
+	wantErr(t, c.Heartbeat(HeartbeatRequest{GroupID: "nogroup", MemberID: ids[0], Generation: gen}), ErrUnknownMemberID)
+	// A rejoin by the leader starts a rebalance: the other member is told.
+	pending := joinAsync(c, joinReq("g", ids[0]))
+	assertPending(t, pending)
+	wantErr(t, c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: ids[1], Generation: gen}), ErrRebalanceInProgress)
+	// Its sync for the old generation is refused too.
+	wantErr(t, c.Sync(context.Background(), SyncRequest{GroupID: "g", MemberID: ids[1], Generation: gen}).Err, ErrRebalanceInProgress)
+	other := recv(t, joinAsync(c, joinReq("g", ids[1])))
+	lead := recv(t, pending)
+	if other.Err != nil || lead.Err != nil || lead.Generation != gen+1 || other.Generation != gen+1 {
+		t.Fatalf("rejoin: %+v %+v", lead, other)
+	}
+	wantErr(t, c.Sync(context.Background(), SyncRequest{GroupID: "g", MemberID: ids[1], Generation: gen}).Err, ErrIllegalGeneration)
+}
+
+func TestLeaderLeavesAndOtherLeads(t *testing.T) {
+	c, _ := newTestCoordinator(t, nil)
+	ids, gen := stableGroup(t, c, "g", 2)
+	res, err := c.Leave("g", []LeaveMember{{MemberID: ids[0]}})
+	if err != nil || res[0].Err != nil {
+		t.Fatal(err, res)
+	}
+	wantErr(t, c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: ids[1], Generation: gen}), ErrRebalanceInProgress)
+	r := recv(t, joinAsync(c, joinReq("g", ids[1])))
+	if r.Err != nil || r.Leader != ids[1] || r.Generation != gen+1 || len(r.Members) != 1 {
+		t.Fatalf("after leader left: %+v", r)
+	}
+	res, _ = c.Leave("g", []LeaveMember{{MemberID: ids[0]}})
+	wantErr(t, res[0].Err, ErrUnknownMemberID)
+}
+
+func TestSessionExpiryRemovesMember(t *testing.T) {
+	c, _ := newTestCoordinator(t, nil)
+	a := joinReq("g", "")
+	a.SessionTimeoutMs = 60000
+	b := joinReq("g", "")
+	b.SessionTimeoutMs = 150
+	ra, rb := joinAsync(c, a), joinAsync(c, b)
+	ja, jb := recv(t, ra), recv(t, rb)
+	leader := ja
+	if jb.Leader == jb.MemberID {
+		leader = jb
+	}
+	assign := map[string][]byte{ja.MemberID: []byte("x"), jb.MemberID: []byte("y")}
+	sa := syncAsync(c, SyncRequest{GroupID: "g", MemberID: leader.MemberID, Generation: leader.Generation, Assignments: assign})
+	other := ja.MemberID
+	if leader.MemberID == ja.MemberID {
+		other = jb.MemberID
+	}
+	recv(t, syncAsync(c, SyncRequest{GroupID: "g", MemberID: other, Generation: leader.Generation}))
+	recv(t, sa)
+	// b never heartbeats: it expires and a is told to rejoin.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: ja.MemberID, Generation: ja.Generation})
+		if err == ErrRebalanceInProgress {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("member b never expired (last heartbeat error %v)", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	r := recv(t, joinAsync(c, JoinRequest{GroupID: "g", MemberID: ja.MemberID, ProtocolType: "consumer", Protocols: a.Protocols, SessionTimeoutMs: 60000, RebalanceTimeoutMs: 2000}))
+	if r.Err != nil || len(r.Members) != 1 || r.Leader != ja.MemberID {
+		t.Fatalf("after expiry: %+v", r)
+	}
+}
+
+func TestRebalanceTimeoutRemovesMembersThatDoNotRejoin(t *testing.T) {
+	c, _ := newTestCoordinator(t, nil)
+	ids, gen := stableGroup(t, c, "g", 2)
+	// Lower the second member's rebalance timeout by rejoining it... simpler:
+	// the first member rejoins; the second never does and is dropped after
+	// the rebalance timeout (2s in joinReq).
+	start := time.Now()
+	r := recv(t, joinAsync(c, joinReq("g", ids[0])))
+	if r.Err != nil || r.Generation != gen+1 || len(r.Members) != 1 {
+		t.Fatalf("rejoin: %+v", r)
+	}
+	if waited := time.Since(start); waited < time.Second {
+		t.Fatalf("join completed after %v, before the rebalance timeout", waited)
+	}
+	wantErr(t, c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: ids[1], Generation: gen}), ErrUnknownMemberID)
+}
+
+func TestInitialDelayWaitsForMoreMembers(t *testing.T) {
+	c, _ := newTestCoordinator(t, func(cfg *Config) { cfg.InitialRebalanceDelay = 150 * time.Millisecond })
+	a := joinAsync(c, joinReq("g", ""))
+	time.Sleep(100 * time.Millisecond)
+	b := joinAsync(c, joinReq("g", "")) // arrives in the delay: extends it
+	time.Sleep(100 * time.Millisecond)
+	assertPending(t, a)
+	ra, rb := recv(t, a), recv(t, b)
+	if ra.Generation != 1 || rb.Generation != 1 || ra.Leader != rb.Leader {
+		t.Fatalf("both must join generation 1 together: %+v %+v", ra, rb)
+	}
+}
+
+func TestCommitValidation(t *testing.T) {
+	c, log := newTestCoordinator(t, nil)
+	off := []fsm.OffsetCommitPartition{{Topic: "t", Partition: 0, Offset: fsm.Offset{Offset: 5, ExpireTimestamp: -1}}}
+	// Admin commit (generation -1) creates an Empty group.
+	if err := c.Commit(CommitRequest{GroupID: "simple", Generation: -1, Offsets: off}); err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := log.FSM.Offset("simple", fsm.TopicPartition{Topic: "t"}); !ok || o.Offset != 5 || o.CommitTimestamp == 0 {
+		t.Fatalf("stored offset %+v %v", o, ok)
+	}
+	wantErr(t, c.Commit(CommitRequest{GroupID: "missing", Generation: 3, MemberID: "m", Offsets: off}), ErrIllegalGeneration)
+
+	ids, gen := stableGroup(t, c, "g", 2)
+	if err := c.Commit(CommitRequest{GroupID: "g", MemberID: ids[1], Generation: gen, Offsets: off}); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, c.Commit(CommitRequest{GroupID: "g", Generation: -1, Offsets: off}), ErrUnknownMemberID)
+	wantErr(t, c.Commit(CommitRequest{GroupID: "g", MemberID: ids[1], Generation: gen + 1, Offsets: off}), ErrIllegalGeneration)
+	wantErr(t, c.Commit(CommitRequest{GroupID: "g", MemberID: "x", Generation: gen, Offsets: off}), ErrUnknownMemberID)
+
+	// During CompletingRebalance commits are refused.
+	j0, j1 := joinAsync(c, joinReq("g", ids[0])), joinAsync(c, joinReq("g", ids[1]))
+	recv(t, j0)
+	recv(t, j1)
+	wantErr(t, c.Commit(CommitRequest{GroupID: "g", MemberID: ids[1], Generation: gen + 1, Offsets: off}), ErrRebalanceInProgress)
+
+	// A failed write is reported, not acknowledged.
+	log.SetFault(raft.ErrNotLeader)
+	wantErr(t, c.Commit(CommitRequest{GroupID: "simple", Generation: -1, Offsets: off}), ErrNotCoordinator)
+}
+
+func TestSyncWriteFailureFailsTheRebalance(t *testing.T) {
+	c, log := newTestCoordinator(t, nil)
+	j := recv(t, joinAsync(c, joinReq("g", "")))
+	log.SetFault(raft.ErrLeadershipLost)
+	s := recv(t, syncAsync(c, SyncRequest{GroupID: "g", MemberID: j.MemberID, Generation: j.Generation, Assignments: map[string][]byte{j.MemberID: []byte("a")}}))
+	wantErr(t, s.Err, ErrNotCoordinator)
+	if _, ok := log.FSM.Group("g"); ok {
+		t.Fatal("a failed assignment must not be stored")
+	}
+	d, _ := c.Describe("g")
+	if d.State != PreparingRebalance.String() {
+		t.Fatalf("state after a failed store: %s", d.State)
+	}
+}
+
+func TestFailoverKeepsGenerationAndAssignment(t *testing.T) {
+	c, log := newTestCoordinator(t, nil)
+	ids, gen := stableGroup(t, c, "g", 2)
+	pending := joinAsync(c, joinReq("other", ""))
+	c.Deactivate()
+	wantErr(t, recv(t, pending).Err, ErrNotCoordinator)
+	wantErr(t, c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}), ErrNotCoordinator)
+
+	// A new leader with the same FSM: members keep their generation.
+	c2, err := NewCoordinator(c.cfg, 0, log, log.FSM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c2.Activate(); err != nil {
+		t.Fatal(err)
+	}
+	defer c2.Deactivate()
+	for _, id := range ids {
+		if err := c2.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: id, Generation: gen}); err != nil {
+			t.Fatalf("heartbeat after failover: %v", err)
+		}
+	}
+	s := c2.Sync(context.Background(), SyncRequest{GroupID: "g", MemberID: ids[1], Generation: gen})
+	if s.Err != nil || string(s.Assignment) != "assignment-of-"+ids[1] {
+		t.Fatalf("sync after failover: %+v", s)
+	}
+	d, _ := c2.Describe("g")
+	if d.State != "Stable" || d.Protocol != "range" || len(d.Members) != 2 {
+		t.Fatalf("describe after failover: %+v", d)
+	}
+}
+
+func TestDeleteGroups(t *testing.T) {
+	c, log := newTestCoordinator(t, nil)
+	ids, _ := stableGroup(t, c, "g", 1)
+	wantErr(t, c.Delete("g"), ErrNonEmptyGroup)
+	wantErr(t, c.Delete("nope"), ErrGroupIDNotFound)
+	off := []fsm.OffsetCommitPartition{{Topic: "t", Offset: fsm.Offset{Offset: 1}}}
+	if err := c.Commit(CommitRequest{GroupID: "e", Generation: -1, Offsets: off}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete("e"); err != nil {
+		t.Fatal(err)
+	}
+	if log.FSM.HasOffsets("e") {
+		t.Fatal("offsets survived the delete")
+	}
+	if d, _ := c.Describe("e"); d.State != "Dead" {
+		t.Fatalf("deleted group: %+v", d)
+	}
+	// After the last member leaves, the group is Empty and can go.
+	if _, err := c.Leave("g", []LeaveMember{{MemberID: ids[0]}}); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, c, "g", "Empty")
+	if err := c.Delete("g"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	c, _ := newTestCoordinator(t, nil)
+	if d, err := c.Describe("unknown"); err != nil || d.State != "Dead" || len(d.Members) != 0 {
+		t.Fatalf("unknown group: %+v %v", d, err)
+	}
+	j := recv(t, joinAsync(c, joinReq("g", "")))
+	d, _ := c.Describe("g")
+	if d.State != "CompletingRebalance" || d.Protocol != "" || d.Members[0].Metadata != nil {
+		t.Fatalf("no protocol or metadata unless Stable: %+v", d)
+	}
+	recv(t, syncAsync(c, SyncRequest{GroupID: "g", MemberID: j.MemberID, Generation: 1, Assignments: map[string][]byte{j.MemberID: []byte("a")}}))
+	d, _ = c.Describe("g")
+	if d.State != "Stable" || d.Protocol != "range" || string(d.Members[0].Metadata) != "meta-range" || string(d.Members[0].Assignment) != "a" {
+		t.Fatalf("stable: %+v", d)
+	}
+	list, _ := c.List()
+	if len(list) != 1 || list[0].State != "Stable" || list[0].ProtocolType != "consumer" {
+		t.Fatalf("list: %+v", list)
+	}
+}
+
+func TestStaticMemberReplacementFencesOldID(t *testing.T) {
+	c, _ := newTestCoordinator(t, nil)
+	req := joinReq("g", "")
+	req.InstanceID = "instance-1"
+	first := recv(t, joinAsync(c, req))
+	recv(t, syncAsync(c, SyncRequest{GroupID: "g", MemberID: first.MemberID, InstanceID: "instance-1", Generation: first.Generation, Assignments: map[string][]byte{first.MemberID: []byte("a")}}))
+	second := recv(t, joinAsync(c, req))
+	if second.Err != nil || second.MemberID == first.MemberID {
+		t.Fatalf("rejoin of the static member: %+v", second)
+	}
+	wantErr(t, c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: first.MemberID, InstanceID: "instance-1", Generation: second.Generation}), ErrFencedInstanceID)
+	res, _ := c.Leave("g", []LeaveMember{{InstanceID: "instance-1"}})
+	if res[0].Err != nil {
+		t.Fatalf("leave by instance id: %v", res[0].Err)
+	}
+}
+
+func TestGroupMaxSize(t *testing.T) {
+	c, _ := newTestCoordinator(t, func(cfg *Config) { cfg.MaxSize = 1 })
+	stableGroup(t, c, "g", 1)
+	wantErr(t, c.Join(context.Background(), joinReq("g", "")).Err, ErrGroupMaxSizeReached)
+}
+
+func waitState(t *testing.T, c *Coordinator, group, state string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		d, _ := c.Describe(group)
+		if d.State == state {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group %s stuck in %s, want %s", group, d.State, state)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
