@@ -1,0 +1,225 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/pflag"
+	"gopkg.in/yaml.v3"
+
+	"github.com/kcoord/kcoord/server"
+)
+
+const (
+	envPrefix      = "KCOORD_"
+	flagConfig     = "config"
+	flagConfigFile = "config-file"
+)
+
+// serveOptions holds what `kcoord serve` reads from its flags. The node's
+// settings are bound straight to cfg; Kafka config pairs stay strings until
+// resolve applies them in order of precedence.
+type serveOptions struct {
+	cfg             server.Config
+	kafka           []string // -c key=value
+	configFile      string
+	logLevel        string
+	logJSON         bool
+	shutdownTimeout time.Duration
+}
+
+// addServeFlags defines the flags of `kcoord serve` on fs, with
+// server.DefaultConfig's values as defaults.
+func addServeFlags(fs *pflag.FlagSet) *serveOptions {
+	o := &serveOptions{cfg: server.DefaultConfig()}
+	c := &o.cfg
+	fs.Int32Var(&c.NodeID, "node-id", c.NodeID, "node id, also the Kafka broker id")
+	fs.StringVar(&c.DataDir, "data-dir", c.DataDir, "directory of Raft logs and snapshots")
+	fs.StringVar(&c.KafkaAddr, "kafka-addr", c.KafkaAddr, "Kafka protocol listener host:port")
+	fs.StringVar(&c.AdvertiseKafkaAddr, "advertise-kafka-addr", c.AdvertiseKafkaAddr, "Kafka host:port given to clients (default: the listener's)")
+	fs.StringVar(&c.RaftAddr, "raft-addr", c.RaftAddr, "Raft host:port, shared by all shards")
+	fs.StringVar(&c.GossipAddr, "gossip-addr", c.GossipAddr, "memberlist gossip host:port")
+	fs.StringVar(&c.HTTPAddr, "http-addr", c.HTTPAddr, "host:port of /healthz, /readyz, /metrics and the status page (empty: off)")
+	fs.StringSliceVar(&c.Join, "join", c.Join, "gossip seeds, host:port,... (repeatable)")
+	fs.IntVar(&c.BootstrapExpect, "bootstrap-expect", c.BootstrapExpect, "nodes that must see each other before the first bootstrap")
+	fs.StringArrayVarP(&o.kafka, flagConfig, "c", nil, "Kafka config key=value (repeatable; also comma-separated)")
+	fs.StringVar(&o.configFile, flagConfigFile, "", "YAML file of Kafka config keys and serve flag names")
+	fs.StringVar(&o.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
+	fs.BoolVar(&o.logJSON, "log-json", false, "log as JSON")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a clean shutdown may take")
+	fs.VisitAll(func(f *pflag.Flag) {
+		f.Usage += " [$" + envName(f.Name) + "]"
+	})
+	return o
+}
+
+// envName is the environment variable of a flag: --data-dir → KCOORD_DATA_DIR.
+func envName(flag string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// resolve completes o.cfg from the environment and the config file for every
+// flag not given on the command line (flag > env > file > default), applies
+// the Kafka config pairs in the same order of precedence, and validates.
+// An empty environment variable counts as unset.
+func (o *serveOptions) resolve(fs *pflag.FlagSet, lookupEnv func(string) (string, bool)) (server.Config, error) {
+	env := func(flag string) (string, bool) {
+		v, ok := lookupEnv(envName(flag))
+		return v, ok && v != ""
+	}
+
+	path := o.configFile
+	if v, ok := env(flagConfigFile); ok && !fs.Changed(flagConfigFile) {
+		path = v
+	}
+	var file configFile
+	if path != "" {
+		var err error
+		if file, err = readConfigFile(path, fs); err != nil {
+			return server.Config{}, err
+		}
+	}
+
+	var errs []error
+	fs.VisitAll(func(f *pflag.Flag) {
+		if f.Changed || f.Name == flagConfig || f.Name == flagConfigFile || f.Name == "help" {
+			return
+		}
+		if v, ok := env(f.Name); ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("$%s=%q: %w", envName(f.Name), v, err))
+			}
+		} else if v, ok := file.flags[f.Name]; ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("config file %s: %s: %q: %w", path, f.Name, v, err))
+			}
+		}
+	})
+	if len(errs) > 0 {
+		return server.Config{}, errs[0]
+	}
+
+	cfg := o.cfg
+	var join []string // "a:1, b:2" and "" from env or file: trimmed, empties dropped
+	for _, s := range cfg.Join {
+		if s = strings.TrimSpace(s); s != "" {
+			join = append(join, s)
+		}
+	}
+	cfg.Join = join
+	for _, kv := range file.kafka {
+		if err := cfg.SetKafkaConfig(kv[0], kv[1]); err != nil {
+			return server.Config{}, fmt.Errorf("config file %s: %w", path, err)
+		}
+	}
+	if v, ok := env(flagConfig); ok {
+		if err := setKafkaPairs(&cfg, []string{v}); err != nil {
+			return server.Config{}, fmt.Errorf("$%s: %w", envName(flagConfig), err)
+		}
+	}
+	if err := setKafkaPairs(&cfg, o.kafka); err != nil {
+		return server.Config{}, fmt.Errorf("--%s: %w", flagConfig, err)
+	}
+	if err := cfg.Validate(); err != nil {
+		return server.Config{}, fmt.Errorf("invalid configuration: %w", err)
+	}
+	return cfg, nil
+}
+
+// setKafkaPairs applies key=value pairs; each argument may hold several,
+// separated by commas.
+func setKafkaPairs(cfg *server.Config, args []string) error {
+	for _, arg := range args {
+		for _, pair := range strings.Split(arg, ",") {
+			pair = strings.TrimSpace(pair)
+			if pair == "" {
+				continue
+			}
+			k, v, ok := strings.Cut(pair, "=")
+			if !ok {
+				return fmt.Errorf("%q: want key=value", pair)
+			}
+			if err := cfg.SetKafkaConfig(strings.TrimSpace(k), v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// configFile is a parsed --config-file: serve flag values as strings, and
+// Kafka config pairs in file order.
+type configFile struct {
+	flags map[string]string
+	kafka [][2]string
+}
+
+// readConfigFile reads a YAML mapping whose keys are Kafka config names or
+// serve flag names (not config or config-file). Values are scalars; a list is
+// accepted for flags taking several values (join). A null value is ignored.
+func readConfigFile(path string, fs *pflag.FlagSet) (configFile, error) {
+	out := configFile{flags: map[string]string{}}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return out, fmt.Errorf("config file: %w", err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return out, fmt.Errorf("config file %s: %w", path, err)
+	}
+	if len(doc.Content) == 0 {
+		return out, nil // empty file
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return out, fmt.Errorf("config file %s: want a mapping of key: value", path)
+	}
+	kafkaKeys := server.KafkaConfigKeys()
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		key, val := root.Content[i].Value, root.Content[i+1]
+		fail := func(format string, args ...any) (configFile, error) {
+			return out, fmt.Errorf("config file %s line %d: %s: %s", path, root.Content[i].Line, key, fmt.Sprintf(format, args...))
+		}
+		if seen[key] {
+			return fail("given twice")
+		}
+		seen[key] = true
+		var value string
+		switch {
+		case val.Tag == "!!null":
+			continue
+		case val.Kind == yaml.ScalarNode:
+			value = val.Value
+		case val.Kind == yaml.SequenceNode:
+			items := make([]string, 0, len(val.Content))
+			for _, it := range val.Content {
+				if it.Kind != yaml.ScalarNode {
+					return fail("want a list of scalars")
+				}
+				items = append(items, it.Value)
+			}
+			value = strings.Join(items, ",")
+		default:
+			return fail("want a scalar or a list")
+		}
+		switch f := fs.Lookup(key); {
+		case slices.Contains(kafkaKeys, key):
+			if val.Kind != yaml.ScalarNode {
+				return fail("want a scalar")
+			}
+			out.kafka = append(out.kafka, [2]string{key, value})
+		case f != nil && key != flagConfig && key != flagConfigFile && key != "help":
+			if val.Kind == yaml.SequenceNode && f.Value.Type() != "stringSlice" {
+				return fail("want a scalar")
+			}
+			out.flags[key] = value
+		default:
+			return fail("unknown key (want a Kafka config name or a serve flag name)")
+		}
+	}
+	return out, nil
+}

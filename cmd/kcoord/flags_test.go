@@ -1,0 +1,227 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/kcoord/kcoord/server"
+)
+
+// resolveArgs parses args as `kcoord serve` would and resolves them against
+// env (instead of the process environment).
+func resolveArgs(args []string, env map[string]string) (server.Config, *serveOptions, error) {
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	o := addServeFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return server.Config{}, o, err
+	}
+	cfg, err := o.resolve(fs, func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	return cfg, o, err
+}
+
+func writeFile(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "kcoord.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestEnvName(t *testing.T) {
+	for flag, want := range map[string]string{
+		"data-dir":             "KCOORD_DATA_DIR",
+		"advertise-kafka-addr": "KCOORD_ADVERTISE_KAFKA_ADDR",
+		"config":               "KCOORD_CONFIG",
+		"node-id":              "KCOORD_NODE_ID",
+	} {
+		if got := envName(flag); got != want {
+			t.Errorf("envName(%q) = %q, want %q", flag, got, want)
+		}
+	}
+}
+
+func TestResolveDefaults(t *testing.T) {
+	cfg, o, err := resolveArgs(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := server.DefaultConfig(); !reflect.DeepEqual(cfg, want) {
+		t.Errorf("no flags: got %+v\nwant %+v", cfg, want)
+	}
+	if o.logLevel != "info" || o.logJSON || o.shutdownTimeout != 10*time.Second {
+		t.Errorf("options: %+v", o)
+	}
+}
+
+func TestResolvePrecedence(t *testing.T) {
+	file := writeFile(t, `
+# Kafka keys and flag names side by side.
+offsets.topic.num.partitions: 6
+group.max.size: 10
+offsets.commit.timeout.ms: 1000
+node-id: 2
+data-dir: /file/data
+kafka-addr: 0.0.0.0:19092
+raft-addr: 0.0.0.0:19093
+join: [a:7946, b:7946]
+bootstrap-expect: 3
+log-level: debug
+shutdown-timeout: 3s
+advertise-kafka-addr:
+`)
+	env := map[string]string{
+		"KCOORD_CONFIG_FILE": file,
+		"KCOORD_NODE_ID":     "3",
+		"KCOORD_DATA_DIR":    "/env/data",
+		"KCOORD_JOIN":        "c:7946",
+		"KCOORD_CONFIG":      "group.max.size=20,offsets.commit.timeout.ms=2000",
+		"KCOORD_LOG_JSON":    "true",
+		"KCOORD_GOSSIP_ADDR": "", // empty: unset
+	}
+	args := []string{"--node-id", "4", "-c", "offsets.commit.timeout.ms=3000", "--raft-addr=127.0.0.1:29093"}
+
+	cfg, o, err := resolveArgs(args, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := server.DefaultConfig()
+	want.NodeID = 4                             // flag > env > file
+	want.DataDir = "/env/data"                  // env > file
+	want.KafkaAddr = "0.0.0.0:19092"            // file
+	want.RaftAddr = "127.0.0.1:29093"           // flag > file
+	want.Join = []string{"c:7946"}              // env replaces the file's list
+	want.BootstrapExpect = 3                    // file
+	want.OffsetsTopicNumPartitions = 6          // file
+	want.GroupMaxSize = 20                      // env > file
+	want.OffsetsCommitTimeout = 3 * time.Second // flag > env > file
+	if !reflect.DeepEqual(cfg, want) {
+		t.Errorf("got  %+v\nwant %+v", cfg, want)
+	}
+	if o.logLevel != "debug" || !o.logJSON || o.shutdownTimeout != 3*time.Second {
+		t.Errorf("options: level %q json %v timeout %v", o.logLevel, o.logJSON, o.shutdownTimeout)
+	}
+}
+
+func TestResolveJoin(t *testing.T) {
+	tests := []struct {
+		name string
+		file string
+		env  string
+		args []string
+		want []string
+	}{
+		{"none", "", "", nil, nil},
+		{"file list", "join: [a:1, b:2]", "", nil, []string{"a:1", "b:2"}},
+		{"file string", "join: a:1, b:2", "", nil, []string{"a:1", "b:2"}},
+		{"env", "join: [a:1]", "c:3,d:4", nil, []string{"c:3", "d:4"}},
+		{"flags", "join: [a:1]", "c:3", []string{"--join", "e:5", "--join=f:6,g:7"}, []string{"e:5", "f:6", "g:7"}},
+		{"empty list in file", "join: []", "", nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{"KCOORD_JOIN": tt.env}
+			args := tt.args
+			if tt.file != "" {
+				args = append([]string{"--config-file", writeFile(t, tt.file)}, args...)
+			}
+			cfg, _, err := resolveArgs(args, env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(cfg.Join, tt.want) {
+				t.Errorf("Join = %q, want %q", cfg.Join, tt.want)
+			}
+		})
+	}
+}
+
+func TestResolveConfigFileFlagBeatsEnv(t *testing.T) {
+	fromFlag := writeFile(t, "node-id: 11")
+	fromEnv := writeFile(t, "node-id: 12")
+	cfg, _, err := resolveArgs([]string{"--config-file", fromFlag}, map[string]string{"KCOORD_CONFIG_FILE": fromEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.NodeID != 11 {
+		t.Errorf("NodeID = %d, want 11 from --config-file", cfg.NodeID)
+	}
+}
+
+func TestResolveKafkaPairs(t *testing.T) {
+	cfg, _, err := resolveArgs([]string{
+		"-c", "group.initial.rebalance.delay.ms=0",
+		"--config", "offsets.topic.replication.factor=1, offsets.topic.num.partitions=4",
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.GroupInitialRebalanceDelay != 0 || cfg.OffsetsTopicReplicationFactor != 1 || cfg.OffsetsTopicNumPartitions != 4 {
+		t.Errorf("got %+v", cfg)
+	}
+}
+
+func TestResolveErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		file    string // written and passed with --config-file when set
+		env     map[string]string
+		args    []string
+		wantErr []string
+	}{
+		{"unknown kafka key", "", nil, []string{"-c", "no.such=1"}, []string{"--config", `"no.such"`}},
+		{"pair without =", "", nil, []string{"-c", "group.max.size"}, []string{`"group.max.size"`, "key=value"}},
+		{"bad kafka value", "", nil, []string{"-c", "group.max.size=many"}, []string{"group.max.size", `"many"`}},
+		{"bad env kafka", "", map[string]string{"KCOORD_CONFIG": "group.max.size=0"}, nil, []string{"KCOORD_CONFIG", "group.max.size"}},
+		{"bad env flag", "", map[string]string{"KCOORD_NODE_ID": "one"}, nil, []string{"KCOORD_NODE_ID", `"one"`}},
+		{"bad env bool", "", map[string]string{"KCOORD_LOG_JSON": "yes please"}, nil, []string{"KCOORD_LOG_JSON"}},
+		{"invalid config", "", nil, []string{"--bootstrap-expect", "0"}, []string{"bootstrap-expect"}},
+		{"invalid addr", "", nil, []string{"--kafka-addr", "nowhere"}, []string{"kafka-addr"}},
+		{"session bounds", "", nil, []string{"-c", "group.min.session.timeout.ms=9000", "-c", "group.max.session.timeout.ms=8000"}, []string{"session.timeout"}},
+		{"missing file", "", map[string]string{"KCOORD_CONFIG_FILE": "/nonexistent/kcoord.yaml"}, nil, []string{"/nonexistent/kcoord.yaml"}},
+		{"file unknown key", "nodeid: 1", nil, nil, []string{"nodeid", "unknown key", "line 1"}},
+		{"file config key", "config: a=b", nil, nil, []string{"config", "unknown key"}},
+		{"file config-file key", "config-file: x.yaml", nil, nil, []string{"config-file", "unknown key"}},
+		{"file bad kafka value", "group.max.size: lots", nil, nil, []string{"kcoord.yaml", "group.max.size", `"lots"`}},
+		{"file kafka list", "group.max.size: [1, 2]", nil, nil, []string{"group.max.size", "scalar"}},
+		{"file flag list", "node-id: [1, 2]", nil, nil, []string{"node-id", "scalar"}},
+		{"file mapping value", "node-id: {a: 1}", nil, nil, []string{"node-id"}},
+		{"file bad flag value", "bootstrap-expect: three", nil, nil, []string{"kcoord.yaml", "bootstrap-expect", `"three"`}},
+		{"file not a mapping", "- a\n- b\n", nil, nil, []string{"mapping"}},
+		{"file bad yaml", "a: [", nil, nil, []string{"kcoord.yaml"}},
+		{"file duplicate", "node-id: 1\nnode-id: 2\n", nil, nil, []string{"node-id", "twice"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := tt.args
+			if tt.file != "" {
+				args = append([]string{"--config-file", writeFile(t, tt.file)}, args...)
+			}
+			_, _, err := resolveArgs(args, tt.env)
+			if err == nil {
+				t.Fatal("resolve accepted it")
+			}
+			for _, s := range tt.wantErr {
+				if !strings.Contains(err.Error(), s) {
+					t.Errorf("error %q does not contain %q", err, s)
+				}
+			}
+		})
+	}
+}
+
+func TestResolveEmptyFile(t *testing.T) {
+	cfg, _, err := resolveArgs([]string{"--config-file", writeFile(t, "# nothing\n")}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(cfg, server.DefaultConfig()) {
+		t.Errorf("empty file changed the config: %+v", cfg)
+	}
+}

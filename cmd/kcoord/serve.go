@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+
+	"github.com/kcoord/kcoord/server"
+)
+
+const serveLong = `Run one kcoord node: the Kafka protocol listener, the node's Raft shards,
+gossip, and the HTTP endpoints /healthz, /readyz, /metrics and a status page.
+
+With no flags at all it is a ready single node: Kafka on 127.0.0.1:9092, data
+in ./kcoord-data.
+
+Every flag can also be set from an environment variable named after it
+(--data-dir → KCOORD_DATA_DIR; -c/--config → KCOORD_CONFIG, a comma-separated
+key=value list), and from the YAML --config-file, whose keys are Kafka config
+names and, optionally, serve flag names (node-id: 2, join: [a:7946, b:7946]).
+Precedence, per setting: flag > environment > config file > default. Empty
+environment variables count as unset.
+
+Kafka config names (-c key=value):
+`
+
+// node is what serve needs of a server.Server; tests substitute a fake.
+type node interface {
+	Start() error
+	Ready() bool
+	KafkaAddr() net.Addr
+	Shutdown(ctx context.Context) error
+}
+
+var newNode = func(cfg server.Config, logger hclog.Logger, reg *prometheus.Registry) (node, error) {
+	s, err := server.New(cfg, logger, reg)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func newServeCmd() *cobra.Command {
+	var o *serveOptions
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run a kcoord node",
+		Long:  serveLong + kafkaConfigHelp(),
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := o.resolve(cmd.Flags(), os.LookupEnv)
+			if err != nil {
+				return err
+			}
+			logger, err := newLogger(o.logLevel, o.logJSON, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			return serve(cmd.Context(), cfg, logger, o.shutdownTimeout)
+		},
+	}
+	o = addServeFlags(cmd.Flags())
+	return cmd
+}
+
+func kafkaConfigHelp() string {
+	var b strings.Builder
+	d := server.DefaultConfig()
+	for _, k := range server.KafkaConfigKeys() {
+		v, _ := d.KafkaConfig(k)
+		fmt.Fprintf(&b, "  %-37s %-11s %s\n", k, v, server.KafkaConfigHelp(k))
+	}
+	return b.String()
+}
+
+func newLogger(level string, json bool, w io.Writer) (hclog.Logger, error) {
+	lvl := hclog.LevelFromString(level)
+	if lvl == hclog.NoLevel {
+		return nil, fmt.Errorf("--log-level %q: want trace, debug, info, warn or error", level)
+	}
+	return hclog.New(&hclog.LoggerOptions{
+		Name:       "kcoord",
+		Level:      lvl,
+		JSONFormat: json,
+		Output:     w,
+	}), nil
+}
+
+// serve runs a node until ctx ends or SIGINT/SIGTERM arrives, then stops the
+// HTTP server and the node within shutdownTimeout. A second signal during
+// shutdown kills the process.
+func serve(ctx context.Context, cfg server.Config, logger hclog.Logger, shutdownTimeout time.Duration) error {
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	)
+
+	// Bind HTTP first so a taken port fails before the node starts.
+	var httpLn net.Listener
+	if cfg.HTTPAddr != "" {
+		var err error
+		if httpLn, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+			return fmt.Errorf("http-addr: %w", err)
+		}
+		defer httpLn.Close()
+	}
+
+	n, err := newNode(cfg, logger, reg)
+	if err != nil {
+		return err
+	}
+	if err := n.Start(); err != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		return errors.Join(fmt.Errorf("start: %w", err), n.Shutdown(sctx))
+	}
+	logger.Info("serving", "node_id", cfg.NodeID, "kafka_addr", fmt.Sprint(n.KafkaAddr()), "http_addr", addrString(httpLn))
+
+	httpErr := make(chan error, 1)
+	var httpSrv *http.Server
+	if httpLn != nil {
+		httpSrv = &http.Server{
+			Handler:           server.NewHTTPHandler(n.Ready, reg),
+			ReadHeaderTimeout: 5 * time.Second,
+			ErrorLog:          logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
+		}
+		go func() { httpErr <- httpSrv.Serve(httpLn) }()
+	}
+	go logWhenReady(ctx, n, logger)
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down")
+	case err := <-httpErr:
+		runErr = fmt.Errorf("http server: %w", err)
+		logger.Error("shutting down", "error", err)
+	}
+	stop() // from here a second signal terminates the process
+
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if httpSrv != nil {
+		if err := httpSrv.Shutdown(sctx); err != nil {
+			httpSrv.Close()
+		}
+	}
+	if err := n.Shutdown(sctx); err != nil {
+		return errors.Join(runErr, fmt.Errorf("shutdown: %w", err))
+	}
+	logger.Info("stopped")
+	return runErr
+}
+
+func addrString(ln net.Listener) string {
+	if ln == nil {
+		return "off"
+	}
+	return ln.Addr().String()
+}
+
+// logWhenReady logs once when the node first becomes ready.
+func logWhenReady(ctx context.Context, n node, logger hclog.Logger) {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if n.Ready() {
+			logger.Info("ready")
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

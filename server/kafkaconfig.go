@@ -1,0 +1,125 @@
+package server
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// kafkaKey maps one Kafka broker config name to a Config field. Values are
+// integers, as in Kafka; min and max bound what SetKafkaConfig accepts (max is
+// the range of the Kafka type: SHORT, INT or LONG, or what a time.Duration
+// can hold). Validate checks the relations between fields.
+type kafkaKey struct {
+	name     string
+	min, max int64
+	unit     time.Duration // 0: a plain number, else the unit of a duration
+	int32p   func(c *Config) *int32
+	durp     func(c *Config) *time.Duration
+	help     string
+}
+
+const (
+	maxMillis  = int64(math.MaxInt64 / int64(time.Millisecond))
+	maxMinutes = int64(math.MaxInt64 / int64(time.Minute))
+)
+
+// kafkaKeys lists the supported keys in the order of design.md's table.
+var kafkaKeys = []kafkaKey{
+	{name: "offsets.topic.num.partitions", min: 1, max: math.MaxInt32,
+		int32p: func(c *Config) *int32 { return &c.OffsetsTopicNumPartitions },
+		help:   "shards groups are hashed over; fixed for the life of a cluster"},
+	{name: "offsets.topic.replication.factor", min: 1, max: math.MaxInt16,
+		int32p: func(c *Config) *int32 { return &c.OffsetsTopicReplicationFactor },
+		help:   "replicas per shard, capped at the number of nodes"},
+	{name: "group.initial.rebalance.delay.ms", min: 0, max: math.MaxInt32, unit: time.Millisecond,
+		durp: func(c *Config) *time.Duration { return &c.GroupInitialRebalanceDelay },
+		help: "how long the first rebalance of an empty group waits for more members"},
+	{name: "group.min.session.timeout.ms", min: 0, max: math.MaxInt32, unit: time.Millisecond,
+		durp: func(c *Config) *time.Duration { return &c.GroupMinSessionTimeout },
+		help: "smallest session timeout a member may ask for"},
+	{name: "group.max.session.timeout.ms", min: 0, max: math.MaxInt32, unit: time.Millisecond,
+		durp: func(c *Config) *time.Duration { return &c.GroupMaxSessionTimeout },
+		help: "largest session timeout a member may ask for"},
+	{name: "group.max.size", min: 1, max: math.MaxInt32,
+		int32p: func(c *Config) *int32 { return &c.GroupMaxSize },
+		help:   "members per group"},
+	{name: "offsets.retention.minutes", min: 1, max: min(math.MaxInt32, maxMinutes), unit: time.Minute,
+		durp: func(c *Config) *time.Duration { return &c.OffsetsRetention },
+		help: "how long committed offsets of an empty group are kept"},
+	{name: "offsets.retention.check.interval.ms", min: 1, max: maxMillis, unit: time.Millisecond,
+		durp: func(c *Config) *time.Duration { return &c.OffsetsRetentionCheckInterval },
+		help: "how often expired offsets are looked for"},
+	{name: "offset.metadata.max.bytes", min: 0, max: math.MaxInt32,
+		int32p: func(c *Config) *int32 { return &c.OffsetMetadataMaxBytes },
+		help:   "largest metadata string of a committed offset"},
+	{name: "offsets.commit.timeout.ms", min: 1, max: math.MaxInt32, unit: time.Millisecond,
+		durp: func(c *Config) *time.Duration { return &c.OffsetsCommitTimeout },
+		help: "how long a commit or group write waits for Raft before REQUEST_TIMED_OUT"},
+	{name: "socket.request.max.bytes", min: 1, max: math.MaxInt32,
+		int32p: func(c *Config) *int32 { return &c.SocketRequestMaxBytes },
+		help:   "largest request frame accepted; a larger one closes the connection"},
+}
+
+func lookupKafkaKey(key string) (kafkaKey, bool) {
+	for _, k := range kafkaKeys {
+		if k.name == key {
+			return k, true
+		}
+	}
+	return kafkaKey{}, false
+}
+
+// KafkaConfigKeys returns the Kafka broker config names SetKafkaConfig accepts.
+func KafkaConfigKeys() []string {
+	keys := make([]string, len(kafkaKeys))
+	for i, k := range kafkaKeys {
+		keys[i] = k.name
+	}
+	return keys
+}
+
+// KafkaConfigHelp returns a one-line description of a Kafka config name, or
+// "" for an unknown one.
+func KafkaConfigHelp(key string) string {
+	k, _ := lookupKafkaKey(key)
+	return k.help
+}
+
+// SetKafkaConfig sets the field behind a Kafka broker config name from its
+// value as Kafka writes it (an integer; durations in the unit the name ends
+// with). It rejects unknown names and values Kafka would reject.
+func (c *Config) SetKafkaConfig(key, value string) error {
+	k, ok := lookupKafkaKey(key)
+	if !ok {
+		return fmt.Errorf("unknown Kafka config %q (supported: %s)", key, strings.Join(KafkaConfigKeys(), ", "))
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+	if err != nil {
+		return fmt.Errorf("invalid value %q for Kafka config %s: not an integer", value, key)
+	}
+	if n < k.min || n > k.max {
+		return fmt.Errorf("invalid value %q for Kafka config %s: must be between %d and %d", value, key, k.min, k.max)
+	}
+	if k.durp != nil {
+		*k.durp(c) = time.Duration(n) * k.unit
+	} else {
+		*k.int32p(c) = int32(n)
+	}
+	return nil
+}
+
+// KafkaConfig returns the value of a Kafka broker config name as Kafka
+// writes it, and false for an unknown name.
+func (c *Config) KafkaConfig(key string) (string, bool) {
+	k, ok := lookupKafkaKey(key)
+	if !ok {
+		return "", false
+	}
+	if k.durp != nil {
+		return strconv.FormatInt(int64(*k.durp(c)/k.unit), 10), true
+	}
+	return strconv.FormatInt(int64(*k.int32p(c)), 10), true
+}
