@@ -1,0 +1,455 @@
+package api_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcoord/kcoord/server"
+	"github.com/kcoord/kcoord/transport"
+)
+
+// wire is one raw connection to a test server; requests go at the version
+// set on them.
+type wire struct {
+	t    *testing.T
+	c    *transport.Client
+	addr string
+}
+
+func startWire(t *testing.T, mutate func(*server.Config)) *wire {
+	t.Helper()
+	cfg := server.TestConfig(t.TempDir())
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	s := server.StartTestServer(t, cfg)
+	return dialWire(t, s.KafkaAddr().String())
+}
+
+func dialWire(t *testing.T, addr string) *wire {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := transport.Dial(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetClientID("wire-test")
+	t.Cleanup(func() { c.Close() })
+	return &wire{t: t, c: c, addr: addr}
+}
+
+func do[T kmsg.Response](w *wire, req kmsg.Request, version int16) T {
+	w.t.Helper()
+	req.SetVersion(version)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	resp, err := w.c.Do(ctx, req)
+	if err != nil {
+		w.t.Fatalf("%s v%d: %v", kmsg.NameForKey(req.Key()), version, err)
+	}
+	return resp.(T)
+}
+
+func code(t *testing.T, got int16, want *kerr.Error) {
+	t.Helper()
+	if want == nil && got != 0 || want != nil && got != want.Code {
+		t.Fatalf("error code %v, want %v", kerr.ErrorForCode(got), want)
+	}
+}
+
+func (w *wire) createTopic(name string, partitions int32) {
+	w.t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, partitions, 1
+	req.Topics = append(req.Topics, rt)
+	req.TimeoutMillis = 5000
+	resp := do[*kmsg.CreateTopicsResponse](w, req, 7)
+	code(w.t, resp.Topics[0].ErrorCode, nil)
+}
+
+func TestFindCoordinatorVersions(t *testing.T) {
+	w := startWire(t, nil)
+	host, port := splitAddr(t, w.addr)
+	for v := int16(0); v <= 3; v++ {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorKey = "group-" + strconv.Itoa(int(v))
+		resp := do[*kmsg.FindCoordinatorResponse](w, req, v)
+		code(t, resp.ErrorCode, nil)
+		if resp.NodeID != 1 || resp.Host != host || resp.Port != port {
+			t.Fatalf("v%d: %+v", v, resp)
+		}
+	}
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorKeys = []string{"a", "b", "c"}
+	resp := do[*kmsg.FindCoordinatorResponse](w, req, 4)
+	if len(resp.Coordinators) != 3 {
+		t.Fatalf("batched: %+v", resp)
+	}
+	for i, c := range resp.Coordinators {
+		if c.Key != req.CoordinatorKeys[i] || c.ErrorCode != 0 || c.NodeID != 1 || c.Port != port {
+			t.Fatalf("batched key %d: %+v", i, c)
+		}
+	}
+	req.CoordinatorType = 1 // transactions: not served
+	resp = do[*kmsg.FindCoordinatorResponse](w, req, 4)
+	code(t, resp.Coordinators[0].ErrorCode, kerr.CoordinatorNotAvailable)
+}
+
+func splitAddr(t *testing.T, addr string) (string, int32) {
+	i := strings.LastIndexByte(addr, ':')
+	p, err := strconv.Atoi(addr[i+1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr[:i], int32(p)
+}
+
+func joinRequest(group, member string) *kmsg.JoinGroupRequest {
+	req := kmsg.NewPtrJoinGroupRequest()
+	req.Group, req.MemberID, req.ProtocolType = group, member, "consumer"
+	req.SessionTimeoutMillis, req.RebalanceTimeoutMillis = 10000, 10000
+	p := kmsg.NewJoinGroupRequestProtocol()
+	p.Name, p.Metadata = "range", []byte{0, 1}
+	req.Protocols = append(req.Protocols, p)
+	return req
+}
+
+// TestJoinSyncCommitFetchAcrossVersions runs one member through a group at
+// old and new versions of every API it uses.
+func TestJoinSyncCommitFetchAcrossVersions(t *testing.T) {
+	w := startWire(t, nil)
+	for _, v := range []struct {
+		name                              string
+		join, sync, hb, commit, fetch, lv int16
+	}{
+		{"oldest", 0, 0, 0, 1, 1, 0},
+		{"kafka-go", 2, 0, 0, 2, 1, 0},
+		{"sarama", 7, 5, 4, 8, 8, 4},
+		{"newest", 9, 5, 4, 9, 9, 5},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			group := "g-" + v.name
+			jr := joinRequest(group, "")
+			join := do[*kmsg.JoinGroupResponse](w, jr, v.join)
+			if v.join >= 4 {
+				code(t, join.ErrorCode, kerr.MemberIDRequired)
+				jr.MemberID = join.MemberID
+				join = do[*kmsg.JoinGroupResponse](w, jr, v.join)
+			}
+			code(t, join.ErrorCode, nil)
+			if join.Generation != 1 || join.LeaderID != join.MemberID || len(join.Members) != 1 || *join.Protocol != "range" {
+				t.Fatalf("join: %+v", join)
+			}
+			if v.join >= 7 && (join.ProtocolType == nil || *join.ProtocolType != "consumer") {
+				t.Fatalf("join v%d lacks the protocol type", v.join)
+			}
+			sr := kmsg.NewPtrSyncGroupRequest()
+			sr.Group, sr.MemberID, sr.Generation = group, join.MemberID, join.Generation
+			a := kmsg.NewSyncGroupRequestGroupAssignment()
+			a.MemberID, a.MemberAssignment = join.MemberID, []byte("assigned")
+			sr.GroupAssignment = append(sr.GroupAssignment, a)
+			sync := do[*kmsg.SyncGroupResponse](w, sr, v.sync)
+			code(t, sync.ErrorCode, nil)
+			if string(sync.MemberAssignment) != "assigned" {
+				t.Fatalf("sync: %+v", sync)
+			}
+			hb := kmsg.NewPtrHeartbeatRequest()
+			hb.Group, hb.MemberID, hb.Generation = group, join.MemberID, join.Generation
+			code(t, do[*kmsg.HeartbeatResponse](w, hb, v.hb).ErrorCode, nil)
+
+			cr := kmsg.NewPtrOffsetCommitRequest()
+			cr.Group, cr.MemberID, cr.Generation = group, join.MemberID, join.Generation
+			ct := kmsg.NewOffsetCommitRequestTopic()
+			ct.Topic = "t"
+			for p := int32(0); p < 3; p++ {
+				cp := kmsg.NewOffsetCommitRequestTopicPartition()
+				meta := "m" + strconv.Itoa(int(p))
+				cp.Partition, cp.Offset, cp.Metadata, cp.LeaderEpoch = p, 100+int64(p), &meta, 7
+				ct.Partitions = append(ct.Partitions, cp)
+			}
+			cr.Topics = append(cr.Topics, ct)
+			commit := do[*kmsg.OffsetCommitResponse](w, cr, v.commit)
+			for _, p := range commit.Topics[0].Partitions {
+				code(t, p.ErrorCode, nil)
+			}
+			got := fetchOffsets(t, w, group, "t", []int32{0, 1, 2, 3}, v.fetch)
+			for p := int32(0); p < 3; p++ {
+				if got[p].Offset != 100+int64(p) || *got[p].Metadata != "m"+strconv.Itoa(int(p)) {
+					t.Fatalf("partition %d: %+v", p, got[p])
+				}
+				wantEpoch := int32(-1)
+				if v.commit >= 6 && v.fetch >= 5 {
+					wantEpoch = 7
+				}
+				if v.fetch >= 5 && got[p].LeaderEpoch != wantEpoch {
+					t.Fatalf("partition %d epoch %d, want %d", p, got[p].LeaderEpoch, wantEpoch)
+				}
+			}
+			if got[3].Offset != -1 {
+				t.Fatalf("uncommitted partition: %+v", got[3])
+			}
+			lr := kmsg.NewPtrLeaveGroupRequest()
+			lr.Group, lr.MemberID = group, join.MemberID
+			if v.lv >= 3 {
+				m := kmsg.NewLeaveGroupRequestMember()
+				m.MemberID = join.MemberID
+				lr.Members = append(lr.Members, m)
+			}
+			leave := do[*kmsg.LeaveGroupResponse](w, lr, v.lv)
+			code(t, leave.ErrorCode, nil)
+			if v.lv >= 3 {
+				code(t, leave.Members[0].ErrorCode, nil)
+			}
+		})
+	}
+}
+
+// fetchOffsets reads partitions of one topic at any OffsetFetch version.
+func fetchOffsets(t *testing.T, w *wire, group, topic string, partitions []int32, version int16) map[int32]kmsg.OffsetFetchResponseGroupTopicPartition {
+	t.Helper()
+	req := kmsg.NewPtrOffsetFetchRequest()
+	out := map[int32]kmsg.OffsetFetchResponseGroupTopicPartition{}
+	if version >= 8 {
+		g := kmsg.NewOffsetFetchRequestGroup()
+		g.Group = group
+		gt := kmsg.NewOffsetFetchRequestGroupTopic()
+		gt.Topic, gt.Partitions = topic, partitions
+		g.Topics = append(g.Topics, gt)
+		req.Groups = append(req.Groups, g)
+		resp := do[*kmsg.OffsetFetchResponse](w, req, version)
+		code(t, resp.Groups[0].ErrorCode, nil)
+		for _, p := range resp.Groups[0].Topics[0].Partitions {
+			out[p.Partition] = p
+		}
+		return out
+	}
+	req.Group = group
+	rt := kmsg.NewOffsetFetchRequestTopic()
+	rt.Topic, rt.Partitions = topic, partitions
+	req.Topics = append(req.Topics, rt)
+	resp := do[*kmsg.OffsetFetchResponse](w, req, version)
+	code(t, resp.ErrorCode, nil)
+	for _, p := range resp.Topics[0].Partitions {
+		code(t, p.ErrorCode, nil)
+		out[p.Partition] = kmsg.OffsetFetchResponseGroupTopicPartition{Partition: p.Partition, Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata}
+	}
+	return out
+}
+
+func TestOffsetCommitValidation(t *testing.T) {
+	w := startWire(t, func(c *server.Config) { c.OffsetMetadataMaxBytes = 8 })
+	cr := kmsg.NewPtrOffsetCommitRequest()
+	cr.Group, cr.Generation = "admin", -1
+	ct := kmsg.NewOffsetCommitRequestTopic()
+	ct.Topic = "t"
+	long, short := "this is too long", "ok"
+	for p, meta := range []*string{&long, &short} {
+		cp := kmsg.NewOffsetCommitRequestTopicPartition()
+		cp.Partition, cp.Offset, cp.Metadata = int32(p), 5, meta
+		ct.Partitions = append(ct.Partitions, cp)
+	}
+	cr.Topics = append(cr.Topics, ct)
+	resp := do[*kmsg.OffsetCommitResponse](w, cr, 8)
+	code(t, resp.Topics[0].Partitions[0].ErrorCode, kerr.OffsetMetadataTooLarge)
+	code(t, resp.Topics[0].Partitions[1].ErrorCode, nil)
+	got := fetchOffsets(t, w, "admin", "t", []int32{0, 1}, 8)
+	if got[0].Offset != -1 || got[1].Offset != 5 {
+		t.Fatalf("only the valid partition is stored: %+v", got)
+	}
+	// A member commit to a group that does not exist.
+	cr.Group, cr.Generation, cr.MemberID = "nogroup", 4, "m"
+	resp = do[*kmsg.OffsetCommitResponse](w, cr, 8)
+	code(t, resp.Topics[0].Partitions[1].ErrorCode, kerr.IllegalGeneration)
+	cr.Group = ""
+	resp = do[*kmsg.OffsetCommitResponse](w, cr, 8)
+	code(t, resp.Topics[0].Partitions[1].ErrorCode, kerr.InvalidGroupID)
+}
+
+func TestOffsetFetchAllAndManyGroups(t *testing.T) {
+	w := startWire(t, nil)
+	for _, g := range []string{"a", "b"} {
+		cr := kmsg.NewPtrOffsetCommitRequest()
+		cr.Group, cr.Generation = g, -1
+		for _, topic := range []string{"x", "y"} {
+			ct := kmsg.NewOffsetCommitRequestTopic()
+			ct.Topic = topic
+			cp := kmsg.NewOffsetCommitRequestTopicPartition()
+			cp.Partition, cp.Offset = 2, 42
+			ct.Partitions = append(ct.Partitions, cp)
+			cr.Topics = append(cr.Topics, ct)
+		}
+		do[*kmsg.OffsetCommitResponse](w, cr, 9)
+	}
+	// v2+: null topics mean everything committed.
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = "a"
+	resp := do[*kmsg.OffsetFetchResponse](w, req, 7)
+	if len(resp.Topics) != 2 || resp.Topics[0].Topic != "x" || resp.Topics[1].Partitions[0].Offset != 42 {
+		t.Fatalf("all offsets: %+v", resp.Topics)
+	}
+	// v8: many groups, one of them unknown.
+	req = kmsg.NewPtrOffsetFetchRequest()
+	for _, g := range []string{"a", "b", "unknown"} {
+		rg := kmsg.NewOffsetFetchRequestGroup()
+		rg.Group = g
+		req.Groups = append(req.Groups, rg)
+	}
+	resp = do[*kmsg.OffsetFetchResponse](w, req, 8)
+	if len(resp.Groups) != 3 || len(resp.Groups[0].Topics) != 2 || len(resp.Groups[1].Topics) != 2 || len(resp.Groups[2].Topics) != 0 {
+		t.Fatalf("many groups: %+v", resp.Groups)
+	}
+}
+
+func TestTopicsRegistry(t *testing.T) {
+	w := startWire(t, nil)
+	w.createTopic("orders", 12)
+
+	req := kmsg.NewPtrCreateTopicsRequest()
+	for _, spec := range []struct {
+		name string
+		p    int32
+		rf   int16
+	}{{"orders", 3, 1}, {"bad/name", 1, 1}, {"zero", 0, 1}, {"rf", 1, 3}, {"dup", 1, 1}, {"dup", 1, 1}, {"defaults", -1, -1}} {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = spec.name, spec.p, spec.rf
+		req.Topics = append(req.Topics, rt)
+	}
+	resp := do[*kmsg.CreateTopicsResponse](w, req, 7)
+	for i, want := range []*kerr.Error{kerr.TopicAlreadyExists, kerr.InvalidTopicException, kerr.InvalidPartitions, kerr.InvalidReplicationFactor, kerr.InvalidRequest, kerr.InvalidRequest, nil} {
+		code(t, resp.Topics[i].ErrorCode, want)
+	}
+	if d := resp.Topics[6]; d.NumPartitions != 1 || d.ReplicationFactor != 1 || d.TopicID == [16]byte{} {
+		t.Fatalf("defaults: %+v", d)
+	}
+
+	md := kmsg.NewPtrMetadataRequest()
+	all := do[*kmsg.MetadataResponse](w, md, 12)
+	if len(all.Topics) != 2 || len(all.Brokers) != 1 || all.ControllerID != 1 {
+		t.Fatalf("metadata: %+v", all)
+	}
+	orders := all.Topics[1]
+	if *orders.Topic != "orders" || len(orders.Partitions) != 12 || orders.Partitions[5].Leader != 1 {
+		t.Fatalf("orders: %+v", orders)
+	}
+	v0 := do[*kmsg.MetadataResponse](w, kmsg.NewPtrMetadataRequest(), 0)
+	if len(v0.Topics) != 2 {
+		t.Fatalf("v0 empty list means all topics: %+v", v0.Topics)
+	}
+	mt := kmsg.NewMetadataRequestTopic()
+	missing := "missing"
+	mt.Topic = &missing
+	md.Topics = append(md.Topics, mt)
+	code(t, do[*kmsg.MetadataResponse](w, md, 12).Topics[0].ErrorCode, kerr.UnknownTopicOrPartition)
+
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	del.TopicNames = []string{"defaults", "missing"}
+	dr := do[*kmsg.DeleteTopicsResponse](w, del, 5)
+	code(t, dr.Topics[0].ErrorCode, nil)
+	code(t, dr.Topics[1].ErrorCode, kerr.UnknownTopicOrPartition)
+	del = kmsg.NewPtrDeleteTopicsRequest()
+	dt := kmsg.NewDeleteTopicsRequestTopic()
+	dt.TopicID = orders.TopicID
+	del.Topics = append(del.Topics, dt)
+	dr = do[*kmsg.DeleteTopicsResponse](w, del, 6)
+	code(t, dr.Topics[0].ErrorCode, nil)
+	if len(do[*kmsg.MetadataResponse](w, kmsg.NewPtrMetadataRequest(), 12).Topics) != 0 {
+		t.Fatal("topics left after delete")
+	}
+}
+
+func TestListOffsetsAndFetchAreEmpty(t *testing.T) {
+	w := startWire(t, nil)
+	w.createTopic("t", 2)
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lt := kmsg.NewListOffsetsRequestTopic()
+	lt.Topic = "t"
+	for _, ts := range []int64{-2, -1} {
+		lp := kmsg.NewListOffsetsRequestTopicPartition()
+		lp.Partition, lp.Timestamp = 1, ts
+		lt.Partitions = append(lt.Partitions, lp)
+	}
+	lp := kmsg.NewListOffsetsRequestTopicPartition()
+	lp.Partition = 9
+	lt.Partitions = append(lt.Partitions, lp)
+	lo.Topics = append(lo.Topics, lt)
+	resp := do[*kmsg.ListOffsetsResponse](w, lo, 7)
+	for i, p := range resp.Topics[0].Partitions[:2] {
+		if p.ErrorCode != 0 || p.Offset != 0 {
+			t.Fatalf("partition answer %d: %+v", i, p)
+		}
+	}
+	code(t, resp.Topics[0].Partitions[2].ErrorCode, kerr.UnknownTopicOrPartition)
+	v0 := do[*kmsg.ListOffsetsResponse](w, lo, 0)
+	if got := v0.Topics[0].Partitions[0].OldStyleOffsets; len(got) != 1 || got[0] != 0 {
+		t.Fatalf("v0 offsets: %v", got)
+	}
+
+	f := kmsg.NewPtrFetchRequest()
+	f.MaxWaitMillis, f.ReplicaID = 200, -1
+	ft := kmsg.NewFetchRequestTopic()
+	ft.Topic = "t"
+	fp := kmsg.NewFetchRequestTopicPartition()
+	fp.Partition, fp.FetchOffset = 0, 0
+	ft.Partitions = append(ft.Partitions, fp)
+	f.Topics = append(f.Topics, ft)
+	start := time.Now()
+	fr := do[*kmsg.FetchResponse](w, f, 12)
+	if time.Since(start) < 150*time.Millisecond {
+		t.Fatal("fetch answered before MaxWaitMillis")
+	}
+	if p := fr.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.HighWatermark != 0 || len(p.RecordBatches) != 0 {
+		t.Fatalf("fetch: %+v", p)
+	}
+}
+
+func TestGroupAdminAPIs(t *testing.T) {
+	w := startWire(t, nil)
+	jr := joinRequest("live", "")
+	join := do[*kmsg.JoinGroupResponse](w, jr, 3)
+	sr := kmsg.NewPtrSyncGroupRequest()
+	sr.Group, sr.MemberID, sr.Generation = "live", join.MemberID, join.Generation
+	do[*kmsg.SyncGroupResponse](w, sr, 3)
+	cr := kmsg.NewPtrOffsetCommitRequest()
+	cr.Group, cr.Generation = "idle", -1
+	ct := kmsg.NewOffsetCommitRequestTopic()
+	ct.Topic = "t"
+	ct.Partitions = append(ct.Partitions, kmsg.NewOffsetCommitRequestTopicPartition())
+	cr.Topics = append(cr.Topics, ct)
+	do[*kmsg.OffsetCommitResponse](w, cr, 8)
+
+	lg := kmsg.NewPtrListGroupsRequest()
+	list := do[*kmsg.ListGroupsResponse](w, lg, 5)
+	if len(list.Groups) != 2 {
+		t.Fatalf("list: %+v", list.Groups)
+	}
+	lg.StatesFilter = []string{"stable"}
+	list = do[*kmsg.ListGroupsResponse](w, lg, 4)
+	if len(list.Groups) != 1 || list.Groups[0].Group != "live" || list.Groups[0].GroupState != "Stable" {
+		t.Fatalf("filtered list: %+v", list.Groups)
+	}
+
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups = []string{"live", "idle", "never"}
+	desc := do[*kmsg.DescribeGroupsResponse](w, dg, 5)
+	if g := desc.Groups[0]; g.State != "Stable" || g.Protocol != "range" || len(g.Members) != 1 || g.Members[0].ClientID != "wire-test" {
+		t.Fatalf("describe live: %+v", g)
+	}
+	if desc.Groups[1].State != "Empty" || desc.Groups[2].State != "Dead" {
+		t.Fatalf("describe idle/never: %+v", desc.Groups[1:])
+	}
+
+	del := kmsg.NewPtrDeleteGroupsRequest()
+	del.Groups = []string{"live", "idle", "never"}
+	dr := do[*kmsg.DeleteGroupsResponse](w, del, 2)
+	code(t, dr.Groups[0].ErrorCode, kerr.NonEmptyGroup)
+	code(t, dr.Groups[1].ErrorCode, nil)
+	code(t, dr.Groups[2].ErrorCode, kerr.GroupIDNotFound)
+}
