@@ -1,0 +1,73 @@
+package offsets
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/kcoord/kcoord/fsm"
+)
+
+func TestValidate(t *testing.T) {
+	meta := func(n int) *string { s := strings.Repeat("x", n); return &s }
+	for _, c := range []struct {
+		p    Partition
+		want error
+	}{
+		{Partition{Topic: "t", Metadata: meta(4096)}, nil},
+		{Partition{Topic: "t", Metadata: meta(4097)}, ErrMetadataTooLarge},
+		{Partition{Topic: "t"}, nil},
+		{Partition{Topic: "", Partition: 1}, ErrInvalidTopic},
+		{Partition{Topic: "t", Partition: -1}, ErrInvalidPartition},
+	} {
+		if err := Validate(c.p, 4096); !errors.Is(err, c.want) {
+			t.Errorf("%+v: %v, want %v", c.p, err, c.want)
+		}
+	}
+}
+
+func TestRecordExpiry(t *testing.T) {
+	m := "meta"
+	p := Partition{Topic: "t", Partition: 2, Offset: 9, LeaderEpoch: 3, Metadata: &m, Timestamp: -1}
+	r := Record(p, 1000, -1, 50)
+	if r.Offset != (fsm.Offset{Offset: 9, LeaderEpoch: 3, Metadata: "meta", CommitTimestamp: 1000, ExpireTimestamp: NoExpiry}) {
+		t.Fatalf("v5+: %+v", r.Offset)
+	}
+	if r := Record(p, 1000, 200, 50); r.Offset.ExpireTimestamp != 1200 {
+		t.Fatalf("v2-v4 retention: %+v", r.Offset)
+	}
+	p.Timestamp = 700
+	if r := Record(p, 1000, -1, 50); r.Offset.CommitTimestamp != 700 || r.Offset.ExpireTimestamp != 750 {
+		t.Fatalf("v1 timestamp: %+v", r.Offset)
+	}
+}
+
+func TestFetch(t *testing.T) {
+	state := fsm.NewShardFSM(0, nil)
+	cmd, _ := fsm.Encode(&fsm.OffsetCommit{GroupID: "g", Timestamp: 1, Offsets: []fsm.OffsetCommitPartition{
+		{Topic: "b", Partition: 1, Offset: fsm.Offset{Offset: 11, LeaderEpoch: 2, Metadata: "m"}},
+		{Topic: "b", Partition: 0, Offset: fsm.Offset{Offset: 10, LeaderEpoch: -1}},
+		{Topic: "a", Partition: 0, Offset: fsm.Offset{Offset: 5, LeaderEpoch: -1}},
+	}})
+	state.Apply(&raft.Log{Type: raft.LogCommand, Data: cmd})
+
+	all := Fetch(state, "g", nil)
+	if len(all) != 2 || all[0].Topic != "a" || all[1].Partitions[0].Partition != 0 || all[1].Partitions[1].Offset != 11 {
+		t.Fatalf("all: %+v", all)
+	}
+	some := Fetch(state, "g", []FetchTopic{{Topic: "b", Partitions: []int32{1, 7}}, {Topic: "c", Partitions: []int32{0}}})
+	if got := some[0].Partitions[0]; got != (Fetched{Partition: 1, Offset: 11, LeaderEpoch: 2, Metadata: "m"}) {
+		t.Fatalf("committed: %+v", got)
+	}
+	if got := some[0].Partitions[1]; got != (Fetched{Partition: 7, Offset: Unknown, LeaderEpoch: -1}) {
+		t.Fatalf("uncommitted: %+v", got)
+	}
+	if len(some[1].Partitions) != 1 || some[1].Partitions[0].Offset != Unknown {
+		t.Fatalf("unknown topic: %+v", some[1])
+	}
+	if got := Fetch(state, "other", nil); len(got) != 0 {
+		t.Fatalf("unknown group: %+v", got)
+	}
+}
