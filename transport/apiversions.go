@@ -1,0 +1,48 @@
+package transport
+
+import (
+	"regexp"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const (
+	// apiVersionsKey is ApiVersions' API key.
+	apiVersionsKey int16 = 18
+	// apiVersionsMaxVersion is the highest ApiVersions version transport
+	// serves (kmsg knows later ones).
+	apiVersionsMaxVersion int16 = 3
+)
+
+// softwareNameVersion is the pattern Kafka requires of ApiVersions v3+
+// ClientSoftwareName and ClientSoftwareVersion (ApiVersionsRequest.isValid).
+var softwareNameVersion = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$`)
+
+// apiVersionsResponse answers an ApiVersions request as Kafka does, from
+// the mux table. It runs on the connection's handler goroutine; in.req is
+// nil when the version is not served. The returned response has its
+// version set.
+func apiVersionsResponse(mux *Mux, in *inbound) kmsg.Response {
+	resp := kmsg.NewPtrApiVersionsResponse() // FinalizedFeaturesEpoch -1: no features
+	if in.version < 0 || in.version > apiVersionsMaxVersion {
+		// KIP-511: answer at v0, with UNSUPPORTED_VERSION and only
+		// ApiVersions' own range, so the client retries at a version we
+		// serve.
+		resp.SetVersion(0)
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
+		k := kmsg.NewApiVersionsResponseApiKey()
+		k.ApiKey, k.MinVersion, k.MaxVersion = apiVersionsKey, 0, apiVersionsMaxVersion
+		resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{k}
+		return resp
+	}
+	resp.SetVersion(in.version)
+	if req, ok := in.req.(*kmsg.ApiVersionsRequest); ok && in.version >= 3 &&
+		(!softwareNameVersion.MatchString(req.ClientSoftwareName) ||
+			!softwareNameVersion.MatchString(req.ClientSoftwareVersion)) {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp
+	}
+	resp.ApiKeys = mux.Versions()
+	return resp
+}

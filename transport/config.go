@@ -1,0 +1,116 @@
+package transport
+
+import (
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Defaults used by DefaultConfig and, for zero fields, by NewServer.
+const (
+	// DefaultAddr is the listener address of `kcoord serve --kafka-addr`.
+	DefaultAddr = "127.0.0.1:9092"
+	// DefaultMaxRequestBytes is Kafka's socket.request.max.bytes default, in bytes.
+	DefaultMaxRequestBytes int32 = 104857600
+	// DefaultMaxInFlightRequests is the default per-connection bound on
+	// requests queued or being handled.
+	DefaultMaxInFlightRequests = 16
+	// DefaultIdleTimeout is Kafka's connections.max.idle.ms default.
+	DefaultIdleTimeout = 10 * time.Minute
+)
+
+// minFrameBytes is the smallest frame that can hold a request header:
+// api key (2), api version (2) and correlation id (4). Every request but
+// ControlledShutdown v0 also needs the 2-byte client id length.
+const minFrameBytes = 8
+
+// Config configures a Server. The zero value of every field but Addr means
+// its default.
+type Config struct {
+	// Addr is the host:port the listener binds; port 0 picks a free port
+	// (read it back with Server.Addr).
+	Addr string
+
+	// MaxRequestBytes is socket.request.max.bytes: the largest request frame
+	// accepted, in bytes, not counting the 4-byte size prefix. A larger frame
+	// closes the connection. 0 means DefaultMaxRequestBytes.
+	MaxRequestBytes int32
+
+	// MaxInFlightRequests bounds, per connection, the number of requests
+	// that are read and queued or being handled, as a count of requests.
+	// When it is reached the connection's reader waits (holding at most one
+	// more frame) before queueing the next. 0 means
+	// DefaultMaxInFlightRequests.
+	MaxInFlightRequests int
+
+	// MaxConnections is the most connections served at once, as a count;
+	// a connection accepted beyond it is closed at once and logged at warn.
+	// 0 means no limit (Kafka's max.connections default).
+	MaxConnections int
+
+	// IdleTimeout is connections.max.idle.ms, as a duration: a connection
+	// with no request in flight that has received no byte and written no
+	// response for this long is closed. 0 means DefaultIdleTimeout; a
+	// negative value disables it.
+	IdleTimeout time.Duration
+
+	// Logger receives the server's log lines; nil means hclog.NewNullLogger().
+	Logger hclog.Logger
+
+	// Registerer receives the server's Prometheus collectors; nil means no
+	// metrics. Two live servers need distinct registerers (or one wrapped
+	// with prometheus.WrapRegistererWith and a distinguishing label).
+	Registerer prometheus.Registerer
+}
+
+// DefaultConfig returns a Config with every default filled in.
+func DefaultConfig() Config {
+	return Config{
+		Addr:                DefaultAddr,
+		MaxRequestBytes:     DefaultMaxRequestBytes,
+		MaxInFlightRequests: DefaultMaxInFlightRequests,
+		IdleTimeout:         DefaultIdleTimeout,
+	}
+}
+
+// Validate reports whether c can configure a Server; zero fields count as
+// their defaults. Every error it returns wraps ErrInvalidConfig.
+func (c *Config) Validate() error {
+	if c.Addr == "" {
+		return fmt.Errorf("%w: Addr is empty", ErrInvalidConfig)
+	}
+	if _, _, err := net.SplitHostPort(c.Addr); err != nil {
+		return fmt.Errorf("%w: Addr %q: %v", ErrInvalidConfig, c.Addr, err)
+	}
+	if c.MaxRequestBytes != 0 && c.MaxRequestBytes < minFrameBytes+2 {
+		return fmt.Errorf("%w: MaxRequestBytes %d is below the %d bytes of a request header",
+			ErrInvalidConfig, c.MaxRequestBytes, minFrameBytes+2)
+	}
+	if c.MaxInFlightRequests < 0 {
+		return fmt.Errorf("%w: MaxInFlightRequests %d is negative", ErrInvalidConfig, c.MaxInFlightRequests)
+	}
+	if c.MaxConnections < 0 {
+		return fmt.Errorf("%w: MaxConnections %d is negative", ErrInvalidConfig, c.MaxConnections)
+	}
+	return nil
+}
+
+// withDefaults returns c with every zero field replaced by its default.
+func (c Config) withDefaults() Config {
+	if c.MaxRequestBytes == 0 {
+		c.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if c.MaxInFlightRequests == 0 {
+		c.MaxInFlightRequests = DefaultMaxInFlightRequests
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.Logger == nil {
+		c.Logger = hclog.NewNullLogger()
+	}
+	return c
+}

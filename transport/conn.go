@@ -1,0 +1,262 @@
+package transport
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const (
+	// readBufferBytes is the size of a connection's read buffer, in bytes.
+	readBufferBytes = 32 << 10
+	// maxKeptWriteBuffer is the largest response buffer, in bytes, a
+	// connection keeps for reuse.
+	maxKeptWriteBuffer = 1 << 20
+)
+
+// conn is one client connection. Its reader runs on the goroutine the accept
+// loop starts (conn.run); its handler goroutine (conn.handleLoop) and its
+// closer goroutine are started and waited for by run. Cancelling ctx (client
+// gone, protocol error, handler failure or Server.Close) closes the socket,
+// which ends the reader; the handler goroutine then drains the queue without
+// handling it.
+type conn struct {
+	srv    *Server
+	nc     net.Conn
+	ctx    context.Context
+	cancel context.CancelFunc
+	rc     RequestContext // template: ClientID is set per request
+	log    hclog.Logger
+
+	queue chan *inbound // reader → handler goroutine; closed by the reader
+	slots chan struct{} // one token per request queued or being handled
+	wbuf  []byte        // response buffer, reused; handler goroutine only
+
+	lastOut atomic.Int64 // unix nanos of the last response written (or of the accept)
+}
+
+func newConn(s *Server, nc net.Conn, id uint64) *conn {
+	ctx, cancel := context.WithCancel(s.ctx)
+	c := &conn{
+		srv:    s,
+		nc:     nc,
+		ctx:    ctx,
+		cancel: cancel,
+		rc: RequestContext{
+			ConnID:     id,
+			ClientHost: kafkaClientHost(nc.RemoteAddr()),
+			RemoteAddr: nc.RemoteAddr(),
+		},
+		log:   s.logger.With("conn", id, "remote", nc.RemoteAddr().String()),
+		queue: make(chan *inbound, s.cfg.MaxInFlightRequests),
+		slots: make(chan struct{}, s.cfg.MaxInFlightRequests),
+	}
+	c.lastOut.Store(time.Now().UnixNano())
+	return c
+}
+
+// run serves the connection until it closes: it starts the handler
+// goroutine and a closer goroutine (which closes the socket once ctx is
+// cancelled, unblocking the reader), reads frames on the calling goroutine,
+// and returns once all three are done.
+func (c *conn) run() {
+	c.log.Debug("connection opened")
+	closed, handled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(closed)
+		<-c.ctx.Done()
+		_ = c.nc.Close()
+	}()
+	go func() {
+		defer close(handled)
+		c.handleLoop()
+	}()
+	err := c.readLoop()
+	closedByUs := c.ctx.Err() != nil
+	c.cancel()
+	close(c.queue)
+	<-handled
+	<-closed
+	c.logReadEnd(err, closedByUs)
+}
+
+// readLoop reads, decodes and queues frames until reading fails or the
+// connection's ctx is cancelled. It blocks while MaxInFlightRequests
+// requests are unanswered.
+func (c *conn) readLoop() error {
+	var src io.Reader = c.nc
+	if c.srv.cfg.IdleTimeout > 0 {
+		src = &idleReader{nc: c.nc, idle: c.srv.cfg.IdleTimeout, lastOut: &c.lastOut,
+			busy: func() bool { return len(c.slots) > 0 }}
+	}
+	br := bufio.NewReaderSize(src, readBufferBytes)
+	for {
+		body, err := readFrame(br, c.srv.cfg.MaxRequestBytes)
+		if err != nil {
+			return err
+		}
+		received := time.Now()
+		in, err := decodeRequest(c.srv.mux, body)
+		if err != nil {
+			return err
+		}
+		in.received = received
+		select {
+		case c.slots <- struct{}{}:
+		case <-c.ctx.Done():
+			return nil
+		}
+		c.queue <- in // never blocks: slots bounds it
+	}
+}
+
+// logReadEnd logs why the reader stopped.
+func (c *conn) logReadEnd(err error, closedByUs bool) {
+	var fe *frameError
+	switch {
+	case errors.As(err, &fe):
+		c.srv.metrics.requestError(fe)
+		kv := []any{"reason", fe.reason, "size", fe.size}
+		if fe.hasHeader {
+			kv = append(kv, "key", fe.key, "version", fe.version, "api", kmsg.NameForKey(fe.key))
+		}
+		if fe.err != nil {
+			kv = append(kv, "error", fe.err)
+		}
+		if fe.stack != nil {
+			c.log.Error("panic decoding request, closing connection", append(kv, "stack", string(fe.stack))...)
+		} else {
+			c.log.Warn("invalid request, closing connection", kv...)
+		}
+	case closedByUs:
+		c.log.Debug("connection closed")
+	case errors.Is(err, errIdle):
+		c.log.Debug("closing idle connection", "idle_timeout", c.srv.cfg.IdleTimeout)
+	case err == nil, errors.Is(err, io.EOF):
+		c.log.Debug("connection closed by client")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		c.log.Debug("connection closed by client in the middle of a frame")
+	default:
+		c.log.Debug("connection read failed", "error", err)
+	}
+}
+
+// handleLoop handles queued requests in order, one at a time, writing each
+// response before taking the next request. After the connection's ctx is
+// cancelled it only drains the queue. It returns when the reader closes the
+// queue.
+func (c *conn) handleLoop() {
+	for in := range c.queue {
+		if c.ctx.Err() == nil {
+			if err := c.serve(in); err != nil {
+				c.logServeError(in, err)
+				c.cancel()
+			}
+		}
+		<-c.slots
+	}
+}
+
+// serve answers one request: ApiVersions from the mux table, anything else
+// through its handler. A write error is returned as it is; any other error
+// is a *handlerError.
+//
+// The request is counted in the metrics before its response is written, so
+// a client that has read a response observes it counted.
+func (c *conn) serve(in *inbound) error {
+	var resp kmsg.Response
+	if in.key == apiVersionsKey {
+		resp = apiVersionsResponse(c.srv.mux, in)
+	} else {
+		var err error
+		if resp, err = c.call(in); err != nil {
+			c.srv.metrics.request(in.key, in.version, in.received)
+			return err
+		}
+	}
+	buf, err := encodeResponse(c.wbuf[:0], in, resp)
+	c.srv.metrics.request(in.key, in.version, in.received)
+	if err != nil {
+		return err
+	}
+	if cap(buf) <= maxKeptWriteBuffer {
+		c.wbuf = buf
+	} else {
+		c.wbuf = nil // do not pin a huge response's memory to the connection
+	}
+	if _, err := c.nc.Write(buf); err != nil {
+		return fmt.Errorf("writing response: %w", err)
+	}
+	c.lastOut.Store(time.Now().UnixNano())
+	return nil
+}
+
+// call runs in's handler, turning a panic, an error or a nil or mistyped
+// response into a *handlerError.
+func (c *conn) call(in *inbound) (resp kmsg.Response, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			resp, err = nil, &handlerError{reason: reasonHandlerPanic, key: in.key, version: in.version,
+				err: fmt.Errorf("panic: %v", p), stack: debug.Stack()}
+		}
+	}()
+	rc := c.rc
+	rc.ClientID = in.clientID
+	resp, err = in.fn(c.ctx, &rc, in.req)
+	switch {
+	case err != nil:
+		return nil, &handlerError{reason: reasonHandlerError, key: in.key, version: in.version, err: err}
+	case resp == nil:
+		return nil, &handlerError{reason: reasonBadResponse, key: in.key, version: in.version,
+			err: errors.New("handler returned a nil response")}
+	case resp.Key() != in.key:
+		return nil, &handlerError{reason: reasonBadResponse, key: in.key, version: in.version,
+			err: fmt.Errorf("handler returned a %s response", kmsg.NameForKey(resp.Key()))}
+	}
+	return resp, nil
+}
+
+// encodeResponse sets resp's version to the request's (ApiVersions'
+// response comes with its own) and appends the response frame to dst,
+// turning a panic in kmsg (say, a typed nil response) into a *handlerError.
+func encodeResponse(dst []byte, in *inbound, resp kmsg.Response) (out []byte, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, &handlerError{reason: reasonBadResponse, key: in.key, version: in.version,
+				err: fmt.Errorf("panic encoding response: %v", p), stack: debug.Stack()}
+		}
+	}()
+	if in.key != apiVersionsKey {
+		resp.SetVersion(in.version)
+	}
+	return appendResponse(dst, in.corr, resp), nil
+}
+
+// logServeError logs a request that closes the connection: at warn, at
+// error with the stack for a panic, and at debug when the connection was
+// already closing (a handler returning ctx.Err(), a failed write).
+func (c *conn) logServeError(in *inbound, err error) {
+	kv := []any{"key", in.key, "version", in.version, "api", kmsg.NameForKey(in.key),
+		"corr", in.corr, "client_id", in.clientID}
+	var he *handlerError
+	if !errors.As(err, &he) || (c.ctx.Err() != nil && he.reason == reasonHandlerError) {
+		c.log.Debug("request failed on a closing connection", append(kv, "error", err)...)
+		return
+	}
+	c.srv.metrics.requestError(he)
+	kv = append(kv, "reason", he.reason, "error", he.err)
+	if he.stack != nil {
+		c.log.Error("panic serving request, closing connection", append(kv, "stack", string(he.stack))...)
+		return
+	}
+	c.log.Warn("request failed, closing connection", kv...)
+}

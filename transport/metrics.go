@@ -1,0 +1,149 @@
+package transport
+
+import (
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Request error reasons that are not frame errors (see frame.go).
+const (
+	reasonHandlerError = "handler_error"
+	reasonHandlerPanic = "handler_panic"
+	reasonBadResponse  = "bad_response"
+)
+
+// metrics holds the server's collectors. A nil *metrics records nothing, so
+// callers never check whether a Registerer was configured. Its methods are
+// safe for concurrent use from any goroutine and never block.
+type metrics struct {
+	reg           prometheus.Registerer
+	requests      *prometheus.CounterVec   // api, version
+	errors        *prometheus.CounterVec   // api, reason
+	latency       *prometheus.HistogramVec // api
+	openConns     prometheus.Gauge
+	acceptedConns prometheus.Counter
+	rejectedConns prometheus.Counter
+}
+
+// newMetrics registers the server's collectors with reg; nil reg yields a
+// nil *metrics. On error nothing stays registered.
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	if reg == nil {
+		return nil, nil
+	}
+	const ns, sub = "kcoord", "transport"
+	m := &metrics{
+		reg: reg,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "requests_total",
+			Help: "Kafka requests handled, by API name and version.",
+		}, []string{"api", "version"}),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "request_errors_total",
+			Help: "Requests that closed their connection, by API name (Unknown before the header is read) and reason.",
+		}, []string{"api", "reason"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: ns, Subsystem: sub, Name: "request_duration_seconds",
+			Help: "Time from a request's frame being read to its response being ready to write, queueing included, by API name.",
+			// 0.25 ms to about 9 minutes: JoinGroup waits out rebalances.
+			Buckets: prometheus.ExponentialBuckets(0.00025, 2, 22),
+		}, []string{"api"}),
+		openConns: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: ns, Subsystem: sub, Name: "open_connections",
+			Help: "Client connections currently open.",
+		}),
+		acceptedConns: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "connections_accepted_total",
+			Help: "Client connections accepted.",
+		}),
+		rejectedConns: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "connections_rejected_total",
+			Help: "Client connections closed at once because MaxConnections were open.",
+		}),
+	}
+	var registered []prometheus.Collector
+	for _, c := range m.collectors() {
+		if err := reg.Register(c); err != nil {
+			for _, r := range registered {
+				reg.Unregister(r)
+			}
+			return nil, err
+		}
+		registered = append(registered, c)
+	}
+	return m, nil
+}
+
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.requests, m.errors, m.latency, m.openConns, m.acceptedConns, m.rejectedConns}
+}
+
+// unregister removes the collectors, so a new server may register on the
+// same Registerer.
+func (m *metrics) unregister() {
+	if m == nil {
+		return
+	}
+	for _, c := range m.collectors() {
+		m.reg.Unregister(c)
+	}
+}
+
+// request records one request handled (or failed) with its latency.
+func (m *metrics) request(key, version int16, received time.Time) {
+	if m == nil {
+		return
+	}
+	name := kmsg.NameForKey(key)
+	m.requests.WithLabelValues(name, strconv.Itoa(int(version))).Inc()
+	m.latency.WithLabelValues(name).Observe(time.Since(received).Seconds())
+}
+
+// requestError records a request or frame that closed its connection.
+func (m *metrics) requestError(err error) {
+	if m == nil {
+		return
+	}
+	api := "Unknown"
+	reason := reasonHandlerError
+	var fe *frameError
+	if errors.As(err, &fe) {
+		reason = fe.reason
+		if fe.hasHeader {
+			api = kmsg.NameForKey(fe.key)
+		}
+	}
+	var he *handlerError
+	if errors.As(err, &he) {
+		reason = he.reason
+		api = kmsg.NameForKey(he.key)
+	}
+	m.errors.WithLabelValues(api, reason).Inc()
+}
+
+func (m *metrics) connOpened() {
+	if m == nil {
+		return
+	}
+	m.acceptedConns.Inc()
+	m.openConns.Inc()
+}
+
+func (m *metrics) connClosed() {
+	if m == nil {
+		return
+	}
+	m.openConns.Dec()
+}
+
+func (m *metrics) connRejected() {
+	if m == nil {
+		return
+	}
+	m.acceptedConns.Inc()
+	m.rejectedConns.Inc()
+}

@@ -1,0 +1,177 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Server is the Kafka protocol listener. Listen, Serve and Close may be
+// called from any goroutine; Serve blocks its caller for the server's life.
+type Server struct {
+	cfg     Config // defaults applied
+	mux     *Mux
+	logger  hclog.Logger
+	metrics *metrics
+
+	ctx    context.Context // parent of every connection's ctx; cancelled by Close
+	cancel context.CancelFunc
+
+	mu      sync.Mutex // guards ln, closed, serving
+	ln      net.Listener
+	closed  bool
+	serving bool
+
+	wg         sync.WaitGroup // the accept loop and every connection
+	nextConnID atomic.Uint64
+	openConns  atomic.Int64
+	unregister sync.Once
+}
+
+// NewServer validates cfg, applies defaults to its zero fields and registers
+// the metrics. It does not bind: call Listen (or Serve) for that.
+func NewServer(cfg Config, mux *Mux) (*Server, error) {
+	if mux == nil {
+		return nil, fmt.Errorf("%w: nil Mux", ErrInvalidConfig)
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("transport: registering metrics: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Server{cfg: cfg, mux: mux, logger: cfg.Logger, metrics: m, ctx: ctx, cancel: cancel}, nil
+}
+
+// Listen binds Config.Addr; afterwards Addr is valid. It returns
+// ErrAlreadyListening when called twice and ErrServerClosed after Close.
+func (s *Server) Listen() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.listenLocked()
+}
+
+func (s *Server) listenLocked() error {
+	switch {
+	case s.closed:
+		return ErrServerClosed
+	case s.ln != nil:
+		return ErrAlreadyListening
+	}
+	ln, err := (&net.ListenConfig{}).Listen(s.ctx, "tcp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("transport: listen on %s: %w", s.cfg.Addr, err)
+	}
+	s.ln = ln
+	s.logger.Info("kafka listener bound", "addr", ln.Addr().String())
+	return nil
+}
+
+// Addr returns the bound address, or nil before Listen.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// Serve runs the accept loop on the calling goroutine, binding first if
+// Listen was not called. It blocks until Close and then returns nil; called
+// after Close it returns nil at once. Accept errors other than the
+// listener's close are logged and retried with a backoff of up to a second.
+func (s *Server) Serve() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	if s.serving {
+		s.mu.Unlock()
+		return ErrAlreadyServing
+	}
+	if s.ln == nil {
+		if err := s.listenLocked(); err != nil {
+			s.mu.Unlock()
+			return err
+		}
+	}
+	s.serving = true
+	ln := s.ln
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
+
+	var backoff time.Duration
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if s.ctx.Err() != nil {
+				return nil
+			}
+			backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+			s.logger.Warn("accept failed", "error", err, "retry_in", backoff)
+			select {
+			case <-time.After(backoff):
+			case <-s.ctx.Done():
+				return nil
+			}
+			continue
+		}
+		backoff = 0
+		s.startConn(nc)
+	}
+}
+
+// startConn starts serving nc, or closes it when MaxConnections are open.
+// It runs on the accept loop's goroutine and does not block.
+func (s *Server) startConn(nc net.Conn) {
+	if limit := s.cfg.MaxConnections; limit > 0 && s.openConns.Load() >= int64(limit) {
+		s.metrics.connRejected()
+		s.logger.Warn("too many connections, closing new connection",
+			"remote", nc.RemoteAddr().String(), "max_connections", limit)
+		_ = nc.Close()
+		return
+	}
+	s.openConns.Add(1)
+	s.metrics.connOpened()
+	c := newConn(s, nc, s.nextConnID.Add(1))
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer s.metrics.connClosed()
+		defer s.openConns.Add(-1)
+		c.run()
+	}()
+}
+
+// Close stops accepting, cancels every connection's ctx, closes every
+// connection and waits until the accept loop and every connection goroutine,
+// handlers included, have returned. It then unregisters the metrics. It is
+// safe to call more than once and from any goroutine; it returns nil.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	ln := s.ln
+	s.mu.Unlock()
+
+	s.cancel() // before closing ln, so the accept loop sees the close as expected
+	if ln != nil {
+		if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+			s.logger.Debug("closing listener", "error", err)
+		}
+	}
+	s.wg.Wait()
+	s.unregister.Do(s.metrics.unregister)
+	return nil
+}
