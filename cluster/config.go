@@ -1,0 +1,276 @@
+package cluster
+
+import (
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+)
+
+// MetaShard is the shard id of the metadata Raft group (topic registry,
+// later users, ACLs and shard placement). Group shards are 0..Shards-1.
+const MetaShard int32 = -1
+
+// Config configures a Node. Start from DefaultConfig. Zero-valued Raft
+// timings and sizes (HeartbeatTimeout through TransportMaxPool) and a nil
+// Logger take their defaults in NewNode and Validate; NodeID, Shards and
+// BootstrapExpect are used as given.
+type Config struct {
+	// NodeID is this node's id: the Kafka broker id and the Raft server id
+	// (its decimal string) in every shard.
+	NodeID int32
+
+	// DataDir holds the Raft state: DataDir/shards/<id> per group shard,
+	// DataDir/meta for MetaShard, and DataDir/node.json recording NodeID and
+	// Shards once the node has been initialised.
+	DataDir string
+
+	// RaftAddr is the host:port of the one TCP listener shared by the Raft
+	// instances of every shard. Port 0 picks a free port.
+	RaftAddr string
+
+	// AdvertiseRaftAddr is the host:port peers dial to reach RaftAddr. Empty
+	// means the bound listener address, which must then not be an unspecified
+	// IP (0.0.0.0 or ::).
+	AdvertiseRaftAddr string
+
+	// KafkaAddr is the advertised Kafka host:port of this node, as reported by
+	// Brokers and LeaderOf.
+	KafkaAddr string
+
+	// Shards is offsets.topic.num.partitions: the number of group shards. It
+	// can never change for a DataDir.
+	Shards int32
+
+	// BootstrapExpect is the number of nodes that must see each other before
+	// the first bootstrap. Only 1 is implemented: on first start the node
+	// bootstraps every shard as a single-voter cluster. Values > 1 fail with
+	// ErrMultiNodeBootstrap. 0 never bootstraps: the shards wait to be added
+	// to an existing cluster (or bootstrapped by hand with Raft.BootstrapCluster).
+	BootstrapExpect int
+
+	// NewShardFSM builds the FSM of a group shard. NewNode calls it once per
+	// shard.
+	NewShardFSM func(shard int32) raft.FSM
+	// NewMetaFSM builds the FSM of MetaShard. NewNode calls it once.
+	NewMetaFSM func() raft.FSM
+
+	// OnLeadership, if set, is called whenever this node gains (true) or
+	// loses (false) leadership of a shard, MetaShard included. Calls come from
+	// one goroutine per shard, in order per shard; Shutdown delivers the final
+	// loss of leadership before it returns. It may block briefly, but not on
+	// Raft applies of the same shard.
+	OnLeadership func(shard int32, isLeader bool)
+
+	// Logger receives the node's logs; Raft logs go to Logger.Named("raft")
+	// with a "shard" key. Nil means hclog.Default().
+	Logger hclog.Logger
+
+	// HeartbeatTimeout (wall-clock duration) is how long a follower goes
+	// without contact from a leader before it starts an election; the leader
+	// heartbeats at a tenth of it. Default 1s.
+	HeartbeatTimeout time.Duration
+	// ElectionTimeout (wall-clock duration) is how long a candidate waits for
+	// votes before retrying. Must be >= HeartbeatTimeout. Default 1s.
+	ElectionTimeout time.Duration
+	// LeaderLeaseTimeout (wall-clock duration): a leader that has not heard
+	// from a quorum for this long steps down. Must be <= HeartbeatTimeout.
+	// Default 500ms.
+	LeaderLeaseTimeout time.Duration
+	// CommitTimeout (wall-clock duration) is the longest a leader waits
+	// without new entries before it sends followers an AppendEntries, so they
+	// learn the commit index and apply promptly. Default 50ms.
+	CommitTimeout time.Duration
+
+	// SnapshotInterval (wall-clock duration) is how often each shard checks
+	// whether to snapshot (staggered randomly up to twice this). Default 120s.
+	SnapshotInterval time.Duration
+	// SnapshotThreshold is the number of log entries since the last snapshot
+	// that triggers a snapshot. Default 8192.
+	SnapshotThreshold uint64
+	// TrailingLogs is the number of log entries kept after a snapshot, so a
+	// lagging follower can catch up from the log. Default 10240.
+	TrailingLogs uint64
+	// SnapshotRetain is the number of snapshots kept per shard. Default 2.
+	SnapshotRetain int
+
+	// MaxAppendEntries is the most entries in one AppendEntries RPC, and the
+	// size of the Apply batch buffer. Default 64, at most 1024.
+	MaxAppendEntries int
+	// TransportTimeout (wall-clock duration) is the I/O deadline of Raft RPCs
+	// and dials. Default 10s.
+	TransportTimeout time.Duration
+	// TransportMaxPool is the number of idle outbound connections kept per
+	// peer and shard. Default 3.
+	TransportMaxPool int
+
+	// DisableElectionNudge turns off fast single-voter elections. By default,
+	// a shard whose configuration has this node as its only voter starts its
+	// election as soon as it is started instead of after 1-2 HeartbeatTimeouts,
+	// so a fresh or restarted single node is ready in milliseconds whatever
+	// the timeouts. Multi-voter shards are never nudged.
+	DisableElectionNudge bool
+}
+
+// DefaultConfig returns the configuration of `kcoord serve` with no flags: a
+// single node (id 1, bootstrap-expect 1) with 50 shards, Raft on
+// 127.0.0.1:9093, Kafka advertised at 127.0.0.1:9092, data in ./kcoord-data,
+// and LAN-suited Raft timings (those of hashicorp/raft's DefaultConfig). The
+// FSM constructors must still be set.
+func DefaultConfig() Config {
+	return Config{
+		NodeID:             1,
+		DataDir:            "./kcoord-data",
+		RaftAddr:           "127.0.0.1:9093",
+		KafkaAddr:          "127.0.0.1:9092",
+		Shards:             50,
+		BootstrapExpect:    1,
+		HeartbeatTimeout:   1000 * time.Millisecond,
+		ElectionTimeout:    1000 * time.Millisecond,
+		LeaderLeaseTimeout: 500 * time.Millisecond,
+		CommitTimeout:      50 * time.Millisecond,
+		SnapshotInterval:   120 * time.Second,
+		SnapshotThreshold:  8192,
+		TrailingLogs:       10240,
+		SnapshotRetain:     2,
+		MaxAppendEntries:   64,
+		TransportTimeout:   10 * time.Second,
+		TransportMaxPool:   3,
+	}
+}
+
+// withDefaults returns a copy of c with zero-valued tunables set to their
+// defaults.
+func (c Config) withDefaults() Config {
+	d := DefaultConfig()
+	if c.Logger == nil {
+		c.Logger = hclog.Default()
+	}
+	if c.HeartbeatTimeout == 0 {
+		c.HeartbeatTimeout = d.HeartbeatTimeout
+	}
+	if c.ElectionTimeout == 0 {
+		c.ElectionTimeout = d.ElectionTimeout
+	}
+	if c.LeaderLeaseTimeout == 0 {
+		c.LeaderLeaseTimeout = d.LeaderLeaseTimeout
+	}
+	if c.CommitTimeout == 0 {
+		c.CommitTimeout = d.CommitTimeout
+	}
+	if c.SnapshotInterval == 0 {
+		c.SnapshotInterval = d.SnapshotInterval
+	}
+	if c.SnapshotThreshold == 0 {
+		c.SnapshotThreshold = d.SnapshotThreshold
+	}
+	if c.TrailingLogs == 0 {
+		c.TrailingLogs = d.TrailingLogs
+	}
+	if c.SnapshotRetain == 0 {
+		c.SnapshotRetain = d.SnapshotRetain
+	}
+	if c.MaxAppendEntries == 0 {
+		c.MaxAppendEntries = d.MaxAppendEntries
+	}
+	if c.TransportTimeout == 0 {
+		c.TransportTimeout = d.TransportTimeout
+	}
+	if c.TransportMaxPool == 0 {
+		c.TransportMaxPool = d.TransportMaxPool
+	}
+	return c
+}
+
+// Validate reports whether c (with defaults applied to its zero-valued
+// tunables) can start a node. Errors wrap ErrInvalidConfig, or
+// ErrMultiNodeBootstrap for BootstrapExpect > 1.
+func (c *Config) Validate() error {
+	cc := c.withDefaults()
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+	if cc.NodeID < 0 {
+		return bad("NodeID %d is negative", cc.NodeID)
+	}
+	if cc.DataDir == "" {
+		return bad("DataDir is empty")
+	}
+	if _, _, err := net.SplitHostPort(cc.RaftAddr); err != nil {
+		return bad("RaftAddr %q: %v", cc.RaftAddr, err)
+	}
+	if cc.AdvertiseRaftAddr != "" {
+		if err := checkAdvertisable(cc.AdvertiseRaftAddr); err != nil {
+			return bad("AdvertiseRaftAddr: %v", err)
+		}
+	}
+	if _, _, err := net.SplitHostPort(cc.KafkaAddr); err != nil {
+		return bad("KafkaAddr %q: %v", cc.KafkaAddr, err)
+	}
+	if cc.Shards <= 0 {
+		return bad("Shards %d must be positive", cc.Shards)
+	}
+	switch {
+	case cc.BootstrapExpect < 0:
+		return bad("BootstrapExpect %d is negative", cc.BootstrapExpect)
+	case cc.BootstrapExpect > 1:
+		return fmt.Errorf("%w (BootstrapExpect %d)", ErrMultiNodeBootstrap, cc.BootstrapExpect)
+	}
+	if cc.NewShardFSM == nil {
+		return bad("NewShardFSM is nil")
+	}
+	if cc.NewMetaFSM == nil {
+		return bad("NewMetaFSM is nil")
+	}
+	if cc.SnapshotRetain < 1 {
+		return bad("SnapshotRetain %d must be at least 1", cc.SnapshotRetain)
+	}
+	if cc.TransportTimeout < 0 || cc.TransportMaxPool < 0 {
+		return bad("TransportTimeout and TransportMaxPool must not be negative")
+	}
+	rc := cc.raftConfig(MetaShard)
+	if err := raft.ValidateConfig(rc); err != nil {
+		return bad("raft: %v", err)
+	}
+	return nil
+}
+
+// raftConfig is the hashicorp/raft configuration of one shard. NotifyCh is
+// left for the caller.
+func (c *Config) raftConfig(shard int32) *raft.Config {
+	rc := raft.DefaultConfig()
+	rc.LocalID = serverID(c.NodeID)
+	rc.Logger = c.Logger.Named("raft").With("shard", shard)
+	rc.HeartbeatTimeout = c.HeartbeatTimeout
+	rc.ElectionTimeout = c.ElectionTimeout
+	rc.LeaderLeaseTimeout = c.LeaderLeaseTimeout
+	rc.CommitTimeout = c.CommitTimeout
+	rc.SnapshotInterval = c.SnapshotInterval
+	rc.SnapshotThreshold = c.SnapshotThreshold
+	rc.TrailingLogs = c.TrailingLogs
+	rc.MaxAppendEntries = c.MaxAppendEntries
+	rc.BatchApplyCh = true
+	rc.NoSnapshotRestoreOnStart = false
+	// A node removed from a shard's configuration keeps running (as a
+	// non-voter without peers) rather than shutting that shard down: the node
+	// still serves its other shards, and shard placement will re-add it.
+	rc.ShutdownOnRemove = false
+	return rc
+}
+
+// checkAdvertisable reports whether addr is a host:port peers can dial.
+func checkAdvertisable(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if port == "" || port == "0" {
+		return fmt.Errorf("%q has no port", addr)
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		return fmt.Errorf("%q is not advertisable (unspecified host)", addr)
+	}
+	return nil
+}

@@ -1,0 +1,296 @@
+package cluster
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+func newTestMux(t *testing.T) *Mux {
+	t.Helper()
+	m, err := ListenMux("127.0.0.1:0", "", testLogger(t).Named("mux"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	return m
+}
+
+func listen(t *testing.T, m *Mux, shard int32) *StreamLayer {
+	t.Helper()
+	l, err := m.Listen(shard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// acceptAsync accepts one connection on l.
+func acceptAsync(l *StreamLayer) <-chan net.Conn {
+	ch := make(chan net.Conn, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			close(ch)
+			return
+		}
+		ch <- c
+	}()
+	return ch
+}
+
+func recvConn(t *testing.T, ch <-chan net.Conn) net.Conn {
+	t.Helper()
+	select {
+	case c, ok := <-ch:
+		if !ok {
+			t.Fatal("Accept failed")
+		}
+		return c
+	case <-time.After(2 * time.Second):
+		t.Fatal("no connection accepted")
+	}
+	return nil
+}
+
+// exchange writes msg on a, reads it on b, and echoes it back.
+func exchange(t *testing.T, a, b net.Conn, msg string) {
+	t.Helper()
+	_ = a.SetDeadline(time.Now().Add(2 * time.Second))
+	_ = b.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := io.WriteString(a, msg+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(b).ReadString('\n')
+	if err != nil || line != msg+"\n" {
+		t.Fatalf("read %q, %v; want %q", line, err, msg)
+	}
+	if _, err := io.WriteString(b, "re:"+msg+"\n"); err != nil {
+		t.Fatal(err)
+	}
+	line, err = bufio.NewReader(a).ReadString('\n')
+	if err != nil || line != "re:"+msg+"\n" {
+		t.Fatalf("echo %q, %v", line, err)
+	}
+}
+
+// expectClosed asserts that the peer closes c.
+func expectClosed(t *testing.T, c net.Conn) {
+	t.Helper()
+	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	buf := make([]byte, 1)
+	if n, err := c.Read(buf); err == nil {
+		t.Fatalf("read %d bytes from a connection that should be closed", n)
+	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatal("connection not closed")
+	}
+}
+
+func TestMuxRoutesShards(t *testing.T) {
+	a, b := newTestMux(t), newTestMux(t)
+	a1, aMeta := listen(t, a, 1), listen(t, a, MetaShard)
+	b1, bMeta := listen(t, b, 1), listen(t, b, MetaShard)
+	if _, err := b.Listen(1); !errors.Is(err, ErrShardRegistered) {
+		t.Errorf("second Listen(1): %v", err)
+	}
+	if b1.Addr().String() != b.Addr().String() || b1.Shard() != 1 {
+		t.Errorf("layer Addr %v Shard %d", b1.Addr(), b1.Shard())
+	}
+
+	acc1, accMeta := acceptAsync(b1), acceptAsync(bMeta)
+	c1, err := a1.Dial(raft.ServerAddress(b.Addr().String()), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cMeta, err := aMeta.Dial(raft.ServerAddress(b.Addr().String()), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1, sMeta := recvConn(t, acc1), recvConn(t, accMeta)
+	exchange(t, c1, s1, "to shard 1")
+	exchange(t, cMeta, sMeta, "to meta")
+	// The acceptor knows the dialer by its advertised address.
+	if p := s1.(*muxConn).peer; p != a.Addr().String() {
+		t.Errorf("inbound peer %q, want %q", p, a.Addr().String())
+	}
+
+	// A shard the acceptor does not serve: closed after the header.
+	a7 := listen(t, a, 7)
+	c7, err := a7.Dial(raft.ServerAddress(b.Addr().String()), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectClosed(t, c7)
+
+	// A connection without a valid header: closed.
+	raw, err := net.Dial("tcp", b.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	_, _ = io.WriteString(raw, "GET / HTTP/1.1\r\n\r\n")
+	expectClosed(t, raw)
+
+	// Closing a layer ends its Accept and its connections, not others'.
+	_ = b1.Close()
+	_ = b1.Close()
+	if _, err := b1.Accept(); !errors.Is(err, ErrMuxClosed) || !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Accept after Close: %v", err)
+	}
+	expectClosed(t, c1)
+	exchange(t, cMeta, sMeta, "meta still up")
+	// The shard can be registered again.
+	b1 = listen(t, b, 1)
+	acc1 = acceptAsync(b1)
+	c1, err = a1.Dial(raft.ServerAddress(b.Addr().String()), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exchange(t, c1, recvConn(t, acc1), "shard 1 again")
+
+	// Closing the mux closes everything; idempotent.
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	expectClosed(t, cMeta)
+	if _, err := b.Listen(3); !errors.Is(err, ErrMuxClosed) {
+		t.Errorf("Listen after Close: %v", err)
+	}
+	if _, err := bMeta.Accept(); !errors.Is(err, ErrMuxClosed) {
+		t.Errorf("Accept after mux Close: %v", err)
+	}
+	// A read on a connection closed locally reports EOF (raft's handlers
+	// end quietly).
+	if _, err := sMeta.Read(make([]byte, 1)); err != io.EOF {
+		t.Errorf("read on closed conn: %v, want EOF", err)
+	}
+}
+
+func TestMuxFaults(t *testing.T) {
+	a, b := newTestMux(t), newTestMux(t)
+	a0, b0 := listen(t, a, 0), listen(t, b, 0)
+	a1, b1 := listen(t, a, 1), listen(t, b, 1)
+	bAddr := raft.ServerAddress(b.Addr().String())
+	dial := func(l *StreamLayer, acc *StreamLayer) (net.Conn, net.Conn) {
+		t.Helper()
+		ch := acceptAsync(acc)
+		c, err := l.Dial(bAddr, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c, recvConn(t, ch)
+	}
+	c0, s0 := dial(a0, b0)
+	c1, s1 := dial(a1, b1)
+	exchange(t, c0, s0, "before")
+
+	// Drop the peer from a's side: dials fail, open connections close.
+	heal := a.Faults().DropPeer(b.Addr().String())
+	if _, err := a0.Dial(bAddr, time.Second); !errors.Is(err, ErrFaultInjected) {
+		t.Errorf("Dial during DropPeer: %v", err)
+	}
+	expectClosed(t, s0)
+	expectClosed(t, s1)
+	if _, err := c0.Write([]byte("x")); err == nil {
+		t.Error("write on dropped connection succeeded")
+	}
+	if a.Faults().Dropped() == 0 {
+		t.Error("Dropped() = 0")
+	}
+	heal()
+	heal()
+	c0, s0 = dial(a0, b0)
+	exchange(t, c0, s0, "healed")
+
+	// Isolate b: a's dials connect but b closes them; b's dials fail.
+	heal = b.Faults().Isolate()
+	expectClosed(t, c0)
+	c, err := a0.Dial(bAddr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectClosed(t, c)
+	if _, err := b0.Dial(raft.ServerAddress(a.Addr().String()), time.Second); !errors.Is(err, ErrFaultInjected) {
+		t.Errorf("dial from isolated node: %v", err)
+	}
+	heal()
+
+	// A shard-scoped fault leaves other shards alone.
+	c0, s0 = dial(a0, b0)
+	c1, s1 = dial(a1, b1)
+	heal = b.Faults().DropShard(0)
+	expectClosed(t, c0)
+	exchange(t, c1, s1, "shard 1 unaffected")
+	heal()
+
+	// One direction only: b refuses inbound, its own dials still work.
+	heal = b.Faults().Add(Fault{Dir: DirInbound, Drop: true})
+	expectClosed(t, c1)
+	ch := acceptAsync(a1)
+	cb, err := b1.Dial(raft.ServerAddress(a.Addr().String()), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exchange(t, cb, recvConn(t, ch), "outbound still fine")
+	heal()
+
+	// Delay: writes on matching connections sleep.
+	c1, s1 = dial(a1, b1)
+	remove := a.Faults().Delay(80 * time.Millisecond)
+	start := time.Now()
+	exchange(t, c1, s1, "slow")
+	if d := time.Since(start); d < 80*time.Millisecond {
+		t.Errorf("delayed exchange took %v", d)
+	}
+	remove()
+	start = time.Now()
+	exchange(t, c1, s1, "fast")
+	if d := time.Since(start); d > 60*time.Millisecond {
+		t.Errorf("exchange after removing the delay took %v", d)
+	}
+
+	// Heal clears everything.
+	a.Faults().Isolate()
+	a.Faults().DropShard(1)
+	a.Faults().Heal()
+	c1, s1 = dial(a1, b1)
+	exchange(t, c1, s1, "after Heal")
+}
+
+func TestReadHeaderRejects(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newMux(ln, ln.Addr().String(), testLogger(t), 100*time.Millisecond)
+	t.Cleanup(func() { _ = m.Close() })
+	listen(t, m, 0)
+	for name, payload := range map[string]string{
+		"wrong magic":   "x\x01\x00\x00\x00\x00\x00\x00",
+		"wrong version": "k\x09\x00\x00\x00\x00\x00\x00",
+		"long address":  "k\x01\x00\x00\x00\x00\xff\xff",
+		"silent":        "",
+		"short":         "k\x01\x00",
+	} {
+		c, err := net.Dial("tcp", m.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.WriteString(c, payload)
+		start := time.Now()
+		expectClosed(t, c)
+		if strings.HasPrefix(name, "s") && time.Since(start) > time.Second {
+			t.Errorf("%s: header timeout not applied", name)
+		}
+		_ = c.Close()
+	}
+}

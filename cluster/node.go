@@ -1,0 +1,410 @@
+package cluster
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
+)
+
+const (
+	// logCacheSize is the number of recent log entries cached in memory per
+	// shard, in front of the bolt store.
+	logCacheSize = 512
+	// notifyBuffer is the leadership notification buffer per shard, so Raft
+	// rarely waits for OnLeadership.
+	notifyBuffer = 64
+	// boltOpenTimeout bounds waiting for another process's lock on a shard's
+	// bolt file (a second node on the same DataDir).
+	boltOpenTimeout = time.Second
+	// startParallelism bounds how many shards start at once.
+	startParallelism = 16
+)
+
+// Broker is a node as Kafka clients see it.
+type Broker struct {
+	NodeID    int32
+	KafkaAddr string // host:port
+}
+
+// Node is one kcoord node: a Raft instance per group shard plus the metadata
+// shard, all sharing one TCP port through a Mux.
+type Node struct {
+	cfg    Config
+	logger hclog.Logger
+	mux    *Mux
+	meta   *Shard
+	shards []*Shard // group shards by id
+	all    []*Shard // meta first, then group shards
+
+	members memberTable
+
+	closed       atomic.Bool
+	shutdownOnce sync.Once
+	shutdownErr  error
+}
+
+// NewNode opens the Raft stores under cfg.DataDir, binds cfg.RaftAddr and
+// starts a Raft instance per shard plus MetaShard. On the first start of a
+// DataDir with BootstrapExpect 1, every shard without Raft state
+// (raft.HasExistingState) is bootstrapped as a single-voter cluster; once
+// DataDir/node.json records the node, it never bootstraps again. NewNode
+// does not wait for leaders: see WaitReady.
+func NewNode(cfg Config) (*Node, error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	logger := cfg.Logger.Named("cluster")
+	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+		return nil, fmt.Errorf("cluster: data dir: %w", err)
+	}
+	id, initialised, err := readIdentity(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	if initialised && (id.NodeID != cfg.NodeID || id.Shards != cfg.Shards) {
+		return nil, fmt.Errorf("%w: %s has node id %d and %d shards, config has node id %d and %d shards",
+			ErrDataDirMismatch, cfg.DataDir, id.NodeID, id.Shards, cfg.NodeID, cfg.Shards)
+	}
+
+	mux, err := ListenMux(cfg.RaftAddr, cfg.AdvertiseRaftAddr, cfg.Logger.Named("raft-mux"))
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, logger: logger, mux: mux}
+	n.members.set(Broker{NodeID: cfg.NodeID, KafkaAddr: cfg.KafkaAddr}, mux.advertise)
+
+	bootstrap := !initialised && cfg.BootstrapExpect == 1
+	ids := make([]int32, 0, cfg.Shards+1)
+	fsms := make([]raft.FSM, 0, cfg.Shards+1)
+	ids = append(ids, MetaShard)
+	fsms = append(fsms, cfg.NewMetaFSM())
+	for i := range cfg.Shards {
+		ids = append(ids, i)
+		fsms = append(fsms, cfg.NewShardFSM(i))
+	}
+	start := time.Now()
+	n.all = make([]*Shard, len(ids))
+	errs := make([]error, len(ids))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, startParallelism)
+	for i := range ids {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			n.all[i], errs[i] = n.startShard(ids[i], fsms[i], bootstrap)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		n.abort()
+		return nil, err
+	}
+	n.meta, n.shards = n.all[0], n.all[1:]
+
+	if !initialised {
+		if err := writeIdentity(cfg.DataDir, identity{Version: 1, NodeID: cfg.NodeID, Shards: cfg.Shards}); err != nil {
+			n.abort()
+			return nil, err
+		}
+	}
+	bootstrapped := 0
+	for _, s := range n.all {
+		if s.bootstrapped {
+			bootstrapped++
+		}
+	}
+	logger.Info("node started", "node_id", cfg.NodeID, "raft_addr", mux.advertise, "kafka_addr", cfg.KafkaAddr,
+		"shards", cfg.Shards, "bootstrapped", bootstrapped, "elapsed", time.Since(start))
+	return n, nil
+}
+
+// startShard opens the stores of one shard, bootstraps it if allowed and it
+// has no state, and starts its Raft.
+func (n *Node) startShard(id int32, fsm raft.FSM, bootstrap bool) (s *Shard, err error) {
+	cfg := &n.cfg
+	defer func() {
+		if err != nil {
+			err = fmt.Errorf("cluster: start shard %d: %w", id, err)
+		}
+	}()
+	dir := shardDir(cfg.DataDir, id)
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, err
+	}
+	store, err := raftboltdb.New(raftboltdb.Options{
+		Path:        filepath.Join(dir, "raft.db"),
+		BoltOptions: &bbolt.Options{Timeout: boltOpenTimeout},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open raft.db (is another node using this data dir?): %w", err)
+	}
+	var trans *raft.NetworkTransport
+	defer func() {
+		if err != nil {
+			if trans != nil {
+				_ = trans.Close()
+			}
+			_ = store.Close()
+		}
+	}()
+	logs, err := raft.NewLogCache(logCacheSize, store)
+	if err != nil {
+		return nil, err
+	}
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, cfg.SnapshotRetain, cfg.Logger.Named("raft-snap").With("shard", id))
+	if err != nil {
+		return nil, err
+	}
+	layer, err := n.mux.Listen(id)
+	if err != nil {
+		return nil, err
+	}
+	trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream:  layer,
+		MaxPool: cfg.TransportMaxPool,
+		Timeout: cfg.TransportTimeout,
+		Logger:  cfg.Logger.Named("raft-net").With("shard", id),
+	})
+
+	rc := cfg.raftConfig(id)
+	notifyCh := make(chan bool, notifyBuffer)
+	rc.NotifyCh = notifyCh
+
+	existing, err := raft.HasExistingState(logs, store, snaps)
+	if err != nil {
+		return nil, err
+	}
+	bootstrapped := false
+	switch {
+	case !existing && bootstrap:
+		conf := raft.Configuration{Servers: []raft.Server{{
+			Suffrage: raft.Voter,
+			ID:       rc.LocalID,
+			Address:  raft.ServerAddress(n.mux.advertise),
+		}}}
+		if err := raft.BootstrapCluster(rc, logs, store, snaps, trans, conf); err != nil {
+			return nil, fmt.Errorf("bootstrap: %w", err)
+		}
+		bootstrapped = true
+	case !existing:
+		n.logger.Info("shard has no raft state; waiting to be added to a cluster", "shard", id)
+	}
+
+	r, err := raft.NewRaft(rc, fsm, logs, store, snaps, trans)
+	if err != nil {
+		return nil, err
+	}
+	s = &Shard{
+		ID:           id,
+		Raft:         r,
+		FSM:          fsm,
+		logger:       n.logger,
+		localID:      rc.LocalID,
+		leaseTimeout: rc.LeaderLeaseTimeout,
+		store:        store,
+		trans:        trans,
+		notifyCh:     notifyCh,
+		leaderDone:   make(chan struct{}),
+		bootstrapped: bootstrapped,
+		pending:      make(map[*shardFuture]struct{}),
+	}
+	go s.leadershipLoop(cfg.OnLeadership)
+	if !cfg.DisableElectionNudge {
+		s.nudgeElection()
+	}
+	return s, nil
+}
+
+// abort stops whatever NewNode started.
+func (n *Node) abort() {
+	var wg sync.WaitGroup
+	for _, s := range n.all {
+		if s != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); _ = s.shutdown() }()
+		}
+	}
+	wg.Wait()
+	_ = n.mux.Close()
+}
+
+// ID is this node's id.
+func (n *Node) ID() int32 { return n.cfg.NodeID }
+
+// Self is this node as a Broker.
+func (n *Node) Self() Broker { return Broker{NodeID: n.cfg.NodeID, KafkaAddr: n.cfg.KafkaAddr} }
+
+// RaftAddr is the advertised address of this node's Raft listener, the
+// raft.ServerAddress of this node in every shard.
+func (n *Node) RaftAddr() string { return n.mux.advertise }
+
+// Faults is the fault injector of this node's Raft connections (tests).
+func (n *Node) Faults() *Faults { return n.mux.Faults() }
+
+// ShardFor is the shard of a group: PartitionFor(groupID, Shards).
+func (n *Node) ShardFor(groupID string) int32 { return PartitionFor(groupID, n.cfg.Shards) }
+
+// Shard returns group shard id, or the metadata shard for MetaShard; nil if
+// there is no such shard.
+func (n *Node) Shard(id int32) *Shard {
+	switch {
+	case id == MetaShard:
+		return n.meta
+	case id >= 0 && int(id) < len(n.shards):
+		return n.shards[id]
+	}
+	return nil
+}
+
+// Shards returns the group shards in id order (not MetaShard).
+func (n *Node) Shards() []*Shard { return slices.Clone(n.shards) }
+
+// Brokers returns the live nodes this node knows of, ordered by node id. A
+// single node knows only itself.
+func (n *Node) Brokers() []Broker { return n.members.brokers() }
+
+// LeaderOf returns the broker leading shard, if a leader is known and is a
+// live node.
+func (n *Node) LeaderOf(shard int32) (Broker, bool) {
+	s := n.Shard(shard)
+	if s == nil || n.closed.Load() {
+		return Broker{}, false
+	}
+	_, id := s.Raft.LeaderWithID()
+	if id == "" {
+		return Broker{}, false
+	}
+	nodeID, err := strconv.ParseInt(string(id), 10, 32)
+	if err != nil {
+		return Broker{}, false
+	}
+	return n.members.broker(int32(nodeID))
+}
+
+// Ready reports whether every shard, MetaShard included, has a known leader.
+func (n *Node) Ready() bool {
+	return !n.closed.Load() && n.leaderless() == 0
+}
+
+func (n *Node) leaderless() int {
+	count := 0
+	for _, s := range n.all {
+		if _, id := s.Raft.LeaderWithID(); id == "" {
+			count++
+		}
+	}
+	return count
+}
+
+// WaitReady waits until Ready, ctx is done (its error is wrapped), or the node
+// shuts down (ErrShutdown).
+func (n *Node) WaitReady(ctx context.Context) error {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if n.closed.Load() {
+			return ErrShutdown
+		}
+		if n.Ready() {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: %d of %d shards have no leader: %w", n.leaderless(), len(n.all), ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// Shutdown stops every Raft instance (waiting for each), delivers their last
+// leadership changes, closes the stores and the Raft listener and its
+// connections. It is idempotent: later calls return the first call's result.
+func (n *Node) Shutdown() error {
+	n.shutdownOnce.Do(func() {
+		n.closed.Store(true)
+		start := time.Now()
+		errs := make([]error, len(n.all)+1)
+		var wg sync.WaitGroup
+		for i, s := range n.all {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := s.shutdown(); err != nil {
+					errs[i] = fmt.Errorf("cluster: shut down shard %d: %w", s.ID, err)
+				}
+			}()
+		}
+		wg.Wait()
+		errs[len(n.all)] = n.mux.Close()
+		n.shutdownErr = errors.Join(errs...)
+		n.logger.Info("node shut down", "node_id", n.cfg.NodeID, "elapsed", time.Since(start), "error", n.shutdownErr)
+	})
+	return n.shutdownErr
+}
+
+// member is a node as the membership view knows it.
+type member struct {
+	broker   Broker
+	raftAddr string
+}
+
+// memberTable is the node's view of live nodes. With a single node it holds
+// only itself; memberlist will maintain it.
+type memberTable struct {
+	mu sync.RWMutex
+	m  map[int32]member
+}
+
+func (t *memberTable) set(b Broker, raftAddr string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = make(map[int32]member)
+	}
+	t.m[b.NodeID] = member{broker: b, raftAddr: raftAddr}
+}
+
+func (t *memberTable) remove(id int32) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.m, id)
+}
+
+func (t *memberTable) broker(id int32) (Broker, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	m, ok := t.m[id]
+	return m.broker, ok
+}
+
+func (t *memberTable) brokers() []Broker {
+	t.mu.RLock()
+	out := make([]Broker, 0, len(t.m))
+	for _, m := range t.m {
+		out = append(out, m.broker)
+	}
+	t.mu.RUnlock()
+	slices.SortFunc(out, func(a, b Broker) int { return cmp.Compare(a.NodeID, b.NodeID) })
+	return out
+}
+
+// serverID is the Raft server id of a node.
+func serverID(nodeID int32) raft.ServerID {
+	return raft.ServerID(strconv.FormatInt(int64(nodeID), 10))
+}

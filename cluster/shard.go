@@ -1,0 +1,297 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+)
+
+// Shard is one Raft group of a node: a group shard (ID 0..Shards-1) or the
+// metadata group (ID MetaShard). Propose through Apply, ApplyAsync and
+// Barrier rather than Raft.Apply/Raft.Barrier: their futures also complete
+// at shutdown. Raft is exposed for everything else (state, configuration,
+// stats, snapshots); do not shut it down directly, use Node.Shutdown.
+type Shard struct {
+	ID   int32
+	Raft *raft.Raft
+	FSM  raft.FSM
+
+	logger       hclog.Logger
+	localID      raft.ServerID
+	leaseTimeout time.Duration
+	store        *raftboltdb.BoltStore
+	trans        *raft.NetworkTransport
+	notifyCh     chan bool
+	leaderDone   chan struct{}
+	bootstrapped bool // this start bootstrapped the shard
+	shutdownOnce sync.Once
+	shutdownErr  error
+
+	pendingMu sync.Mutex
+	pending   map[*shardFuture]struct{} // futures not answered yet
+	stopped   bool                      // Raft has shut down
+}
+
+// IsLeader reports whether this node currently leads the shard (as far as its
+// Raft knows: a partitioned leader keeps the role until its lease expires).
+func (s *Shard) IsLeader() bool { return s.Raft.State() == raft.Leader }
+
+// Term is the shard's current Raft term.
+func (s *Shard) Term() uint64 { return s.Raft.CurrentTerm() }
+
+// Apply proposes cmd and waits until it is committed and applied to the local
+// FSM, ctx is done, or timeout (if positive) expires; timeout bounds the
+// enqueueing into Raft too (raft.ErrEnqueueTimeout). It returns what the
+// FSM's Apply returned, except that an error value is returned as err. Raft's
+// errors (raft.ErrNotLeader, raft.ErrLeadershipLost, raft.ErrEnqueueTimeout,
+// raft.ErrRaftShutdown, ...) are returned unchanged. When ctx ends or timeout
+// expires after enqueueing (ctx.Err() or ErrApplyTimeout), the command may
+// still commit.
+func (s *Shard) Apply(ctx context.Context, cmd []byte, timeout time.Duration) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return WaitApply(ctx, s.ApplyAsync(cmd, timeout), timeout)
+}
+
+// ApplyAsync enqueues cmd without waiting and returns its future; timeout
+// bounds only the enqueueing. Wait with the future's Error (then read
+// Response) or with WaitApply.
+//
+// Unlike raft's own future, this one always completes: with BatchApplyCh,
+// raft can accept a command into its apply buffer while shutting down and
+// never answer it; such futures fail with raft.ErrRaftShutdown once the
+// shard has shut down.
+func (s *Shard) ApplyAsync(cmd []byte, timeout time.Duration) raft.ApplyFuture {
+	f := s.Raft.Apply(cmd, timeout)
+	return s.track(f, f)
+}
+
+// WaitApply waits for an ApplyFuture like Shard.Apply does (until it
+// completes, ctx is done, or timeout if positive expires) and translates its
+// result the same way: an error returned by the FSM becomes err.
+func WaitApply(ctx context.Context, f raft.ApplyFuture, timeout time.Duration) (any, error) {
+	var done <-chan struct{}
+	if sf, ok := f.(*shardFuture); ok {
+		done = sf.done
+	} else if ctx.Done() != nil || timeout > 0 {
+		ch := make(chan struct{})
+		go func() { _ = f.Error(); close(ch) }()
+		done = ch
+	}
+	if done != nil {
+		var timer <-chan time.Time
+		if timeout > 0 {
+			t := time.NewTimer(timeout)
+			defer t.Stop()
+			timer = t.C
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-timer:
+			// raft's own enqueue timeout may have fired at the same time.
+			select {
+			case <-done:
+			default:
+				return nil, ErrApplyTimeout
+			}
+		}
+	}
+	if err := f.Error(); err != nil {
+		return nil, err
+	}
+	resp := f.Response()
+	if e, ok := resp.(error); ok && e != nil {
+		return nil, e
+	}
+	return resp, nil
+}
+
+// Barrier waits until every entry committed before it is applied to the local
+// FSM. A new leader calls it before serving, so its FSM holds every entry of
+// earlier terms. timeout bounds the enqueueing. Raft's errors pass through
+// unchanged.
+func (s *Shard) Barrier(timeout time.Duration) error {
+	return s.track(s.Raft.Barrier(timeout), nil).Error()
+}
+
+// shardFutureGrace is how long a shard that has shut down waits for the
+// watchers of futures raft did answer before failing the rest.
+const shardFutureGrace = 100 * time.Millisecond
+
+// shardFuture is a raft future that also completes when its shard shuts
+// down (see ApplyAsync).
+type shardFuture struct {
+	f         raft.Future
+	af        raft.ApplyFuture // nil for barriers
+	done      chan struct{}
+	once      sync.Once
+	err       error
+	abandoned bool // failed by shutdown: f never completed
+}
+
+func (f *shardFuture) finish(err error, abandoned bool) {
+	f.once.Do(func() {
+		f.err, f.abandoned = err, abandoned
+		close(f.done)
+	})
+}
+
+// Error waits for the future and returns its error.
+func (f *shardFuture) Error() error {
+	<-f.done
+	return f.err
+}
+
+// Response is the FSM's response; call it after Error.
+func (f *shardFuture) Response() any {
+	<-f.done
+	if f.abandoned || f.af == nil {
+		return nil
+	}
+	return f.af.Response()
+}
+
+// Index is the log index of the command; call it after Error.
+func (f *shardFuture) Index() uint64 {
+	<-f.done
+	if f.abandoned || f.af == nil {
+		return 0
+	}
+	return f.af.Index()
+}
+
+// track wraps a raft future so that it completes when the shard shuts down.
+func (s *Shard) track(f raft.Future, af raft.ApplyFuture) *shardFuture {
+	sf := &shardFuture{f: f, af: af, done: make(chan struct{})}
+	s.pendingMu.Lock()
+	if s.stopped {
+		s.pendingMu.Unlock()
+		// Raft is gone: whatever it did not answer at once, it never will.
+		sf.finish(raft.ErrRaftShutdown, true)
+		return sf
+	}
+	s.pending[sf] = struct{}{}
+	s.pendingMu.Unlock()
+	go func() {
+		sf.finish(f.Error(), false)
+		s.pendingMu.Lock()
+		delete(s.pending, sf)
+		s.pendingMu.Unlock()
+	}()
+	return sf
+}
+
+// failPending fails the futures raft will never answer. Raft must have shut
+// down.
+func (s *Shard) failPending() {
+	s.pendingMu.Lock()
+	s.stopped = true
+	pending := make([]*shardFuture, 0, len(s.pending))
+	for f := range s.pending {
+		pending = append(pending, f)
+	}
+	s.pendingMu.Unlock()
+	grace := time.NewTimer(shardFutureGrace)
+	defer grace.Stop()
+	expired, failed := false, 0
+	for _, f := range pending {
+		if !expired {
+			select {
+			case <-f.done:
+				continue
+			case <-grace.C:
+				expired = true
+			}
+		}
+		select {
+		case <-f.done:
+		default:
+			failed++
+		}
+		f.finish(raft.ErrRaftShutdown, true)
+	}
+	if failed > 0 {
+		s.logger.Debug("failed futures raft left unanswered at shutdown", "shard", s.ID, "count", failed)
+	}
+}
+
+// leadershipLoop delivers the shard's leadership changes in order until
+// notifyCh is closed (after Raft has shut down).
+func (s *Shard) leadershipLoop(onLeadership func(int32, bool)) {
+	defer close(s.leaderDone)
+	for isLeader := range s.notifyCh {
+		s.logger.Info("shard leadership changed", "shard", s.ID, "leader", isLeader, "term", s.Raft.CurrentTerm())
+		if onLeadership != nil {
+			onLeadership(s.ID, isLeader)
+		}
+	}
+}
+
+// nudgeElection makes a follower whose configuration has this node as its
+// only voter start its election now rather than after 1-2 heartbeat
+// timeouts. It lowers HeartbeatTimeout through ReloadConfig, which makes a
+// follower re-check its heartbeat timer at once (it has never heard from a
+// leader, so it starts an election), then restores it. At worst (if Raft
+// ignored the nudge) the election happens at the normal time.
+func (s *Shard) nudgeElection() {
+	if s.Raft.State() != raft.Follower {
+		return
+	}
+	f := s.Raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return
+	}
+	var voters []raft.ServerID
+	for _, srv := range f.Configuration().Servers {
+		if srv.Suffrage == raft.Voter {
+			voters = append(voters, srv.ID)
+		}
+	}
+	if len(voters) != 1 || voters[0] != s.localID {
+		return
+	}
+	rc := s.Raft.ReloadableConfig()
+	short := max(s.leaseTimeout, 5*time.Millisecond)
+	if short >= rc.HeartbeatTimeout {
+		s.logger.Debug("election nudge impossible: LeaderLeaseTimeout equals HeartbeatTimeout", "shard", s.ID)
+		return
+	}
+	nudged := rc
+	nudged.HeartbeatTimeout = short
+	if err := s.Raft.ReloadConfig(nudged); err != nil {
+		s.logger.Debug("election nudge failed", "shard", s.ID, "error", err)
+		return
+	}
+	if err := s.Raft.ReloadConfig(rc); err != nil {
+		s.logger.Warn("restoring heartbeat timeout after election nudge failed", "shard", s.ID, "error", err)
+	}
+}
+
+// shutdown stops the shard's Raft (waiting for it), its leadership loop and
+// transport, and closes its store. Idempotent.
+func (s *Shard) shutdown() error {
+	s.shutdownOnce.Do(func() {
+		var errs []error
+		if err := s.Raft.Shutdown().Error(); err != nil {
+			errs = append(errs, err)
+		}
+		_ = s.trans.Close()
+		s.failPending()
+		// Raft's goroutines have exited: nothing sends on notifyCh any more.
+		close(s.notifyCh)
+		<-s.leaderDone
+		if err := s.store.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		s.shutdownErr = errors.Join(errs...)
+	})
+	return s.shutdownErr
+}
