@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -36,6 +37,13 @@ type Server struct {
 	meta   *fsm.MetaFSM
 	serve  chan error
 	closed bool
+	// metaLoaded is set once this node, as the metadata group's leader,
+	// has applied every entry of earlier terms (the topic registry is
+	// complete).
+	metaLoaded atomic.Bool
+	// metaEpoch counts metadata leadership changes, so a barrier that
+	// finishes after a later loss does not set metaLoaded.
+	metaEpoch atomic.Uint64
 }
 
 // New validates cfg and returns a server that has not started anything.
@@ -164,7 +172,7 @@ func (s *Server) apiShards() []api.Shard {
 // coordinator's epoch makes a late activation after a loss harmless.
 func (s *Server) onLeadership(shard int32, leader bool) {
 	if shard == cluster.MetaShard {
-		s.logger.Info("metadata leadership", "leader", leader)
+		s.onMetaLeadership(leader)
 		return
 	}
 	c := s.coordinator(shard)
@@ -179,6 +187,28 @@ func (s *Server) onLeadership(shard int32, leader bool) {
 	}()
 }
 
+// onMetaLeadership tracks whether the topic registry is current on this
+// node when it leads the metadata group: after a restart, the registry is
+// only complete once the new term's first entry committed.
+func (s *Server) onMetaLeadership(leader bool) {
+	s.logger.Info("metadata leadership", "leader", leader)
+	s.metaLoaded.Store(false)
+	epoch := s.metaEpoch.Add(1)
+	if !leader {
+		return
+	}
+	go func() {
+		log := &lazyLog{s: s, shard: cluster.MetaShard}
+		if err := log.Barrier(s.cfg.OffsetsCommitTimeout); err != nil {
+			s.logger.Warn("metadata barrier failed", "error", err)
+			return
+		}
+		if s.metaEpoch.Load() == epoch {
+			s.metaLoaded.Store(true)
+		}
+	}()
+}
+
 // Ready reports whether every shard has a known leader and this node's
 // coordinators serve the shards it leads.
 func (s *Server) Ready() bool {
@@ -186,6 +216,9 @@ func (s *Server) Ready() bool {
 	node, coords := s.node, s.coords
 	s.mu.Unlock()
 	if node == nil || !node.Ready() {
+		return false
+	}
+	if meta := node.Shard(cluster.MetaShard); meta.IsLeader() && !s.metaLoaded.Load() {
 		return false
 	}
 	for _, sh := range node.Shards() {
