@@ -58,6 +58,9 @@ func New(cfg Config, logger hclog.Logger, reg *prometheus.Registry) (*Server, er
 	s := &Server{cfg: cfg, logger: logger}
 	if reg != nil {
 		s.reg = reg
+		if err := reg.Register(newCollector(s)); err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
 	}
 	return s, nil
 }

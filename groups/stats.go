@@ -1,0 +1,32 @@
+package groups
+
+// Stats is a point-in-time count of a coordinator's groups, for metrics.
+type Stats struct {
+	// Active is whether the coordinator serves its shard.
+	Active bool
+	// GroupsByState counts groups per state name.
+	GroupsByState map[string]int
+	// Members counts members over every group.
+	Members int
+}
+
+// Stats counts the live groups. Called by the metrics scraper; it takes
+// each group's lock briefly, one at a time.
+func (c *Coordinator) Stats() Stats {
+	c.mu.RLock()
+	st := Stats{Active: c.active, GroupsByState: make(map[string]int)}
+	groups := make([]*group, 0, len(c.groups))
+	for _, g := range c.groups {
+		groups = append(groups, g)
+	}
+	c.mu.RUnlock()
+	for _, g := range groups {
+		g.mu.Lock()
+		if !g.closed {
+			st.GroupsByState[g.state.String()]++
+			st.Members += len(g.members)
+		}
+		g.mu.Unlock()
+	}
+	return st
+}

@@ -1,0 +1,63 @@
+package server
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// collector reports the coordinators' state at scrape time, so nothing on
+// the request path updates metrics.
+type collector struct {
+	s         *Server
+	groups    *prometheus.Desc
+	members   *prometheus.Desc
+	shardsLed *prometheus.Desc
+	shards    *prometheus.Desc
+}
+
+func newCollector(s *Server) *collector {
+	return &collector{
+		s:         s,
+		groups:    prometheus.NewDesc("kcoord_groups", "Groups this node coordinates, by state.", []string{"state"}, nil),
+		members:   prometheus.NewDesc("kcoord_group_members", "Members of the groups this node coordinates.", nil, nil),
+		shardsLed: prometheus.NewDesc("kcoord_shards_led", "Group shards this node leads and serves.", nil, nil),
+		shards:    prometheus.NewDesc("kcoord_shards", "Group shards of the cluster (offsets.topic.num.partitions).", nil, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.groups
+	ch <- c.members
+	ch <- c.shardsLed
+	ch <- c.shards
+}
+
+// Collect implements prometheus.Collector; it runs on the scraper's
+// goroutine.
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	c.s.mu.Lock()
+	coords := c.s.coords
+	c.s.mu.Unlock()
+	byState := map[string]int{"Empty": 0, "PreparingRebalance": 0, "CompletingRebalance": 0, "Stable": 0}
+	members, led := 0, 0
+	for _, co := range coords {
+		if co == nil {
+			continue
+		}
+		st := co.Stats()
+		if !st.Active {
+			continue
+		}
+		led++
+		members += st.Members
+		for state, n := range st.GroupsByState {
+			byState[state] += n
+		}
+	}
+	for state, n := range byState {
+		ch <- prometheus.MustNewConstMetric(c.groups, prometheus.GaugeValue, float64(n), state)
+	}
+	ch <- prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, float64(members))
+	ch <- prometheus.MustNewConstMetric(c.shardsLed, prometheus.GaugeValue, float64(led))
+	ch <- prometheus.MustNewConstMetric(c.shards, prometheus.GaugeValue, float64(c.s.cfg.OffsetsTopicNumPartitions))
+}

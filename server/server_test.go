@@ -1,0 +1,79 @@
+package server
+
+import (
+	"context"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestMetricsReportShardsLed(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	cfg := TestConfig(t.TempDir())
+	s, err := New(cfg, TestLogger(t), reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.WaitReady(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := testutil.GatherAndCount(reg, "kcoord_shards_led"); err != nil || n != 1 {
+		t.Fatalf("kcoord_shards_led series: %d %v", n, err)
+	}
+	c := newCollector(s)
+	if got := testutil.ToFloat64(prometheus.CollectorFunc(func(ch chan<- prometheus.Metric) {
+		all := make(chan prometheus.Metric, 16)
+		c.Collect(all)
+		close(all)
+		for m := range all {
+			if m.Desc() == c.shardsLed {
+				ch <- m
+			}
+		}
+	})); got != float64(cfg.OffsetsTopicNumPartitions) {
+		t.Fatalf("shards led %v, want %d", got, cfg.OffsetsTopicNumPartitions)
+	}
+}
+
+func TestShutdownAfterFailedStart(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	cfg := TestConfig(t.TempDir())
+	cfg.KafkaAddr = l.Addr().String() // taken
+	s, err := New(cfg, TestLogger(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err == nil {
+		t.Fatal("start on a taken port succeeded")
+	}
+	if s.Ready() {
+		t.Fatal("a server that failed to start is ready")
+	}
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal("second shutdown:", err)
+	}
+}
+
+func TestInvalidConfigIsRefused(t *testing.T) {
+	cfg := TestConfig(t.TempDir())
+	cfg.OffsetsTopicNumPartitions = 0
+	if _, err := New(cfg, nil, nil); err == nil {
+		t.Fatal("zero shards accepted")
+	}
+}
