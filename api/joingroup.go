@@ -23,15 +23,16 @@ func (h *Handlers) joinGroup(ctx context.Context, rc *transport.RequestContext, 
 		return nil, err
 	}
 	jr := groups.JoinRequest{
-		GroupID:              req.Group,
-		MemberID:             req.MemberID,
-		InstanceID:           deref(req.InstanceID),
-		ClientID:             rc.ClientID,
-		ClientHost:           rc.ClientHost,
-		ProtocolType:         req.ProtocolType,
-		SessionTimeoutMs:     req.SessionTimeoutMillis,
-		RebalanceTimeoutMs:   req.RebalanceTimeoutMillis,
-		RequireKnownMemberID: req.Version >= 4,
+		GroupID:                req.Group,
+		MemberID:               req.MemberID,
+		InstanceID:             deref(req.InstanceID),
+		ClientID:               rc.ClientID,
+		ClientHost:             rc.ClientHost,
+		ProtocolType:           req.ProtocolType,
+		SessionTimeoutMs:       req.SessionTimeoutMillis,
+		RebalanceTimeoutMs:     req.RebalanceTimeoutMillis,
+		RequireKnownMemberID:   req.Version >= 4,
+		SupportsSkipAssignment: req.Version >= 9,
 	}
 	if req.Version == 0 {
 		jr.RebalanceTimeoutMs = req.SessionTimeoutMillis

@@ -311,16 +311,45 @@ func TestDescribe(t *testing.T) {
 }
 
 func TestStaticMemberReplacementFencesOldID(t *testing.T) {
-	c, _ := newTestCoordinator(t, nil)
+	c, log := newTestCoordinator(t, nil)
 	req := joinReq("g", "")
 	req.InstanceID = "instance-1"
 	first := recv(t, joinAsync(c, req))
 	recv(t, syncAsync(c, SyncRequest{GroupID: "g", MemberID: first.MemberID, InstanceID: "instance-1", Generation: first.Generation, Assignments: map[string][]byte{first.MemberID: []byte("a")}}))
+
+	// Before JoinGroup v9 the returning leader is given the old leader id,
+	// so it does not assign; the group does not rebalance.
 	second := recv(t, joinAsync(c, req))
-	if second.Err != nil || second.MemberID == first.MemberID {
+	if second.Err != nil || second.MemberID == first.MemberID || second.Generation != first.Generation || second.Leader != first.MemberID || second.SkipAssignment {
 		t.Fatalf("rejoin of the static member: %+v", second)
 	}
-	wantErr(t, c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: first.MemberID, InstanceID: "instance-1", Generation: second.Generation}), ErrFencedInstanceID)
+	wantErr(t, c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: first.MemberID, InstanceID: "instance-1", Generation: first.Generation}), ErrFencedInstanceID)
+	s := c.Sync(context.Background(), SyncRequest{GroupID: "g", MemberID: second.MemberID, InstanceID: "instance-1", Generation: second.Generation})
+	if s.Err != nil || string(s.Assignment) != "a" {
+		t.Fatalf("the new member id keeps the assignment: %+v", s)
+	}
+	if g, _ := log.FSM.Group("g"); g.Members[0].ID != second.MemberID || g.Leader != second.MemberID {
+		t.Fatalf("the new member id is stored: %+v", g)
+	}
+
+	// From v9 it is told it leads and must skip the assignment (KIP-814).
+	req.SupportsSkipAssignment = true
+	third := recv(t, joinAsync(c, req))
+	if third.Err != nil || third.Generation != first.Generation || third.Leader != third.MemberID || !third.SkipAssignment || len(third.Members) != 1 {
+		t.Fatalf("v9 rejoin of the static leader: %+v", third)
+	}
+	if d, _ := c.Describe("g"); d.State != "Stable" {
+		t.Fatalf("a static rejoin must not rebalance: %s", d.State)
+	}
+
+	// A failed write undoes the replacement.
+	log.SetFault(raft.ErrNotLeader)
+	wantErr(t, recv(t, joinAsync(c, req)).Err, ErrNotCoordinator)
+	log.SetFault(nil)
+	if err := c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: third.MemberID, InstanceID: "instance-1", Generation: first.Generation}); err != nil {
+		t.Fatalf("the previous member id must stay valid after a failed replacement: %v", err)
+	}
+
 	res, _ := c.Leave("g", []LeaveMember{{InstanceID: "instance-1"}})
 	if res[0].Err != nil {
 		t.Fatalf("leave by instance id: %v", res[0].Err)

@@ -133,6 +133,26 @@ func (g *group) remove(id string) {
 	}
 }
 
+// renameMember gives m a new member id, keeping its place, its leadership
+// and its assignment (a static member's replacement). Called with g.mu held.
+func (g *group) renameMember(m *member, id string) {
+	old := m.id
+	delete(g.members, old)
+	m.id = id
+	g.members[id] = m
+	for i, oid := range g.order {
+		if oid == old {
+			g.order[i] = id
+		}
+	}
+	if m.instanceID != "" {
+		g.static[m.instanceID] = id
+	}
+	if g.leader == old {
+		g.leader = id
+	}
+}
+
 // supportsProtocols reports whether a member with this protocol type and
 // protocols may join: the type must match and one protocol must be common to
 // every member (Kafka's supportsProtocols).

@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"time"
+
+	"github.com/kcoord/kcoord/fsm"
 )
 
 // Join serves a JoinGroup. It is called from a connection's handler
@@ -115,19 +117,70 @@ func (g *group) currentJoinResult(m *member) JoinResult {
 	return r
 }
 
-// replaceStatic gives a returning static member a new member id and fences
-// the old one, then rebalances. (Kafka keeps a Stable group's assignment
-// instead; that refinement is issue 3's.)
-func (g *group) replaceStatic(old *member, id string, req JoinRequest) (chan JoinResult, JoinResult) {
-	old.respondJoin(JoinResult{Err: ErrFencedInstanceID, MemberID: old.id})
-	old.respondSync(SyncResult{Err: ErrFencedInstanceID})
-	wasLeader := g.leader == old.id
-	g.remove(old.id)
-	ch := g.addMemberAndRebalance(id, req)
-	if wasLeader {
-		g.leader = id
+// replaceStatic serves a static member that returns with an empty member id
+// while its instance id is known (KIP-345): the old member id is fenced and
+// replaced by a new one, which takes over the old member's assignment. A
+// Stable group whose chosen protocol stays the same does not rebalance: the
+// new member id is stored and the member gets the current generation
+// (Kafka's updateStaticMemberAndRebalance).
+func (g *group) replaceStatic(m *member, id string, req JoinRequest) (chan JoinResult, JoinResult) {
+	m.respondJoin(JoinResult{Err: ErrFencedInstanceID, MemberID: m.id})
+	m.respondSync(SyncResult{Err: ErrFencedInstanceID})
+	oldID, oldProtocols, currentLeader := m.id, m.protocols, g.leader
+	g.renameMember(m, id)
+	g.updateMember(m, req)
+	ch := make(chan JoinResult, 1)
+	m.joinCh = ch
+	g.startSession(m)
+	switch g.state {
+	case Stable:
+		if g.selectProtocol() != g.protocol {
+			g.prepareRebalance("static member " + req.InstanceID + " rejoined with other protocols")
+			break
+		}
+		g.storeStaticReplacement(m, ch, oldID, oldProtocols, currentLeader, req.SupportsSkipAssignment)
+	case CompletingRebalance:
+		// The leader may be assigning to the old member id: start over.
+		g.prepareRebalance("static member " + req.InstanceID + " rejoined during the assignment")
+	case PreparingRebalance:
+		g.tryCompleteJoin()
 	}
 	return ch, JoinResult{}
+}
+
+// storeStaticReplacement writes the group with the static member's new id
+// and then answers its join with the current generation; a returning leader
+// is told to skip the assignment (KIP-814, JoinGroup v9), older clients are
+// given the previous leader id so they do not assign. If the write fails,
+// the replacement is undone. Called with g.mu held.
+func (g *group) storeStaticReplacement(m *member, ch chan JoinResult, oldID string, oldProtocols []fsm.Protocol, currentLeader string, skip bool) {
+	f := g.c.write(&fsm.GroupPut{Group: g.record()})
+	go func() {
+		err := waitWrite(f)
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if g.closed || m.joinCh != ch {
+			return // answered meanwhile (leadership lost, a rebalance)
+		}
+		if err != nil {
+			g.c.logger.Warn("storing a static member's new id failed", "group", g.id, "instance", m.instanceID, "error", err)
+			if g.members[m.id] == m {
+				m.protocols = oldProtocols
+				g.renameMember(m, oldID)
+				g.startSession(m)
+			}
+			m.respondJoin(JoinResult{Err: err})
+			return
+		}
+		r := JoinResult{MemberID: m.id, Generation: g.generation, ProtocolType: g.protocolType, Protocol: g.protocol, Leader: currentLeader}
+		if skip {
+			r.Leader = g.leader
+			if m.id == g.leader {
+				r.Members, r.SkipAssignment = g.joinMembers(), true
+			}
+		}
+		m.respondJoin(r)
+	}()
 }
 
 // atCapacity reports whether another member would exceed group.max.size.
@@ -163,10 +216,7 @@ func (g *group) addMemberAndRebalance(id string, req JoinRequest) chan JoinResul
 // updateMemberAndRebalance records a rejoining member's protocols and starts
 // or joins a rebalance.
 func (g *group) updateMemberAndRebalance(m *member, req JoinRequest) chan JoinResult {
-	m.protocols = req.Protocols
-	m.sessionTimeout = time.Duration(req.SessionTimeoutMs) * time.Millisecond
-	m.rebalanceTimeout = time.Duration(req.RebalanceTimeoutMs) * time.Millisecond
-	m.clientID, m.clientHost = req.ClientID, req.ClientHost
+	g.updateMember(m, req)
 	if m.joinCh != nil {
 		// A second JoinGroup from the same member replaces the first.
 		m.joinCh <- JoinResult{Err: ErrRebalanceInProgress, MemberID: m.id}
@@ -175,6 +225,14 @@ func (g *group) updateMemberAndRebalance(m *member, req JoinRequest) chan JoinRe
 	m.joinCh = ch
 	g.afterJoin("member " + m.id + " rejoined")
 	return ch
+}
+
+// updateMember records what a rejoining member sent. Called with g.mu held.
+func (g *group) updateMember(m *member, req JoinRequest) {
+	m.protocols = req.Protocols
+	m.sessionTimeout = time.Duration(req.SessionTimeoutMs) * time.Millisecond
+	m.rebalanceTimeout = time.Duration(req.RebalanceTimeoutMs) * time.Millisecond
+	m.clientID, m.clientHost = req.ClientID, req.ClientHost
 }
 
 // afterJoin starts a rebalance, or completes the one under way if everyone

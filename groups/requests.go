@@ -18,6 +18,9 @@ type JoinRequest struct {
 	// RequireKnownMemberID is set from JoinGroup v4: a new dynamic member
 	// first gets MEMBER_ID_REQUIRED with its id (KIP-394).
 	RequireKnownMemberID bool
+	// SupportsSkipAssignment is set from JoinGroup v9: a returning static
+	// leader can be told to skip the assignment (KIP-814).
+	SupportsSkipAssignment bool
 }
 
 // JoinResult is the answer to a JoinGroup. On Err, MemberID may still be set
