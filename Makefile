@@ -10,7 +10,7 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/kcoord ./cmd/kcoord
 
 test:
-	$(GO) test ./... -count=1 -timeout 15m
+	$(GO) test -race ./... -count=1 -timeout 15m
 
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(PKGS)
