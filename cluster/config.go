@@ -64,6 +64,12 @@ type Config struct {
 	// Raft applies of the same shard.
 	OnLeadership func(shard int32, isLeader bool)
 
+	// RaftLogger receives hashicorp/raft's own logs (elections, snapshots,
+	// RPC errors) with a "shard" key; nil means Logger.Named("raft"). With
+	// fifty shards per node they are many: callers usually pass a logger
+	// that keeps only warnings.
+	RaftLogger hclog.Logger
+
 	// Logger receives the node's logs; Raft logs go to Logger.Named("raft")
 	// with a "shard" key. Nil means hclog.Default().
 	Logger hclog.Logger
@@ -147,6 +153,9 @@ func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	if c.Logger == nil {
 		c.Logger = hclog.Default()
+	}
+	if c.RaftLogger == nil {
+		c.RaftLogger = c.Logger.Named("raft")
 	}
 	if c.HeartbeatTimeout == 0 {
 		c.HeartbeatTimeout = d.HeartbeatTimeout
@@ -242,7 +251,7 @@ func (c *Config) Validate() error {
 func (c *Config) raftConfig(shard int32) *raft.Config {
 	rc := raft.DefaultConfig()
 	rc.LocalID = serverID(c.NodeID)
-	rc.Logger = c.Logger.Named("raft").With("shard", shard)
+	rc.Logger = c.RaftLogger.With("shard", shard)
 	rc.HeartbeatTimeout = c.HeartbeatTimeout
 	rc.ElectionTimeout = c.ElectionTimeout
 	rc.LeaderLeaseTimeout = c.LeaderLeaseTimeout

@@ -167,7 +167,7 @@ func (n *Node) startShard(id int32, fsm raft.FSM, bootstrap bool) (s *Shard, err
 	if err != nil {
 		return nil, err
 	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, cfg.SnapshotRetain, cfg.Logger.Named("raft-snap").With("shard", id))
+	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, cfg.SnapshotRetain, cfg.RaftLogger.Named("snapshots").With("shard", id))
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +179,7 @@ func (n *Node) startShard(id int32, fsm raft.FSM, bootstrap bool) (s *Shard, err
 		Stream:  layer,
 		MaxPool: cfg.TransportMaxPool,
 		Timeout: cfg.TransportTimeout,
-		Logger:  cfg.Logger.Named("raft-net").With("shard", id),
+		Logger:  cfg.RaftLogger.Named("net").With("shard", id),
 	})
 
 	rc := cfg.raftConfig(id)

@@ -104,7 +104,7 @@ func (c *Coordinator) Activate() error {
 		}
 		g.mu.Unlock()
 	}
-	c.logger.Info("coordinator active", "groups", len(groups))
+	c.logAtInfoIf(len(groups) > 0, "coordinator active", "groups", len(groups))
 	return nil
 }
 
@@ -114,7 +114,7 @@ func (c *Coordinator) Activate() error {
 func (c *Coordinator) Deactivate() {
 	c.mu.Lock()
 	c.epoch++
-	groups := c.groups
+	groups, wasActive := c.groups, c.active
 	c.groups, c.active, c.loading = make(map[string]*group), false, false
 	c.mu.Unlock()
 	for _, g := range groups {
@@ -122,7 +122,20 @@ func (c *Coordinator) Deactivate() {
 		g.close()
 		g.mu.Unlock()
 	}
-	c.logger.Info("coordinator inactive", "groups", len(groups))
+	if wasActive {
+		c.logAtInfoIf(len(groups) > 0, "coordinator inactive", "groups", len(groups))
+	}
+}
+
+// logAtInfoIf logs at info when the event matters to an operator (a shard
+// with groups moved) and at debug otherwise, so a node's start does not log a
+// line per empty shard.
+func (c *Coordinator) logAtInfoIf(cond bool, msg string, args ...any) {
+	if cond {
+		c.logger.Info(msg, args...)
+		return
+	}
+	c.logger.Debug(msg, args...)
 }
 
 // Active reports whether the coordinator serves requests.

@@ -124,7 +124,8 @@ func (s *Server) startNode(advertised string) error {
 	ccfg.NewShardFSM = func(shard int32) raft.FSM { return s.states[shard] }
 	ccfg.NewMetaFSM = func() raft.FSM { return s.meta }
 	ccfg.OnLeadership = s.onLeadership
-	ccfg.Logger = s.logger.Named("cluster")
+	ccfg.Logger = s.logger
+	ccfg.RaftLogger = quiet(s.logger.Named("raft"), hclog.Warn)
 	node, err := cluster.NewNode(ccfg)
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)

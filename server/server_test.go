@@ -3,9 +3,11 @@ package server
 import (
 	"context"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -75,5 +77,20 @@ func TestInvalidConfigIsRefused(t *testing.T) {
 	cfg.OffsetsTopicNumPartitions = 0
 	if _, err := New(cfg, nil, nil); err == nil {
 		t.Fatal("zero shards accepted")
+	}
+}
+
+func TestQuietLoggerKeepsWarnings(t *testing.T) {
+	var buf strings.Builder
+	base := hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Info})
+	l := quiet(base, hclog.Warn).Named("raft").With("shard", 3)
+	l.Info("entering leader state")
+	l.Warn("heartbeat failed")
+	if out := buf.String(); strings.Contains(out, "entering leader") || !strings.Contains(out, "heartbeat failed") || !strings.Contains(out, "shard=3") {
+		t.Fatalf("quiet logger wrote %q", out)
+	}
+	debug := hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Debug})
+	if quiet(debug, hclog.Warn) != debug {
+		t.Fatal("a debug logger must not be quieted")
 	}
 }
