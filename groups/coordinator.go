@@ -231,6 +231,10 @@ func waitWrite(f raft.ApplyFuture) error {
 	return nil
 }
 
+// FailedFuture returns an ApplyFuture that already failed with err, for a
+// Log that cannot reach Raft.
+func FailedFuture(err error) raft.ApplyFuture { return errorFuture{err} }
+
 // errorFuture is an ApplyFuture that failed before reaching Raft.
 type errorFuture struct{ err error }
 

@@ -313,7 +313,7 @@ func (l *lazyLog) raftShard() (*cluster.Shard, error) {
 func (l *lazyLog) ApplyAsync(cmd []byte, timeout time.Duration) raft.ApplyFuture {
 	sh, err := l.raftShard()
 	if err != nil {
-		return failedFuture{err}
+		return groups.FailedFuture(err)
 	}
 	return sh.ApplyAsync(cmd, timeout)
 }
@@ -326,9 +326,3 @@ func (l *lazyLog) Barrier(timeout time.Duration) error {
 	}
 	return sh.Barrier(timeout)
 }
-
-type failedFuture struct{ err error }
-
-func (f failedFuture) Error() error  { return f.err }
-func (f failedFuture) Response() any { return nil }
-func (f failedFuture) Index() uint64 { return 0 }
