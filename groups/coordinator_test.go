@@ -376,3 +376,35 @@ func waitState(t *testing.T, c *Coordinator, group, state string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+func TestLeaderThatNeverSyncsIsRemoved(t *testing.T) {
+	c, _ := newTestCoordinator(t, nil)
+	a, b := joinReq("g", ""), joinReq("g", "")
+	a.RebalanceTimeoutMs, b.RebalanceTimeoutMs = 300, 300
+	ja, jb := joinAsync(c, a), joinAsync(c, b)
+	ra, rb := recv(t, ja), recv(t, jb)
+	leader, follower := ra, rb
+	if rb.MemberID == rb.Leader {
+		leader, follower = rb, ra
+	}
+	// Only the follower syncs; the leader goes silent.
+	s := recv(t, syncAsync(c, SyncRequest{GroupID: "g", MemberID: follower.MemberID, Generation: follower.Generation}))
+	wantErr(t, s.Err, ErrRebalanceInProgress)
+	wantErr(t, c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: leader.MemberID, Generation: leader.Generation}), ErrUnknownMemberID)
+	r := recv(t, joinAsync(c, JoinRequest{GroupID: "g", MemberID: follower.MemberID, ProtocolType: "consumer", Protocols: b.Protocols, SessionTimeoutMs: 10000, RebalanceTimeoutMs: 300}))
+	if r.Err != nil || r.Leader != follower.MemberID || len(r.Members) != 1 || r.Generation != leader.Generation+1 {
+		t.Fatalf("after the leader was dropped: %+v", r)
+	}
+}
+
+func TestGroupMaxSizeDuringRebalance(t *testing.T) {
+	c, _ := newTestCoordinator(t, func(cfg *Config) { cfg.MaxSize = 2 })
+	ids, _ := stableGroup(t, c, "g", 2)
+	// A third member is refused while the group is full.
+	wantErr(t, c.Join(context.Background(), joinReq("g", "")).Err, ErrGroupMaxSizeReached)
+	// Existing members still rejoin.
+	j0, j1 := joinAsync(c, joinReq("g", ids[0])), joinAsync(c, joinReq("g", ids[1]))
+	if r0, r1 := recv(t, j0), recv(t, j1); r0.Err != nil || r1.Err != nil {
+		t.Fatalf("members of a full group must rejoin: %v %v", r0.Err, r1.Err)
+	}
+}

@@ -38,6 +38,12 @@ type group struct {
 	// initialJoin is set while the join phase is the initial delay, which
 	// does not end early when everyone has joined.
 	initialJoin bool
+	// pendingSync holds the members of the current generation that have
+	// not sent SyncGroup yet; syncTimer removes them when the rebalance
+	// timeout runs out (Kafka's DelayedSync).
+	pendingSync map[string]bool
+	syncTimer   *time.Timer
+	syncToken   uint64
 	// assigning is set while the leader's assignment is being written.
 	assigning bool
 }
@@ -51,6 +57,7 @@ func newGroup(c *Coordinator, id string) *group {
 		members:        make(map[string]*member),
 		static:         make(map[string]string),
 		pending:        make(map[string]*time.Timer),
+		pendingSync:    make(map[string]bool),
 	}
 }
 
@@ -128,9 +135,7 @@ func (g *group) remove(id string) {
 			g.leader = g.order[0]
 		}
 	}
-	if len(g.members) == 0 && len(g.pending) == 0 {
-		g.protocolType = ""
-	}
+	delete(g.pendingSync, id)
 }
 
 // renameMember gives m a new member id, keeping its place, its leadership
@@ -151,6 +156,10 @@ func (g *group) renameMember(m *member, id string) {
 	if g.leader == old {
 		g.leader = id
 	}
+	if g.pendingSync[old] {
+		delete(g.pendingSync, old)
+		g.pendingSync[id] = true
+	}
 }
 
 // supportsProtocols reports whether a member with this protocol type and
@@ -160,7 +169,7 @@ func (g *group) supportsProtocols(protocolType string, ps []fsm.Protocol) bool {
 	if len(ps) == 0 || protocolType == "" {
 		return false
 	}
-	if len(g.members) == 0 {
+	if g.state == Empty {
 		return true
 	}
 	if protocolType != g.protocolType {

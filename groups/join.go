@@ -16,6 +16,9 @@ func (c *Coordinator) Join(ctx context.Context, req JoinRequest) JoinResult {
 	if req.GroupID == "" {
 		return JoinResult{Err: ErrInvalidGroupID, MemberID: req.MemberID}
 	}
+	if err := c.Check(); err != nil {
+		return JoinResult{Err: err, MemberID: req.MemberID}
+	}
 	session := time.Duration(req.SessionTimeoutMs) * time.Millisecond
 	if session < c.cfg.MinSessionTimeout || session > c.cfg.MaxSessionTimeout {
 		return JoinResult{Err: ErrInvalidSessionTimeout, MemberID: req.MemberID}
@@ -44,6 +47,15 @@ func (c *Coordinator) Join(ctx context.Context, req JoinRequest) JoinResult {
 // join runs the JoinGroup logic under g.mu. It returns either a channel the
 // answer will arrive on or an immediate answer.
 func (g *group) join(req JoinRequest) (chan JoinResult, JoinResult) {
+	if !g.acceptJoiningMember(req.MemberID) {
+		g.removePending(req.MemberID)
+		if m, ok := g.members[req.MemberID]; ok {
+			m.respondJoin(JoinResult{Err: ErrGroupMaxSizeReached})
+			g.remove(m.id)
+			g.tryCompleteJoin()
+		}
+		return nil, JoinResult{Err: ErrGroupMaxSizeReached}
+	}
 	fail := func(err error) (chan JoinResult, JoinResult) {
 		return nil, JoinResult{Err: err, MemberID: req.MemberID}
 	}
@@ -59,6 +71,32 @@ func (g *group) join(req JoinRequest) (chan JoinResult, JoinResult) {
 	return g.joinKnown(req)
 }
 
+// acceptJoiningMember applies group.max.size (KIP-389) as Kafka does: an
+// Empty group takes anyone; during the join phase the members already
+// waiting count, so the last to rejoin an oversized group are turned away;
+// otherwise existing members are always accepted.
+func (g *group) acceptJoiningMember(id string) bool {
+	m, known := g.members[id]
+	switch g.state {
+	case Empty, Dead:
+		return true
+	case PreparingRebalance:
+		return (known && m.awaitingJoin()) || int64(g.numAwaitingJoin()) < int64(g.c.cfg.MaxSize)
+	default:
+		return known || int64(len(g.members)) < int64(g.c.cfg.MaxSize)
+	}
+}
+
+func (g *group) numAwaitingJoin() int {
+	n := 0
+	for _, m := range g.members {
+		if m.awaitingJoin() {
+			n++
+		}
+	}
+	return n
+}
+
 // joinUnknown serves a member joining without a member id.
 func (g *group) joinUnknown(req JoinRequest) (chan JoinResult, JoinResult) {
 	id := newMemberID(req.ClientID, req.InstanceID)
@@ -67,14 +105,8 @@ func (g *group) joinUnknown(req JoinRequest) (chan JoinResult, JoinResult) {
 			return g.replaceStatic(g.members[old], id, req)
 		}
 	} else if req.RequireKnownMemberID {
-		if g.atCapacity() {
-			return nil, JoinResult{Err: ErrGroupMaxSizeReached, MemberID: ""}
-		}
 		g.addPending(id, time.Duration(req.SessionTimeoutMs)*time.Millisecond)
 		return nil, JoinResult{Err: ErrMemberIDRequired, MemberID: id}
-	}
-	if g.atCapacity() {
-		return nil, JoinResult{Err: ErrGroupMaxSizeReached, MemberID: ""}
 	}
 	return g.addMemberAndRebalance(id, req), JoinResult{}
 }
@@ -87,8 +119,9 @@ func (g *group) joinKnown(req JoinRequest) (chan JoinResult, JoinResult) {
 	if g.isFenced(req.MemberID, req.InstanceID) {
 		return nil, JoinResult{Err: ErrFencedInstanceID, MemberID: req.MemberID}
 	}
+	_, staticKnown := g.static[req.InstanceID]
 	m, ok := g.members[req.MemberID]
-	if !ok || g.state == Empty {
+	if !ok || (req.InstanceID != "" && !staticKnown) || g.state == Empty {
 		return nil, JoinResult{Err: ErrUnknownMemberID, MemberID: req.MemberID}
 	}
 	switch g.state {
@@ -183,11 +216,6 @@ func (g *group) storeStaticReplacement(m *member, ch chan JoinResult, oldID stri
 	}()
 }
 
-// atCapacity reports whether another member would exceed group.max.size.
-func (g *group) atCapacity() bool {
-	return int64(len(g.members)+len(g.pending)) >= int64(g.c.cfg.MaxSize)
-}
-
 // addMemberAndRebalance adds a new member waiting in JoinGroup and starts or
 // joins a rebalance.
 func (g *group) addMemberAndRebalance(id string, req JoinRequest) chan JoinResult {
@@ -204,7 +232,8 @@ func (g *group) addMemberAndRebalance(id string, req JoinRequest) chan JoinResul
 		joinCh:           make(chan JoinResult, 1),
 	}
 	g.add(m)
-	if g.state == PreparingRebalance && g.initialJoin {
+	if g.state == PreparingRebalance && g.generation == 0 {
+		// A brand-new group's initial delay waits for more members.
 		g.newMemberAdded = true
 	}
 	ch := m.joinCh

@@ -24,6 +24,7 @@ func (g *group) prepareRebalance(reason string) {
 	if g.state == CompletingRebalance {
 		g.resetAssignments(ErrRebalanceInProgress)
 	}
+	g.stopSyncTimer()
 	initial := g.state == Empty
 	g.transition(PreparingRebalance)
 	g.c.logger.Info("preparing rebalance", "group", g.id, "generation", g.generation, "members", len(g.members), "reason", reason)
@@ -33,7 +34,6 @@ func (g *group) prepareRebalance(reason string) {
 		if remaining < 0 {
 			remaining = 0
 		}
-		g.newMemberAdded = false
 		g.scheduleInitialJoin(delay, remaining)
 		return
 	}
@@ -49,8 +49,7 @@ func (g *group) scheduleInitialJoin(delay, remaining time.Duration) {
 	g.scheduleJoin(delay, func() {
 		if g.newMemberAdded && remaining > 0 {
 			g.newMemberAdded = false
-			next := min(g.c.cfg.InitialRebalanceDelay, remaining)
-			g.scheduleInitialJoin(next, max(remaining-g.c.cfg.InitialRebalanceDelay, 0))
+			g.scheduleInitialJoin(min(g.c.cfg.InitialRebalanceDelay, remaining), max(remaining-delay, 0))
 			return
 		}
 		g.completeJoin()
@@ -68,18 +67,27 @@ func (g *group) tryCompleteJoin() {
 // completeJoin ends the join phase (Kafka's onCompleteJoin): dynamic
 // members that did not rejoin are removed, the next generation starts and
 // every waiting member gets its JoinGroup answer, the leader with the
-// member list.
+// member list; then the members have the rebalance timeout to sync.
 func (g *group) completeJoin() {
 	if g.state != PreparingRebalance {
 		return
 	}
 	g.stopJoinTimer()
 	g.initialJoin = false
+	g.newMemberAdded = false
 	for _, id := range append([]string(nil), g.order...) {
 		if m := g.members[id]; !m.awaitingJoin() && m.instanceID == "" {
 			g.c.logger.Info("member did not rejoin in time", "group", g.id, "member", id)
 			g.remove(id)
 		}
+	}
+	if len(g.members) > 0 && !g.electJoinedLeader() {
+		// Only static members that did not rejoin are left: wait another
+		// rebalance timeout for them (or their sessions) rather than start a
+		// generation nobody joined.
+		g.c.logger.Warn("no member rejoined; waiting again", "group", g.id)
+		g.scheduleJoin(g.maxRebalanceTimeout(), g.completeJoin)
+		return
 	}
 	g.generation++
 	if len(g.members) == 0 {
@@ -89,37 +97,30 @@ func (g *group) completeJoin() {
 		return
 	}
 	g.protocol = g.selectProtocol()
-	g.electJoinedLeader()
 	g.transition(CompletingRebalance)
 	for _, id := range g.order {
 		m := g.members[id]
-		r := JoinResult{
-			MemberID:     m.id,
-			Generation:   g.generation,
-			ProtocolType: g.protocolType,
-			Protocol:     g.protocol,
-			Leader:       g.leader,
-		}
-		if m.id == g.leader {
-			r.Members = g.joinMembers()
-		}
-		m.respondJoin(r)
+		m.respondJoin(g.currentJoinResult(m))
 		g.startSession(m)
+		g.pendingSync[id] = true
 	}
+	g.scheduleSync()
 }
 
-// electJoinedLeader replaces a leader that did not rejoin (a static member
-// may stay in the group without rejoining) with one that did.
-func (g *group) electJoinedLeader() {
+// electJoinedLeader makes sure the leader is a member that rejoined (a
+// static member may stay in the group without rejoining); it reports false
+// when no member rejoined (Kafka's maybeElectNewJoinedLeader).
+func (g *group) electJoinedLeader() bool {
 	if l, ok := g.members[g.leader]; ok && l.awaitingJoin() {
-		return
+		return true
 	}
 	for _, id := range g.order {
 		if g.members[id].awaitingJoin() {
 			g.leader = id
-			return
+			return true
 		}
 	}
+	return false
 }
 
 // joinMembers lists every member with its metadata for the chosen protocol,
@@ -179,7 +180,7 @@ func hasName(names []string, name string) bool {
 // removeMemberAndUpdate removes a member that left or failed and moves the
 // group on (Kafka's removeMemberAndUpdateGroup).
 func (g *group) removeMemberAndUpdate(m *member, reason string) {
-	m.respondJoin(JoinResult{Err: ErrUnknownMemberID, MemberID: m.id})
+	m.respondJoin(JoinResult{Err: ErrUnknownMemberID})
 	m.respondSync(SyncResult{Err: ErrUnknownMemberID})
 	g.remove(m.id)
 	switch g.state {

@@ -2,6 +2,7 @@ package groups
 
 import (
 	"context"
+	"errors"
 
 	"github.com/kcoord/kcoord/fsm"
 )
@@ -58,9 +59,11 @@ func (g *group) sync(req SyncRequest) (chan SyncResult, SyncResult) {
 	case PreparingRebalance:
 		return fail(ErrRebalanceInProgress)
 	case Stable:
+		delete(g.pendingSync, m.id)
 		g.startSession(m)
 		return nil, g.syncResult(m)
 	}
+	delete(g.pendingSync, m.id)
 	// CompletingRebalance: wait for the leader's assignment.
 	if m.syncCh != nil {
 		m.syncCh <- SyncResult{Err: ErrRebalanceInProgress}
@@ -110,6 +113,11 @@ func (g *group) assignmentStored(generation int32, assignments map[string][]byte
 	g.assigning = false
 	if err != nil {
 		g.c.logger.Warn("storing assignment failed", "group", g.id, "generation", generation, "error", err)
+		if errors.Is(err, ErrTimeout) {
+			// Kafka answers a group write that timed out with
+			// COORDINATOR_NOT_AVAILABLE (GroupMetadataManager.storeGroup).
+			err = ErrCoordinatorNotAvailable
+		}
 		g.resetAssignments(err)
 		g.maybePrepareRebalance("storing the assignment failed")
 		return

@@ -105,6 +105,7 @@ func (g *group) stopJoinTimer() {
 func (g *group) close() {
 	g.closed = true
 	g.stopJoinTimer()
+	g.stopSyncTimer()
 	for id := range g.pending {
 		g.removePending(id)
 	}
@@ -113,4 +114,48 @@ func (g *group) close() {
 		m.respondJoin(JoinResult{Err: ErrNotCoordinator, MemberID: m.id})
 		m.respondSync(SyncResult{Err: ErrNotCoordinator})
 	}
+}
+
+// scheduleSync arms Kafka's DelayedSync: members of the new generation that
+// have not sent SyncGroup when the rebalance timeout runs out are removed
+// and the group rebalances. Called with g.mu held.
+func (g *group) scheduleSync() {
+	g.stopSyncTimer()
+	tok, generation := g.syncToken, g.generation
+	g.syncTimer = time.AfterFunc(g.maxRebalanceTimeout(), func() {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if !g.closed && g.syncToken == tok && g.generation == generation {
+			g.syncExpired()
+		}
+	})
+}
+
+// stopSyncTimer cancels the sync deadline. Called with g.mu held.
+func (g *group) stopSyncTimer() {
+	g.syncToken++
+	if g.syncTimer != nil {
+		g.syncTimer.Stop()
+		g.syncTimer = nil
+	}
+}
+
+// syncExpired removes the members that never synced. Called with g.mu held.
+func (g *group) syncExpired() {
+	if (g.state != CompletingRebalance && g.state != Stable) || len(g.pendingSync) == 0 {
+		return
+	}
+	var missing []string
+	for _, id := range g.order {
+		if g.pendingSync[id] {
+			missing = append(missing, id)
+		}
+	}
+	for _, id := range missing {
+		g.c.logger.Info("member did not sync in time", "group", g.id, "member", id, "generation", g.generation)
+		m := g.members[id]
+		m.respondJoin(JoinResult{Err: ErrUnknownMemberID})
+		g.remove(id)
+	}
+	g.prepareRebalance("members did not sync within the rebalance timeout")
 }
