@@ -101,6 +101,7 @@ func (h *Handlers) Register(mux *transport.Mux) {
 	reg(new(kmsg.DescribeGroupsRequest), 0, 5, h.describeGroups)
 	reg(new(kmsg.ListGroupsRequest), 0, 5, h.listGroups)
 	reg(new(kmsg.DeleteGroupsRequest), 0, 2, h.deleteGroups)
+	reg(new(kmsg.OffsetDeleteRequest), 0, 0, h.offsetDelete)
 	reg(new(kmsg.CreateTopicsRequest), 0, 7, h.createTopics)
 	reg(new(kmsg.DeleteTopicsRequest), 0, 6, h.deleteTopics)
 	reg(new(kmsg.ListOffsetsRequest), 0, 10, h.listOffsets)

@@ -37,6 +37,7 @@ var codes = []struct {
 	{fsm.ErrGroupNotEmpty, kerr.NonEmptyGroup},
 	{groups.ErrGroupIDNotFound, kerr.GroupIDNotFound},
 	{fsm.ErrGroupNotFound, kerr.GroupIDNotFound},
+	{groups.ErrGroupSubscribedToTopic, kerr.GroupSubscribedToTopic},
 	{groups.ErrTimeout, kerr.RequestTimedOut},
 	{raft.ErrEnqueueTimeout, kerr.RequestTimedOut},
 	{context.DeadlineExceeded, kerr.RequestTimedOut},

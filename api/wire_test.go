@@ -453,3 +453,65 @@ func TestGroupAdminAPIs(t *testing.T) {
 	code(t, dr.Groups[1].ErrorCode, nil)
 	code(t, dr.Groups[2].ErrorCode, kerr.GroupIDNotFound)
 }
+
+func commitAdmin(t *testing.T, w *wire, group, topic string, partitions ...int32) {
+	t.Helper()
+	cr := kmsg.NewPtrOffsetCommitRequest()
+	cr.Group, cr.Generation = group, -1
+	ct := kmsg.NewOffsetCommitRequestTopic()
+	ct.Topic = topic
+	for _, p := range partitions {
+		cp := kmsg.NewOffsetCommitRequestTopicPartition()
+		cp.Partition, cp.Offset = p, 10
+		ct.Partitions = append(ct.Partitions, cp)
+	}
+	cr.Topics = append(cr.Topics, ct)
+	for _, p := range do[*kmsg.OffsetCommitResponse](w, cr, 8).Topics[0].Partitions {
+		code(t, p.ErrorCode, nil)
+	}
+}
+
+func TestOffsetDelete(t *testing.T) {
+	w := startWire(t, nil)
+	commitAdmin(t, w, "g", "t", 0, 1)
+	req := kmsg.NewPtrOffsetDeleteRequest()
+	req.Group = "g"
+	rt := kmsg.NewOffsetDeleteRequestTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewOffsetDeleteRequestTopicPartition()
+	rp.Partition = 1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp := do[*kmsg.OffsetDeleteResponse](w, req, 0)
+	code(t, resp.ErrorCode, nil)
+	code(t, resp.Topics[0].Partitions[0].ErrorCode, nil)
+	got := fetchOffsets(t, w, "g", "t", []int32{0, 1}, 8)
+	if got[0].Offset != 10 || got[1].Offset != -1 {
+		t.Fatalf("after delete: %+v", got)
+	}
+	req.Group = "missing"
+	code(t, do[*kmsg.OffsetDeleteResponse](w, req, 0).ErrorCode, kerr.GroupIDNotFound)
+}
+
+func TestOffsetsExpireAfterRetention(t *testing.T) {
+	w := startWire(t, func(c *server.Config) {
+		c.OffsetsRetention = 300 * time.Millisecond
+		c.OffsetsRetentionCheckInterval = 50 * time.Millisecond
+	})
+	commitAdmin(t, w, "short-lived", "t", 0)
+	if got := fetchOffsets(t, w, "short-lived", "t", []int32{0}, 8); got[0].Offset != 10 {
+		t.Fatalf("just committed: %+v", got)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for fetchOffsets(t, w, "short-lived", "t", []int32{0}, 8)[0].Offset != -1 {
+		if time.Now().After(deadline) {
+			t.Fatal("offset never expired")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups = []string{"short-lived"}
+	if st := do[*kmsg.DescribeGroupsResponse](w, dg, 5).Groups[0].State; st != "Dead" {
+		t.Fatalf("a group with no offsets left is removed; state %s", st)
+	}
+}

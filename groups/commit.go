@@ -23,11 +23,28 @@ func (c *Coordinator) Commit(req CommitRequest) error {
 		return ErrIllegalGeneration
 	}
 	f, err := g.commit(req)
-	g.mu.Unlock()
 	if err != nil {
+		g.mu.Unlock()
 		return err
 	}
-	return waitWrite(f)
+	g.trackCommits(req.Offsets, 1)
+	g.mu.Unlock()
+	err = waitWrite(f)
+	g.mu.Lock()
+	g.trackCommits(req.Offsets, -1)
+	g.mu.Unlock()
+	return err
+}
+
+// trackCommits counts commits in flight per partition. Called with g.mu
+// held.
+func (g *group) trackCommits(offsets []fsm.OffsetCommitPartition, delta int) {
+	for _, o := range offsets {
+		tp := fsm.TopicPartition{Topic: o.Topic, Partition: o.Partition}
+		if g.pendingCommits[tp] += delta; g.pendingCommits[tp] <= 0 {
+			delete(g.pendingCommits, tp)
+		}
+	}
 }
 
 // commit validates under g.mu and enqueues the write (Kafka's

@@ -195,6 +195,8 @@ func (c *Coordinator) lockGroup(id string, create bool) (*group, error) {
 }
 
 // forget drops a deleted group from the map if it is still the one there.
+// It may be called with the group's lock held: nothing takes a group lock
+// while holding c.mu.
 func (c *Coordinator) forget(g *group) {
 	c.mu.Lock()
 	if c.groups[g.id] == g {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcoord/kcoord/fsm"
 )
@@ -406,5 +407,108 @@ func TestGroupMaxSizeDuringRebalance(t *testing.T) {
 	j0, j1 := joinAsync(c, joinReq("g", ids[0])), joinAsync(c, joinReq("g", ids[1]))
 	if r0, r1 := recv(t, j0), recv(t, j1); r0.Err != nil || r1.Err != nil {
 		t.Fatalf("members of a full group must rejoin: %v %v", r0.Err, r1.Err)
+	}
+}
+
+func TestDeleteOffsets(t *testing.T) {
+	c, log := newTestCoordinator(t, nil)
+	commit := func(group string, gen int32, member string, topics ...string) {
+		t.Helper()
+		var offs []fsm.OffsetCommitPartition
+		for _, tp := range topics {
+			offs = append(offs, fsm.OffsetCommitPartition{Topic: tp, Offset: fsm.Offset{Offset: 1, ExpireTimestamp: -1}})
+		}
+		if err := c.Commit(CommitRequest{GroupID: group, Generation: gen, MemberID: member, Offsets: offs}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A consumer group subscribed to "a" keeps a's offsets.
+	meta := kmsg.ConsumerMemberMetadata{Topics: []string{"a"}}
+	req := joinReq("g", "")
+	req.Protocols = []fsm.Protocol{{Name: "range", Metadata: meta.AppendTo(nil)}}
+	j := recv(t, joinAsync(c, req))
+	recv(t, syncAsync(c, SyncRequest{GroupID: "g", MemberID: j.MemberID, Generation: j.Generation, Assignments: map[string][]byte{j.MemberID: nil}}))
+	commit("g", j.Generation, j.MemberID, "a", "b")
+	res, err := c.DeleteOffsets("g", []fsm.TopicPartition{{Topic: "a"}, {Topic: "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, res[fsm.TopicPartition{Topic: "a"}], ErrGroupSubscribedToTopic)
+	if res[fsm.TopicPartition{Topic: "b"}] != nil {
+		t.Fatal(res)
+	}
+	if !log.FSM.HasOffsets("g") {
+		t.Fatal("a's offset must stay")
+	}
+	if _, ok := log.FSM.Offset("g", fsm.TopicPartition{Topic: "b"}); ok {
+		t.Fatal("b's offset must go")
+	}
+	// An Empty group loses any partition; unknown groups are not found.
+	commit("e", -1, "", "a")
+	if res, err := c.DeleteOffsets("e", []fsm.TopicPartition{{Topic: "a"}}); err != nil || res[fsm.TopicPartition{Topic: "a"}] != nil {
+		t.Fatal(res, err)
+	}
+	_, err = c.DeleteOffsets("nope", nil)
+	wantErr(t, err, ErrGroupIDNotFound)
+}
+
+func TestExpireOffsets(t *testing.T) {
+	c, log := newTestCoordinator(t, nil)
+	now := int64(1_000_000)
+	c.now = func() int64 { return now }
+	const retention = 1000
+	// A simple consumer's offsets expire by commit time, then the group goes.
+	if err := c.Commit(CommitRequest{GroupID: "simple", Generation: -1, Offsets: []fsm.OffsetCommitPartition{{Topic: "t", Offset: fsm.Offset{Offset: 1, ExpireTimestamp: -1}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if n, g := c.ExpireOffsets(now+retention-1, retention); n != 0 || g != 0 {
+		t.Fatalf("expired too early: %d %d", n, g)
+	}
+	if n, g := c.ExpireOffsets(now+retention, retention); n != 1 || g != 1 {
+		t.Fatalf("expired %d offsets, %d groups", n, g)
+	}
+	waitFor(t, func() bool { _, ok := log.FSM.Group("simple"); return !ok && !log.FSM.HasOffsets("simple") })
+
+	// A Stable consumer group keeps subscribed topics' offsets forever and
+	// loses the others by commit time.
+	meta := kmsg.ConsumerMemberMetadata{Topics: []string{"a"}}
+	req := joinReq("g", "")
+	req.Protocols = []fsm.Protocol{{Name: "range", Metadata: meta.AppendTo(nil)}}
+	j := recv(t, joinAsync(c, req))
+	recv(t, syncAsync(c, SyncRequest{GroupID: "g", MemberID: j.MemberID, Generation: j.Generation, Assignments: map[string][]byte{j.MemberID: nil}}))
+	offs := []fsm.OffsetCommitPartition{{Topic: "a", Offset: fsm.Offset{Offset: 1, ExpireTimestamp: -1}}, {Topic: "b", Offset: fsm.Offset{Offset: 2, ExpireTimestamp: -1}}}
+	if err := c.Commit(CommitRequest{GroupID: "g", Generation: j.Generation, MemberID: j.MemberID, Offsets: offs}); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := c.ExpireOffsets(now+10*retention, retention); n != 1 {
+		t.Fatalf("stable group expired %d offsets, want only b's", n)
+	}
+	waitFor(t, func() bool { _, ok := log.FSM.Offset("g", fsm.TopicPartition{Topic: "b"}); return !ok })
+
+	// Once Empty, the rest expire retention after the group became Empty.
+	now += 5 * retention
+	if _, err := c.Leave("g", []LeaveMember{{MemberID: j.MemberID}}); err != nil {
+		t.Fatal(err)
+	}
+	waitState(t, c, "g", "Empty")
+	if n, _ := c.ExpireOffsets(now+retention-1, retention); n != 0 {
+		t.Fatal("expired before the group was Empty for the retention")
+	}
+	if n, g := c.ExpireOffsets(now+retention, retention); n != 1 || g != 1 {
+		t.Fatalf("empty group: %d offsets, %d groups", n, g)
+	}
+	if d, _ := c.Describe("g"); d.State != "Dead" {
+		t.Fatalf("removed group: %+v", d)
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatal("condition not met in time")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

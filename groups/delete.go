@@ -39,8 +39,8 @@ func (c *Coordinator) Delete(groupID string) error {
 		return err
 	}
 	g.closed = true
-	g.mu.Unlock()
 	c.forget(g)
+	g.mu.Unlock()
 	return nil
 }
 

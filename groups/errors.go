@@ -47,6 +47,9 @@ var (
 	// ErrGroupIDNotFound means the group does not exist. Kafka:
 	// GROUP_ID_NOT_FOUND.
 	ErrGroupIDNotFound = errors.New("group id not found")
+	// ErrGroupSubscribedToTopic means OffsetDelete named a topic the
+	// group's members consume. Kafka: GROUP_SUBSCRIBED_TO_TOPIC.
+	ErrGroupSubscribedToTopic = errors.New("group is subscribed to the topic")
 	// ErrTimeout means a Raft write did not commit within
 	// offsets.commit.timeout.ms. Kafka: REQUEST_TIMED_OUT.
 	ErrTimeout = errors.New("write timed out")

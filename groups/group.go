@@ -44,6 +44,9 @@ type group struct {
 	pendingSync map[string]bool
 	syncTimer   *time.Timer
 	syncToken   uint64
+	// pendingCommits counts commits in flight per partition; expiry leaves
+	// those partitions alone.
+	pendingCommits map[fsm.TopicPartition]int
 	// assigning is set while the leader's assignment is being written.
 	assigning bool
 }
@@ -58,6 +61,7 @@ func newGroup(c *Coordinator, id string) *group {
 		static:         make(map[string]string),
 		pending:        make(map[string]*time.Timer),
 		pendingSync:    make(map[string]bool),
+		pendingCommits: make(map[fsm.TopicPartition]int),
 	}
 }
 

@@ -37,6 +37,10 @@ type Server struct {
 	meta   *fsm.MetaFSM
 	serve  chan error
 	closed bool
+	// stopRetention ends the retention loop; retentionDone closes when it
+	// has.
+	stopRetention chan struct{}
+	retentionDone chan struct{}
 	// metaLoaded is set once this node, as the metadata group's leader,
 	// has applied every entry of earlier terms (the topic registry is
 	// complete).
@@ -103,6 +107,9 @@ func (s *Server) Start() error {
 	h.Register(mux)
 	s.serve = make(chan error, 1)
 	go func() { s.serve <- kafka.Serve() }()
+	s.stopRetention = make(chan struct{})
+	s.retentionDone = make(chan struct{})
+	go s.retentionLoop(s.stopRetention, s.retentionDone)
 	s.logger.Info("serving", "kafka", kafka.Addr().String(), "advertised", advertised, "raft", s.node.RaftAddr(), "shards", s.cfg.OffsetsTopicNumPartitions)
 	return nil
 }
@@ -267,7 +274,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.closed = true
 	kafka, node, coords := s.kafka, s.node, s.coords
+	stopRetention, retentionDone := s.stopRetention, s.retentionDone
 	s.mu.Unlock()
+	if stopRetention != nil {
+		close(stopRetention)
+		<-retentionDone
+	}
 	var errs []error
 	done := make(chan struct{})
 	go func() {
