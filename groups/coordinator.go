@@ -88,23 +88,27 @@ func (c *Coordinator) Activate() error {
 	groups := make(map[string]*group)
 	for _, r := range c.state.Groups() {
 		g := groupFromRecord(c, r)
-		groups[g.id] = g
-	}
-	c.mu.Lock()
-	if c.epoch != epoch {
-		c.mu.Unlock()
-		return ErrNotCoordinator
-	}
-	c.groups, c.active, c.loading = groups, true, false
-	c.mu.Unlock()
-	for _, g := range groups {
 		g.mu.Lock()
 		for _, m := range g.members {
 			g.startSession(m)
 		}
 		g.mu.Unlock()
+		groups[g.id] = g
 	}
-	c.logAtInfoIf(len(groups) > 0, "coordinator active", "groups", len(groups))
+	c.mu.Lock()
+	if c.epoch != epoch {
+		c.mu.Unlock()
+		for _, g := range groups {
+			g.mu.Lock()
+			g.close()
+			g.mu.Unlock()
+		}
+		return ErrNotCoordinator
+	}
+	n := len(groups)
+	c.groups, c.active, c.loading = groups, true, false
+	c.mu.Unlock()
+	c.logAtInfoIf(n > 0, "coordinator active", "groups", n)
 	return nil
 }
 
