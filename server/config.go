@@ -23,8 +23,15 @@ type Config struct {
 	AdvertiseKafkaAddr string
 	// RaftAddr is the host:port every shard's Raft traffic shares.
 	RaftAddr string
+	// AdvertiseRaftAddr is the host:port other nodes dial for Raft; empty
+	// means RaftAddr, which must then not be an unspecified IP.
+	AdvertiseRaftAddr string
 	// GossipAddr is the host:port memberlist binds.
 	GossipAddr string
+	// AdvertiseGossipAddr is the host:port other nodes reach for gossip;
+	// empty means GossipAddr, or a private IP of this host when GossipAddr
+	// binds 0.0.0.0.
+	AdvertiseGossipAddr string
 	// HTTPAddr is the host:port of /healthz, /readyz and /metrics; empty disables it.
 	HTTPAddr string
 	// Join lists gossip seeds as host:port.
@@ -97,9 +104,12 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %q: %w", name, addr, err))
 		}
 	}
-	if c.AdvertiseKafkaAddr != "" {
-		if _, _, err := net.SplitHostPort(c.AdvertiseKafkaAddr); err != nil {
-			errs = append(errs, fmt.Errorf("advertise-kafka-addr %q: %w", c.AdvertiseKafkaAddr, err))
+	for name, addr := range map[string]string{"advertise-kafka-addr": c.AdvertiseKafkaAddr, "advertise-raft-addr": c.AdvertiseRaftAddr, "advertise-gossip-addr": c.AdvertiseGossipAddr} {
+		if addr == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			errs = append(errs, fmt.Errorf("%s %q: %w", name, addr, err))
 		}
 	}
 	if c.BootstrapExpect < 1 {

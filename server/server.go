@@ -126,7 +126,7 @@ func (s *Server) startNode(advertised string) error {
 	}
 	ccfg := cluster.DefaultConfig()
 	ccfg.NodeID, ccfg.DataDir = s.cfg.NodeID, s.cfg.DataDir
-	ccfg.RaftAddr, ccfg.KafkaAddr = s.cfg.RaftAddr, advertised
+	ccfg.RaftAddr, ccfg.AdvertiseRaftAddr, ccfg.KafkaAddr = s.cfg.RaftAddr, s.cfg.AdvertiseRaftAddr, advertised
 	ccfg.Shards, ccfg.BootstrapExpect = n, s.cfg.BootstrapExpect
 	ccfg.NewShardFSM = func(shard int32) raft.FSM { return s.states[shard] }
 	ccfg.NewMetaFSM = func() raft.FSM { return s.meta }

@@ -36,10 +36,12 @@ func writeFile(t *testing.T, body string) string {
 
 func TestEnvName(t *testing.T) {
 	for flag, want := range map[string]string{
-		"data-dir":             "KCOORD_DATA_DIR",
-		"advertise-kafka-addr": "KCOORD_ADVERTISE_KAFKA_ADDR",
-		"config":               "KCOORD_CONFIG",
-		"node-id":              "KCOORD_NODE_ID",
+		"data-dir":              "KCOORD_DATA_DIR",
+		"advertise-kafka-addr":  "KCOORD_ADVERTISE_KAFKA_ADDR",
+		"advertise-raft-addr":   "KCOORD_ADVERTISE_RAFT_ADDR",
+		"advertise-gossip-addr": "KCOORD_ADVERTISE_GOSSIP_ADDR",
+		"config":                "KCOORD_CONFIG",
+		"node-id":               "KCOORD_NODE_ID",
 	} {
 		if got := envName(flag); got != want {
 			t.Errorf("envName(%q) = %q, want %q", flag, got, want)
