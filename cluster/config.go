@@ -45,11 +45,36 @@ type Config struct {
 	Shards int32
 
 	// BootstrapExpect is the number of nodes that must see each other before
-	// the first bootstrap. Only 1 is implemented: on first start the node
-	// bootstraps every shard as a single-voter cluster. Values > 1 fail with
-	// ErrMultiNodeBootstrap. 0 never bootstraps: the shards wait to be added
-	// to an existing cluster (or bootstrapped by hand with Raft.BootstrapCluster).
+	// the first bootstrap. 1: on first start the node bootstraps every shard
+	// as a single-voter cluster. N > 1: once N nodes see each other through
+	// gossip (GossipAddr must be set), each bootstraps the shards it is
+	// placed on (see placement), exactly once per cluster. 0 never
+	// bootstraps: the shards wait to be added to an existing cluster (or
+	// bootstrapped by hand with Raft.BootstrapCluster).
 	BootstrapExpect int
+
+	// ReplicationFactor is offsets.topic.replication.factor: voters per
+	// shard, capped at BootstrapExpect. Default 3.
+	ReplicationFactor int
+
+	// GossipAddr is the host:port memberlist binds; empty runs no gossip
+	// (a single node). Port 0 picks a free port.
+	GossipAddr string
+	// AdvertiseGossipAddr is the host:port other nodes reach for gossip;
+	// empty lets memberlist pick (the bound address, or a private IP when
+	// bound to 0.0.0.0).
+	AdvertiseGossipAddr string
+	// Join lists gossip seeds (host:port); joining retries until one answers.
+	Join []string
+	// GossipProbeInterval (wall-clock duration) is memberlist's failure
+	// probe interval. Default 1s.
+	GossipProbeInterval time.Duration
+	// GossipPushPullInterval (wall-clock duration) is how often nodes
+	// exchange their full state (members, leader table). Default 5s.
+	GossipPushPullInterval time.Duration
+	// BalanceInterval (wall-clock duration) is how often a node checks that
+	// it leads no more than its share of group shards. Default 5s.
+	BalanceInterval time.Duration
 
 	// NewShardFSM builds the FSM of a group shard. NewNode calls it once per
 	// shard.
@@ -144,6 +169,11 @@ func DefaultConfig() Config {
 		MaxAppendEntries:   64,
 		TransportTimeout:   10 * time.Second,
 		TransportMaxPool:   3,
+
+		ReplicationFactor:      3,
+		GossipProbeInterval:    time.Second,
+		GossipPushPullInterval: 5 * time.Second,
+		BalanceInterval:        5 * time.Second,
 	}
 }
 
@@ -190,12 +220,23 @@ func (c Config) withDefaults() Config {
 	if c.TransportMaxPool == 0 {
 		c.TransportMaxPool = d.TransportMaxPool
 	}
+	if c.ReplicationFactor == 0 {
+		c.ReplicationFactor = d.ReplicationFactor
+	}
+	if c.GossipProbeInterval == 0 {
+		c.GossipProbeInterval = d.GossipProbeInterval
+	}
+	if c.GossipPushPullInterval == 0 {
+		c.GossipPushPullInterval = d.GossipPushPullInterval
+	}
+	if c.BalanceInterval == 0 {
+		c.BalanceInterval = d.BalanceInterval
+	}
 	return c
 }
 
 // Validate reports whether c (with defaults applied to its zero-valued
-// tunables) can start a node. Errors wrap ErrInvalidConfig, or
-// ErrMultiNodeBootstrap for BootstrapExpect > 1.
+// tunables) can start a node. Errors wrap ErrInvalidConfig.
 func (c *Config) Validate() error {
 	cc := c.withDefaults()
 	bad := func(format string, args ...any) error {
@@ -224,8 +265,15 @@ func (c *Config) Validate() error {
 	switch {
 	case cc.BootstrapExpect < 0:
 		return bad("BootstrapExpect %d is negative", cc.BootstrapExpect)
-	case cc.BootstrapExpect > 1:
-		return fmt.Errorf("%w (BootstrapExpect %d)", ErrMultiNodeBootstrap, cc.BootstrapExpect)
+	case cc.BootstrapExpect > 1 && cc.GossipAddr == "":
+		return bad("BootstrapExpect %d needs GossipAddr: nodes find each other through gossip", cc.BootstrapExpect)
+	case cc.ReplicationFactor < 1:
+		return bad("ReplicationFactor %d must be positive", cc.ReplicationFactor)
+	}
+	if cc.GossipAddr != "" {
+		if _, _, err := net.SplitHostPort(cc.GossipAddr); err != nil {
+			return bad("GossipAddr %q: %v", cc.GossipAddr, err)
+		}
 	}
 	if cc.NewShardFSM == nil {
 		return bad("NewShardFSM is nil")

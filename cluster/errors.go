@@ -10,10 +10,6 @@ var (
 	// ErrInvalidConfig wraps every error Config.Validate returns.
 	ErrInvalidConfig = errors.New("cluster: invalid config")
 
-	// ErrMultiNodeBootstrap is returned for BootstrapExpect > 1, which is not
-	// implemented yet.
-	ErrMultiNodeBootstrap = errors.New("multi-node bootstrap not implemented")
-
 	// ErrDataDirMismatch is returned by NewNode when DataDir was initialised
 	// by a node with another NodeID or Shards count. The shard count fixes
 	// where every group lives (PartitionFor), so it can never change for a

@@ -50,6 +50,12 @@ type Node struct {
 	all    []*Shard // meta first, then group shards
 
 	members memberTable
+	leaders leaderTable
+	gossip  *gossip // nil without GossipAddr; set before any shard starts reporting
+	// hasState is set once this node's shards hold Raft state
+	// (bootstrapped, or restarted with data).
+	hasState atomic.Bool
+	stop     chan struct{} // closed by Shutdown: background loops end
 
 	closed       atomic.Bool
 	shutdownOnce sync.Once
@@ -84,8 +90,21 @@ func NewNode(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, logger: logger, mux: mux}
+	n := &Node{cfg: cfg, logger: logger, mux: mux, stop: make(chan struct{})}
 	n.members.set(Broker{NodeID: cfg.NodeID, KafkaAddr: cfg.KafkaAddr}, mux.advertise)
+	userHook := cfg.OnLeadership
+	n.cfg.OnLeadership = func(shard int32, leader bool) {
+		n.localLeadership(shard, leader)
+		if userHook != nil {
+			userHook(shard, leader)
+		}
+	}
+	if cfg.GossipAddr != "" {
+		if err := n.startGossip(); err != nil {
+			_ = mux.Close()
+			return nil, err
+		}
+	}
 
 	bootstrap := !initialised && cfg.BootstrapExpect == 1
 	ids := make([]int32, 0, cfg.Shards+1)
@@ -128,6 +147,16 @@ func NewNode(cfg Config) (*Node, error) {
 		if s.bootstrapped {
 			bootstrapped++
 		}
+		if s.bootstrapped || s.hadState {
+			n.hasState.Store(true)
+		}
+	}
+	if g := n.gossip; g != nil {
+		g.announce()
+		if cfg.BootstrapExpect > 1 && !n.hasState.Load() {
+			go n.bootstrapLoop()
+		}
+		go n.balanceLoop()
 	}
 	logger.Info("node started", "node_id", cfg.NodeID, "raft_addr", mux.advertise, "kafka_addr", cfg.KafkaAddr,
 		"shards", cfg.Shards, "bootstrapped", bootstrapped, "elapsed", time.Since(start))
@@ -222,9 +251,10 @@ func (n *Node) startShard(id int32, fsm raft.FSM, bootstrap bool) (s *Shard, err
 		notifyCh:     notifyCh,
 		leaderDone:   make(chan struct{}),
 		bootstrapped: bootstrapped,
+		hadState:     existing,
 		pending:      make(map[*shardFuture]struct{}),
 	}
-	go s.leadershipLoop(cfg.OnLeadership)
+	go s.leadershipLoop(n.cfg.OnLeadership)
 	if !cfg.DisableElectionNudge {
 		s.nudgeElection()
 	}
@@ -280,31 +310,73 @@ func (n *Node) Shards() []*Shard { return slices.Clone(n.shards) }
 func (n *Node) Brokers() []Broker { return n.members.brokers() }
 
 // LeaderOf returns the broker leading shard, if a leader is known and is a
-// live node.
+// live node: from this node's own Raft instance when it replicates the
+// shard, else from the leader table gossip maintains.
 func (n *Node) LeaderOf(shard int32) (Broker, bool) {
 	s := n.Shard(shard)
 	if s == nil || n.closed.Load() {
 		return Broker{}, false
 	}
-	_, id := s.Raft.LeaderWithID()
-	if id == "" {
-		return Broker{}, false
+	if s.replicated() {
+		_, id := s.Raft.LeaderWithID()
+		if id == "" {
+			return Broker{}, false
+		}
+		nodeID, err := strconv.ParseInt(string(id), 10, 32)
+		if err != nil {
+			return Broker{}, false
+		}
+		return n.members.broker(int32(nodeID))
 	}
-	nodeID, err := strconv.ParseInt(string(id), 10, 32)
-	if err != nil {
-		return Broker{}, false
+	if e, ok := n.leaders.get(shard); ok {
+		return n.members.broker(e.Node)
 	}
-	return n.members.broker(int32(nodeID))
+	return Broker{}, false
 }
 
-// Ready reports whether every shard, MetaShard included, has a known leader.
+// localLeadership records a leadership change of one of this node's shards
+// in the leader table and gossips it. Runs on the shard's leadership
+// goroutine.
+func (n *Node) localLeadership(shard int32, leader bool) {
+	if !leader {
+		return
+	}
+	s := n.Shard(shard)
+	if s == nil {
+		return
+	}
+	e := leaderEntry{Node: n.cfg.NodeID, Term: s.Raft.CurrentTerm()}
+	if n.leaders.update(shard, e) && n.gossip != nil {
+		n.gossip.broadcastLeader(shard, e)
+	}
+}
+
+// Ready reports whether this node holds Raft state (the cluster is
+// bootstrapped) and every shard it replicates, MetaShard included, has a
+// known leader.
 func (n *Node) Ready() bool {
-	return !n.closed.Load() && n.leaderless() == 0
+	return !n.closed.Load() && n.holdsShards() && n.leaderless() == 0
 }
 
+// holdsShards reports whether any shard of this node has a configuration
+// naming it (bootstrapped, added by a leader, or restarted with state).
+func (n *Node) holdsShards() bool {
+	for _, s := range n.all {
+		if s.replicated() {
+			return true
+		}
+	}
+	return false
+}
+
+// leaderless counts the shards this node replicates that have no known
+// leader.
 func (n *Node) leaderless() int {
 	count := 0
 	for _, s := range n.all {
+		if !s.replicated() {
+			continue
+		}
 		if _, id := s.Raft.LeaderWithID(); id == "" {
 			count++
 		}
@@ -326,6 +398,9 @@ func (n *Node) WaitReady(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
+			if !n.holdsShards() {
+				return fmt.Errorf("cluster: this node holds no shard yet (the cluster is not bootstrapped): %w", ctx.Err())
+			}
 			return fmt.Errorf("cluster: %d of %d shards have no leader: %w", n.leaderless(), len(n.all), ctx.Err())
 		case <-t.C:
 		}
@@ -338,6 +413,10 @@ func (n *Node) WaitReady(ctx context.Context) error {
 func (n *Node) Shutdown() error {
 	n.shutdownOnce.Do(func() {
 		n.closed.Store(true)
+		close(n.stop)
+		if n.gossip != nil {
+			_ = n.gossip.ml.Shutdown()
+		}
 		start := time.Now()
 		errs := make([]error, len(n.all)+1)
 		var wg sync.WaitGroup
@@ -356,6 +435,28 @@ func (n *Node) Shutdown() error {
 		n.logger.Info("node shut down", "node_id", n.cfg.NodeID, "elapsed", time.Since(start), "error", n.shutdownErr)
 	})
 	return n.shutdownErr
+}
+
+// Leave is a planned departure (SIGTERM): this node hands the leadership of
+// every shard it leads to another voter (waiting at most timeout), then
+// tells the cluster through gossip that it is leaving. Call Shutdown after.
+func (n *Node) Leave(timeout time.Duration) {
+	if n.closed.Load() {
+		return
+	}
+	n.TransferLeadership(timeout)
+	if n.gossip != nil {
+		n.gossip.leave(time.Second)
+	}
+}
+
+// GossipAddr is the address other nodes reach this node's gossip at (empty
+// without gossip).
+func (n *Node) GossipAddr() string {
+	if n.gossip == nil {
+		return ""
+	}
+	return n.gossip.addr()
 }
 
 // member is a node as the membership view knows it.

@@ -316,7 +316,7 @@ func TestNodeNoBootstrap(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	err := tn.WaitReady(ctx)
-	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "2 of 2 shards") {
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "holds no shard") {
 		t.Fatalf("WaitReady without bootstrap: %v", err)
 	}
 	if _, err := tn.Shard(0).Apply(context.Background(), []byte("set a b"), time.Second); !errors.Is(err, raft.ErrNotLeader) {
@@ -348,7 +348,7 @@ func TestConfigValidate(t *testing.T) {
 		{"bad kafka addr", func(c *Config) { c.KafkaAddr = "x" }, ErrInvalidConfig},
 		{"zero shards", func(c *Config) { c.Shards = 0 }, ErrInvalidConfig},
 		{"negative node id", func(c *Config) { c.NodeID = -1 }, ErrInvalidConfig},
-		{"multi-node bootstrap", func(c *Config) { c.BootstrapExpect = 3 }, ErrMultiNodeBootstrap},
+		{"multi-node bootstrap without gossip", func(c *Config) { c.BootstrapExpect = 3 }, ErrInvalidConfig},
 		{"negative bootstrap", func(c *Config) { c.BootstrapExpect = -1 }, ErrInvalidConfig},
 		{"no shard fsm", func(c *Config) { c.NewShardFSM = nil }, ErrInvalidConfig},
 		{"no meta fsm", func(c *Config) { c.NewMetaFSM = nil }, ErrInvalidConfig},
@@ -367,8 +367,8 @@ func TestConfigValidate(t *testing.T) {
 	cfg.BootstrapExpect = 3
 	cfg.DataDir = t.TempDir()
 	cfg.RaftAddr = "127.0.0.1:0"
-	if _, err := NewNode(cfg); !errors.Is(err, ErrMultiNodeBootstrap) || !strings.Contains(err.Error(), "multi-node bootstrap not implemented") {
-		t.Errorf("NewNode(BootstrapExpect 3) = %v", err)
+	if _, err := NewNode(cfg); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "GossipAddr") {
+		t.Errorf("NewNode(BootstrapExpect 3) without gossip = %v", err)
 	}
 }
 

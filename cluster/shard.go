@@ -29,6 +29,7 @@ type Shard struct {
 	notifyCh     chan bool
 	leaderDone   chan struct{}
 	bootstrapped bool // this start bootstrapped the shard
+	hadState     bool // the shard had Raft state when this start opened it
 	shutdownOnce sync.Once
 	shutdownErr  error
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"github.com/kcoord/kcoord/cluster"
 )
 
 // Config is everything `kcoord serve` needs to run one node. The CLI fills it
@@ -63,6 +65,10 @@ type Config struct {
 	// OffsetsCommitTimeout is offsets.commit.timeout.ms: how long a commit or
 	// a group write waits for Raft before failing with REQUEST_TIMED_OUT.
 	OffsetsCommitTimeout time.Duration
+	// Raft, when set, adjusts the cluster configuration before the node
+	// starts (Raft timings, balance interval); tests use it. Not a flag.
+	Raft func(*cluster.Config) `yaml:"-"`
+
 	// SocketRequestMaxBytes is socket.request.max.bytes: the largest request
 	// frame accepted, in bytes; a larger one closes the connection.
 	SocketRequestMaxBytes int32

@@ -128,6 +128,11 @@ func (s *Server) startNode(advertised string) error {
 	ccfg.NodeID, ccfg.DataDir = s.cfg.NodeID, s.cfg.DataDir
 	ccfg.RaftAddr, ccfg.AdvertiseRaftAddr, ccfg.KafkaAddr = s.cfg.RaftAddr, s.cfg.AdvertiseRaftAddr, advertised
 	ccfg.Shards, ccfg.BootstrapExpect = n, s.cfg.BootstrapExpect
+	ccfg.ReplicationFactor = int(s.cfg.OffsetsTopicReplicationFactor)
+	ccfg.GossipAddr, ccfg.AdvertiseGossipAddr, ccfg.Join = s.cfg.GossipAddr, s.cfg.AdvertiseGossipAddr, s.cfg.Join
+	if s.cfg.Raft != nil {
+		s.cfg.Raft(&ccfg)
+	}
 	ccfg.NewShardFSM = func(shard int32) raft.FSM { return s.states[shard] }
 	ccfg.NewMetaFSM = func() raft.FSM { return s.meta }
 	ccfg.OnLeadership = s.onLeadership
@@ -264,9 +269,23 @@ func (s *Server) KafkaAddr() net.Addr {
 	return s.kafka.Addr()
 }
 
-// Shutdown stops serving: the Kafka listener and its connections first, then
-// the coordinators and every Raft instance. Idempotent.
+// Shutdown is a planned stop (SIGTERM): the node first hands the leadership
+// of its shards to other nodes and leaves gossip, so its groups move
+// without waiting for an election timeout; then the Kafka listener and its
+// connections close, then the coordinators and every Raft instance stop.
+// Idempotent.
 func (s *Server) Shutdown(ctx context.Context) error {
+	return s.stop(ctx, true)
+}
+
+// Kill stops the server abruptly, as a crash would look to the rest of the
+// cluster: no leadership transfer, no gossip leave (tests use it to fail a
+// node in-process). Idempotent with Shutdown.
+func (s *Server) Kill() error {
+	return s.stop(context.Background(), false)
+}
+
+func (s *Server) stop(ctx context.Context, graceful bool) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -284,6 +303,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
+		if graceful && node != nil {
+			node.Leave(leaveTimeout)
+		}
 		if kafka != nil {
 			errs = append(errs, kafka.Close())
 		}
@@ -302,6 +324,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("shutdown: %w", ctx.Err())
 	}
+}
+
+// leaveTimeout bounds the leadership transfers of a planned stop.
+const leaveTimeout = 5 * time.Second
+
+// Node is the cluster node (nil before Start); tests use it for fault
+// injection and leadership inspection.
+func (s *Server) Node() *cluster.Node {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.node
 }
 
 // lazyLog is a coordinator's Log: the shard is looked up on use because

@@ -3,12 +3,15 @@ package server
 import (
 	"context"
 	"io"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/kcoord/kcoord/cluster"
 )
 
 // TestConfig returns a single-node configuration for tests: loopback ports
@@ -72,3 +75,58 @@ func (w *testLogWriter) Write(p []byte) (int, error) {
 }
 
 var _ io.Writer = (*testLogWriter)(nil)
+
+// TestClusterConfig returns the configuration of node i (0-based) of an
+// in-process test cluster of n nodes: node ids 1..n, loopback ports picked
+// by the kernel, bootstrap-expect n, LAN Raft timings shortened for tests
+// and a one-second leadership balance round.
+func TestClusterConfig(dir string, i, n int) Config {
+	c := TestConfig(dir)
+	c.NodeID = int32(i + 1)
+	c.BootstrapExpect = n
+	c.Raft = func(rc *cluster.Config) {
+		rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout = 500*time.Millisecond, 500*time.Millisecond, 250*time.Millisecond
+		rc.BalanceInterval = time.Second
+		rc.GossipProbeInterval = 200 * time.Millisecond
+		rc.GossipPushPullInterval = time.Second
+	}
+	return c
+}
+
+// StartTestCluster starts n servers that find each other through gossip
+// (each joins the first), waits until all are ready and stops them when the
+// test ends. mutate, if set, adjusts each node's configuration.
+func StartTestCluster(t testing.TB, n int, mutate func(i int, c *Config)) []*Server {
+	t.Helper()
+	servers := make([]*Server, n)
+	var seed string
+	for i := range servers {
+		cfg := TestClusterConfig(t.TempDir(), i, n)
+		if seed != "" {
+			cfg.Join = []string{seed}
+		}
+		if mutate != nil {
+			mutate(i, &cfg)
+		}
+		s, err := New(cfg, TestLogger(t).Named("node"+strconv.Itoa(i+1)), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Kill() })
+		if seed == "" {
+			seed = s.Node().GossipAddr()
+		}
+		servers[i] = s
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for i, s := range servers {
+		if err := s.WaitReady(ctx); err != nil {
+			t.Fatalf("node %d not ready: %v", i+1, err)
+		}
+	}
+	return servers
+}

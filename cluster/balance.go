@@ -1,0 +1,130 @@
+package cluster
+
+import (
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// maxTransfersPerRound bounds the leadership transfers one node starts per
+// balance round, so a returning node is not hit by a storm of elections.
+const maxTransfersPerRound = 6
+
+// balanceLoop spreads group-shard leadership evenly over the live nodes:
+// every BalanceInterval a node that leads more than its share hands the
+// excess to the nodes that lead least (50 shards on 3 nodes end 16/17/17).
+// Runs on its own goroutine until shutdown.
+func (n *Node) balanceLoop() {
+	t := time.NewTicker(n.cfg.BalanceInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+			n.balanceLeaders()
+		}
+	}
+}
+
+// balanceLeaders runs one round.
+func (n *Node) balanceLeaders() {
+	live := n.members.brokers()
+	if len(live) < 2 {
+		return
+	}
+	counts := make(map[int32]int, len(live))
+	for _, b := range live {
+		counts[b.NodeID] = 0
+	}
+	var mine []*Shard
+	for _, s := range n.shards {
+		b, ok := n.LeaderOf(s.ID)
+		if !ok {
+			return // an election is under way: wait for a settled view
+		}
+		counts[b.NodeID]++
+		if b.NodeID == n.cfg.NodeID && s.IsLeader() {
+			mine = append(mine, s)
+		}
+	}
+	ceil := (len(n.shards) + len(live) - 1) / len(live)
+	excess := min(len(mine)-ceil, maxTransfersPerRound)
+	for i := 0; i < len(mine) && excess > 0; i++ {
+		s := mine[i]
+		target, ok := leastLoaded(s, counts, ceil)
+		if !ok {
+			continue
+		}
+		if err := s.Raft.LeadershipTransferToServer(target.ID, target.Address).Error(); err != nil {
+			n.logger.Warn("leadership transfer failed", "shard", s.ID, "to", target.ID, "error", err)
+			continue
+		}
+		counts[voterID(target)]++
+		counts[n.cfg.NodeID]--
+		excess--
+		n.logger.Info("moved shard leadership for balance", "shard", s.ID, "to", target.ID)
+	}
+}
+
+// leastLoaded picks the voter of s that leads fewest shards, if it leads
+// fewer than ceil.
+func leastLoaded(s *Shard, counts map[int32]int, ceil int) (target raftServer, ok bool) {
+	voters := s.otherVoters()
+	slices.SortFunc(voters, func(a, b raftServer) int { return voterCount(a, counts) - voterCount(b, counts) })
+	for _, v := range voters {
+		if c, live := counts[voterID(v)]; live && c < ceil {
+			return v, true
+		}
+	}
+	return raftServer{}, false
+}
+
+// TransferLeadership hands every shard this node leads to another voter and
+// waits (at most timeout) for the transfers, so a node stopping on purpose
+// costs its groups no election timeout. Called on SIGTERM before leaving.
+func (n *Node) TransferLeadership(timeout time.Duration) {
+	var wg sync.WaitGroup
+	moved := 0
+	var mu sync.Mutex
+	for _, s := range n.all {
+		if !s.IsLeader() || len(s.otherVoters()) == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.Raft.LeadershipTransfer().Error(); err != nil {
+				n.logger.Warn("leadership transfer on leave failed", "shard", s.ID, "error", err)
+				return
+			}
+			mu.Lock()
+			moved++
+			mu.Unlock()
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+	}
+	mu.Lock()
+	n.logger.Info("moved leadership away before leaving", "shards", moved)
+	mu.Unlock()
+}
+
+// raftServer is a server of a shard's Raft configuration.
+type raftServer = raft.Server
+
+// voterID is the node id of a Raft server (its id is the decimal node id).
+func voterID(s raftServer) int32 {
+	id, _ := strconv.ParseInt(string(s.ID), 10, 32)
+	return int32(id)
+}
+
+// voterCount is how many shards the server's node leads.
+func voterCount(s raftServer, counts map[int32]int) int { return counts[voterID(s)] }
