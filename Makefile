@@ -17,3 +17,23 @@ bench:
 
 run:
 	$(GO) run ./cmd/kcoord serve
+
+# Containers: a FROM scratch image holding bin/kcoord, and a three-node
+# cluster from docker-compose.yml (Kafka on 127.0.0.1:19092/19192/19292).
+DOCKER  ?= docker
+COMPOSE ?= docker-compose
+IMAGE   ?= kcoord:dev
+
+.PHONY: image cluster-up cluster-down test-docker
+
+image: build
+	$(DOCKER) build -t $(IMAGE) .
+
+cluster-up: image
+	KCOORD_IMAGE=$(IMAGE) $(COMPOSE) up -d
+
+cluster-down:
+	KCOORD_IMAGE=$(IMAGE) $(COMPOSE) down -v
+
+test-docker:
+	$(GO) test ./e2e/ -run '^TestDockerCluster$$' -count=1 -v -timeout 8m

@@ -213,5 +213,5 @@ func (g *gossip) upsert(node *memberlist.Node) {
 type simpleBroadcast []byte
 
 func (b simpleBroadcast) Invalidates(memberlist.Broadcast) bool { return false }
-func (b simpleBroadcast) Message() []byte                        { return b }
-func (b simpleBroadcast) Finished()                              {}
+func (b simpleBroadcast) Message() []byte                       { return b }
+func (b simpleBroadcast) Finished()                             {}
