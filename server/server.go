@@ -326,6 +326,25 @@ func (s *Server) stop(ctx context.Context, graceful bool) error {
 	}
 }
 
+// BoundConfig is the server's configuration with every listener's bound
+// address in place of port 0, so a restart (tests) reuses the same
+// addresses: its Raft peers know it by them.
+func (s *Server) BoundConfig() Config {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := s.cfg
+	if s.kafka != nil {
+		c.KafkaAddr = s.kafka.Addr().String()
+	}
+	if s.node != nil {
+		c.RaftAddr = s.node.RaftAddr()
+		if g := s.node.GossipAddr(); g != "" {
+			c.GossipAddr = g
+		}
+	}
+	return c
+}
+
 // leaveTimeout bounds the leadership transfers of a planned stop.
 const leaveTimeout = 5 * time.Second
 

@@ -130,3 +130,26 @@ func StartTestCluster(t testing.TB, n int, mutate func(i int, c *Config)) []*Ser
 	}
 	return servers
 }
+
+// RestartTestNode stops nothing: it starts a new server on the data dir and
+// addresses of a stopped one (see Kill and Shutdown), joining the others'
+// gossip, and returns it once ready. The caller replaces servers[i].
+func RestartTestNode(t testing.TB, servers []*Server, i int) *Server {
+	t.Helper()
+	cfg := servers[i].BoundConfig()
+	cfg.Join = nil
+	for j, o := range servers {
+		if j != i {
+			cfg.Join = append(cfg.Join, o.BoundConfig().GossipAddr)
+		}
+	}
+	s, err := New(cfg, TestLogger(t).Named("node"+strconv.Itoa(i+1)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Kill() })
+	return s
+}
