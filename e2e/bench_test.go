@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcoord/kcoord/server"
 )
 
 // benchClients is how many clients (connections, groups and goroutines) the
@@ -31,6 +34,10 @@ func BenchmarkOffsetCommit(b *testing.B) {
 	b.Run("kcoord", func(b *testing.B) {
 		benchOffsetCommit(b, startServer(b))
 	})
+	b.Run("kcoord-3nodes", func(b *testing.B) {
+		servers := server.StartTestCluster(b, 3, nil)
+		benchOffsetCommit(b, servers[0].KafkaAddr().String(), servers[1].KafkaAddr().String(), servers[2].KafkaAddr().String())
+	})
 	b.Run("kfake", func(b *testing.B) {
 		c, err := kfake.NewCluster(kfake.NumBrokers(1))
 		if err != nil {
@@ -41,7 +48,7 @@ func BenchmarkOffsetCommit(b *testing.B) {
 	})
 }
 
-func benchOffsetCommit(b *testing.B, addr string) {
+func benchOffsetCommit(b *testing.B, addr string, more ...string) {
 	const topic = "bench-commits"
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	b.Cleanup(cancel)
@@ -52,7 +59,7 @@ func benchOffsetCommit(b *testing.B, addr string) {
 	// coordinator lookups and connections are warm.
 	clients := make([]*kgo.Client, benchClients)
 	for i := range clients {
-		clients[i] = newClient(b, addr)
+		clients[i] = newClient(b, addr, kgo.SeedBrokers(append([]string{addr}, more...)...))
 	}
 	var offset atomic.Int64
 	commit := func(cl *kgo.Client, group string) error {
@@ -101,22 +108,81 @@ func benchOffsetCommit(b *testing.B, addr string) {
 		b.SetParallelism((benchClients + procs - 1) / procs)
 		var next atomic.Int64
 		var firstErr atomic.Pointer[error]
+		var latMu sync.Mutex
+		var lat []time.Duration
 		b.ReportAllocs()
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
 			i := int(next.Add(1)-1) % benchClients
 			cl, g := clients[i], group(i)
+			var mine []time.Duration
 			for pb.Next() {
+				start := time.Now()
 				if err := commit(cl, g); err != nil {
 					firstErr.CompareAndSwap(nil, &err)
 					return
 				}
+				mine = append(mine, time.Since(start))
 			}
+			latMu.Lock()
+			lat = append(lat, mine...)
+			latMu.Unlock()
 		})
 		b.StopTimer()
 		if err := firstErr.Load(); err != nil {
 			b.Fatal(*err)
 		}
 		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
+		if len(lat) > 0 {
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+		}
 	})
+}
+
+// BenchmarkFailover measures how long a group is without a coordinator when
+// the node leading its shard dies: one iteration starts a three-node
+// in-process cluster, commits to a group, kills the group's coordinator
+// (no leadership transfer) and times until a surviving node's answer
+// routes a commit to the new leader and it is accepted. Reported as
+// failover-ms (mean); Raft timings are server.TestClusterConfig's (500ms
+// heartbeat and election timeouts).
+//
+//	go test ./e2e -run '^$' -bench Failover -benchtime 5x
+func BenchmarkFailover(b *testing.B) {
+	var total time.Duration
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		servers := server.StartTestCluster(b, 3, nil)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		group := fmt.Sprintf("failover-bench-%d", i)
+		var victim int
+		for {
+			if err := tryRawCommit(ctx, servers[0].KafkaAddr().String(), group, "", -1, "t", 0); err == nil {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		leader, _ := servers[0].Node().LeaderOf(servers[0].Node().ShardFor(group))
+		victim = int(leader.NodeID - 1)
+		survivor := servers[(victim+1)%3].KafkaAddr().String()
+		b.StartTimer()
+		start := time.Now()
+		_ = servers[victim].Kill()
+		for tryRawCommit(ctx, survivor, group, "", -1, "t", 0) != nil {
+			if ctx.Err() != nil {
+				b.Fatal("no failover")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		total += time.Since(start)
+		b.StopTimer()
+		cancel()
+		for _, s := range servers {
+			_ = s.Kill()
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "failover-ms")
 }
