@@ -47,25 +47,33 @@ func (g *group) trackCommits(offsets []fsm.OffsetCommitPartition, delta int) {
 	}
 }
 
-// commit validates under g.mu and enqueues the write (Kafka's
-// doCommitOffsets).
+// commit validates under g.mu and enqueues the write (Kafka 3.7's
+// validateOffsetCommit and doCommitOffsets): generation -1 commits to an
+// Empty group are offsets outside group management; otherwise a commit
+// naming a member or a generation must come from a current member in the
+// current generation, and an anonymous one is refused (only members commit
+// to a group with members); a valid member of a group still assigning is
+// told to wait.
 func (g *group) commit(req CommitRequest) (raft.ApplyFuture, error) {
-	m, ok := g.members[req.MemberID]
 	switch {
 	case g.state == Dead:
 		return nil, ErrCoordinatorNotAvailable
-	case g.isFenced(req.MemberID, req.InstanceID):
-		return nil, ErrFencedInstanceID
 	case req.Generation < 0 && g.state == Empty:
-		// Offsets stored outside group management.
-	case g.state == CompletingRebalance:
-		return nil, ErrRebalanceInProgress
-	case !ok:
-		return nil, ErrUnknownMemberID
-	case req.Generation != g.generation:
-		return nil, ErrIllegalGeneration
+	case req.Generation >= 0 || req.MemberID != "" || req.InstanceID != "":
+		if err := g.validateMember(req.MemberID, req.InstanceID); err != nil {
+			return nil, err
+		}
+		if req.Generation != g.generation {
+			return nil, ErrIllegalGeneration
+		}
 	default:
-		g.startSession(m)
+		return nil, ErrUnknownMemberID
+	}
+	switch g.state {
+	case CompletingRebalance:
+		return nil, ErrRebalanceInProgress
+	case Stable, PreparingRebalance:
+		g.startSession(g.members[req.MemberID])
 	}
 	if len(req.Offsets) == 0 {
 		return errorFuture{}, nil

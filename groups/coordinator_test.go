@@ -205,10 +205,15 @@ func TestCommitValidation(t *testing.T) {
 	wantErr(t, c.Commit(CommitRequest{GroupID: "g", MemberID: "x", Generation: gen, Offsets: off}), ErrUnknownMemberID)
 
 	// During CompletingRebalance commits are refused.
-	j0, j1 := joinAsync(c, joinReq("g", ids[0])), joinAsync(c, joinReq("g", ids[1]))
+	j0 := joinAsync(c, joinReq("g", ids[0]))
+	waitState(t, c, "g", "PreparingRebalance")
+	j1 := joinAsync(c, joinReq("g", ids[1]))
 	recv(t, j0)
 	recv(t, j1)
 	wantErr(t, c.Commit(CommitRequest{GroupID: "g", MemberID: ids[1], Generation: gen + 1, Offsets: off}), ErrRebalanceInProgress)
+	// ... after the member and generation checks (Kafka 3.7).
+	wantErr(t, c.Commit(CommitRequest{GroupID: "g", MemberID: ids[1], Generation: gen, Offsets: off}), ErrIllegalGeneration)
+	wantErr(t, c.Commit(CommitRequest{GroupID: "g", MemberID: "bogus", Generation: gen + 1, Offsets: off}), ErrUnknownMemberID)
 
 	// A failed write is reported, not acknowledged.
 	log.SetFault(raft.ErrNotLeader)

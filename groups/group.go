@@ -44,6 +44,10 @@ type group struct {
 	pendingSync map[string]bool
 	syncTimer   *time.Timer
 	syncToken   uint64
+	// subscribed is the current generation's subscribed topics, when
+	// subscribedKnown (consumer groups whose metadata parsed).
+	subscribed      map[string]bool
+	subscribedKnown bool
 	// pendingCommits counts commits in flight per partition; expiry leaves
 	// those partitions alone.
 	pendingCommits map[fsm.TopicPartition]int
@@ -80,6 +84,7 @@ func groupFromRecord(c *Coordinator, r fsm.Group) *group {
 	if len(g.members) > 0 {
 		g.state = Stable
 	}
+	g.subscribed, g.subscribedKnown = g.computeSubscribedTopics()
 	return g
 }
 
@@ -226,6 +231,26 @@ func (g *group) allJoined() bool {
 		}
 	}
 	return len(g.pending) == 0
+}
+
+// validateMember checks that a request comes from a current member (Kafka's
+// validateCurrentMember): a given instance id must be known
+// (ErrUnknownMemberID) and map to memberID (ErrFencedInstanceID); the
+// member id must be in the group. Called with g.mu held.
+func (g *group) validateMember(memberID, instanceID string) error {
+	if instanceID != "" {
+		current, ok := g.static[instanceID]
+		switch {
+		case !ok:
+			return ErrUnknownMemberID
+		case current != memberID:
+			return ErrFencedInstanceID
+		}
+	}
+	if _, ok := g.members[memberID]; !ok {
+		return ErrUnknownMemberID
+	}
+	return nil
 }
 
 // isFenced reports whether a static member's instance id now belongs to

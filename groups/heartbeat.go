@@ -16,17 +16,16 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest) error {
 		return ErrUnknownMemberID
 	}
 	defer g.mu.Unlock()
-	m, ok := g.members[req.MemberID]
-	switch {
-	case g.state == Dead:
+	if g.state == Dead {
 		return ErrCoordinatorNotAvailable
-	case g.isFenced(req.MemberID, req.InstanceID):
-		return ErrFencedInstanceID
-	case !ok:
-		return ErrUnknownMemberID
-	case req.Generation != g.generation:
+	}
+	if err := g.validateMember(req.MemberID, req.InstanceID); err != nil {
+		return err
+	}
+	if req.Generation != g.generation {
 		return ErrIllegalGeneration
 	}
+	m := g.members[req.MemberID]
 	switch g.state {
 	case Empty:
 		return ErrUnknownMemberID

@@ -261,7 +261,8 @@ func (g *group) updateMember(m *member, req JoinRequest) {
 	m.protocols = req.Protocols
 	m.sessionTimeout = time.Duration(req.SessionTimeoutMs) * time.Millisecond
 	m.rebalanceTimeout = time.Duration(req.RebalanceTimeoutMs) * time.Millisecond
-	m.clientID, m.clientHost = req.ClientID, req.ClientHost
+	// The client id and host are the first join's, as in Kafka, where a
+	// member's are immutable (a replaced static member keeps them too).
 }
 
 // afterJoin starts a rebalance, or completes the one under way if everyone

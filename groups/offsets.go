@@ -51,6 +51,7 @@ func (c *Coordinator) DeleteOffsets(groupID string, partitions []fsm.TopicPartit
 	var f raft.ApplyFuture = errorFuture{}
 	if len(eligible) > 0 {
 		f = c.write(&fsm.OffsetDelete{GroupID: g.id, Partitions: eligible})
+		g.removeIfEmpty(len(c.state.Offsets(g.id)) - countStored(c.state, g.id, eligible))
 	}
 	g.mu.Unlock()
 	err = waitWrite(f)
@@ -58,6 +59,33 @@ func (c *Coordinator) DeleteOffsets(groupID string, partitions []fsm.TopicPartit
 		out[tp] = err
 	}
 	return out, nil
+}
+
+// countStored counts how many of partitions have a stored offset.
+func countStored(state *fsm.ShardFSM, group string, partitions []fsm.TopicPartition) int {
+	n := 0
+	for _, tp := range partitions {
+		if _, ok := state.Offset(group, tp); ok {
+			n++
+		}
+	}
+	return n
+}
+
+// removeIfEmpty deletes an Empty group that has no offsets left (remaining
+// stored, no commit in flight, no pending member), as Kafka's
+// cleanupGroupMetadata does; it reports whether it did. Called with g.mu
+// held, after the offsets' deletion was enqueued.
+func (g *group) removeIfEmpty(remaining int) bool {
+	if g.state != Empty || remaining > 0 || len(g.pending) > 0 || len(g.pendingCommits) > 0 {
+		return false
+	}
+	g.transition(Dead)
+	g.closed = true
+	g.logWrite(g.c.write(&fsm.GroupDelete{GroupID: g.id}), "removing an empty group")
+	g.c.forget(g)
+	g.c.logger.Info("empty group removed", "group", g.id)
+	return true
 }
 
 // ExpireOffsets removes the offsets whose retention ran out, by KIP-211's
@@ -101,15 +129,7 @@ func (g *group) expire(now, retention int64) (n int, removed bool) {
 		g.logWrite(g.c.write(&fsm.OffsetDelete{GroupID: g.id, Partitions: expired}), "expiring offsets")
 		g.c.logger.Info("offsets expired", "group", g.id, "partitions", len(expired))
 	}
-	if g.state == Empty && len(stored) == len(expired) && len(g.pending) == 0 && len(g.pendingCommits) == 0 {
-		g.transition(Dead)
-		g.closed = true
-		g.logWrite(g.c.write(&fsm.GroupDelete{GroupID: g.id}), "removing an empty group")
-		g.c.forget(g)
-		g.c.logger.Info("empty group removed", "group", g.id)
-		return len(expired), true
-	}
-	return len(expired), false
+	return len(expired), g.removeIfEmpty(len(stored) - len(expired))
 }
 
 // expiredOffsets picks the partitions to expire (Kafka's

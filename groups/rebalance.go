@@ -90,6 +90,7 @@ func (g *group) completeJoin() {
 		return
 	}
 	g.generation++
+	defer func() { g.subscribed, g.subscribedKnown = g.computeSubscribedTopics() }()
 	if len(g.members) == 0 {
 		g.protocol = ""
 		g.transition(Empty)

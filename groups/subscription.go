@@ -6,11 +6,19 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 // member metadata has a known layout (the subscription).
 const consumerProtocolType = "consumer"
 
-// subscribedTopics returns the topics the members subscribe to, read from
-// their consumer-protocol metadata for the chosen protocol (Kafka's
-// computeSubscribedTopics); ok is false when unknown: another protocol type
-// or metadata that does not parse. Called with g.mu held.
+// subscribedTopics returns the topics the current generation's members
+// subscribe to, computed when the generation started (as Kafka does in
+// initNextGeneration); ok is false when unknown. Called with g.mu held.
 func (g *group) subscribedTopics() (topics map[string]bool, ok bool) {
+	return g.subscribed, g.subscribedKnown
+}
+
+// computeSubscribedTopics reads the members' subscriptions from their
+// consumer-protocol metadata for the chosen protocol (Kafka's
+// computeSubscribedTopics); ok is false for another protocol type or
+// metadata that does not parse. Called with g.mu held when a generation
+// starts or the group is loaded.
+func (g *group) computeSubscribedTopics() (topics map[string]bool, ok bool) {
 	if g.protocolType != consumerProtocolType {
 		return nil, false
 	}

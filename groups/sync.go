@@ -39,14 +39,14 @@ func (c *Coordinator) Sync(ctx context.Context, req SyncRequest) SyncResult {
 // sync runs the SyncGroup logic under g.mu.
 func (g *group) sync(req SyncRequest) (chan SyncResult, SyncResult) {
 	fail := func(err error) (chan SyncResult, SyncResult) { return nil, SyncResult{Err: err} }
-	m, ok := g.members[req.MemberID]
-	switch {
-	case g.state == Dead:
+	if g.state == Dead {
 		return fail(ErrCoordinatorNotAvailable)
-	case g.isFenced(req.MemberID, req.InstanceID):
-		return fail(ErrFencedInstanceID)
-	case !ok:
-		return fail(ErrUnknownMemberID)
+	}
+	if err := g.validateMember(req.MemberID, req.InstanceID); err != nil {
+		return fail(err)
+	}
+	m := g.members[req.MemberID]
+	switch {
 	case req.Generation != g.generation:
 		return fail(ErrIllegalGeneration)
 	case req.ProtocolType != "" && req.ProtocolType != g.protocolType,

@@ -31,10 +31,24 @@ func Validate(p Partition, maxMetadataBytes int32) error {
 		return ErrInvalidTopic
 	case p.Partition < 0:
 		return ErrInvalidPartition
-	case p.Metadata != nil && len(*p.Metadata) > int(maxMetadataBytes):
+	case p.Metadata != nil && javaLength(*p.Metadata) > int(maxMetadataBytes):
 		return ErrMetadataTooLarge
 	}
 	return nil
+}
+
+// javaLength is Java's String.length() of s: UTF-16 code units, which is
+// what Kafka compares with offset.metadata.max.bytes despite its name.
+func javaLength(s string) int {
+	n := 0
+	for _, r := range s {
+		if r > 0xFFFF {
+			n += 2
+		} else {
+			n++
+		}
+	}
+	return n
 }
 
 // Record converts a validated partition for storage. now is the leader's

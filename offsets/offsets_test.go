@@ -21,6 +21,10 @@ func TestValidate(t *testing.T) {
 		{Partition{Topic: "t"}, nil},
 		{Partition{Topic: "", Partition: 1}, ErrInvalidTopic},
 		{Partition{Topic: "t", Partition: -1}, ErrInvalidPartition},
+		// Kafka counts UTF-16 code units (String.length), not bytes.
+		{Partition{Topic: "t", Metadata: func() *string { s := strings.Repeat("é", 4096); return &s }()}, nil},
+		{Partition{Topic: "t", Metadata: func() *string { s := strings.Repeat("😀", 2048); return &s }()}, nil},
+		{Partition{Topic: "t", Metadata: func() *string { s := strings.Repeat("😀", 2049); return &s }()}, ErrMetadataTooLarge},
 	} {
 		if err := Validate(c.p, 4096); !errors.Is(err, c.want) {
 			t.Errorf("%+v: %v, want %v", c.p, err, c.want)

@@ -1,0 +1,54 @@
+// Package conformance is a differential conformance suite for kcoord's group
+// coordinator: scripted conversations of raw Kafka requests, at pinned
+// versions, are played against franz-go's kfake and against kcoord, and the
+// two transcripts must match line by line.
+//
+// # Scripts
+//
+// A Scenario is a list of Steps. Each step names a member (a symbol such as
+// "A"); every member has its own TCP connection, whose client id is the
+// member's name. Steps:
+//
+//   - Do(m, req): send req on m's connection and wait for the answer;
+//   - Send(m, req): send without waiting (a JoinGroup or SyncGroup that
+//     blocks);
+//   - Await(m): the answer to m's pending request;
+//   - Wait(m, d): the answer if it comes within d, else "pending";
+//   - Sleep(d);
+//   - Group(steps...): a reusable fragment (fragments_test.go);
+//   - Either(outcomes, steps...): racing requests whose answers depend on
+//     the order the server serialises them in; every correct outcome is
+//     listed.
+//
+// Member ids handed out by the server become symbols: an id
+// "<client or instance id>-<uuid>" is written "$<client or instance id>",
+// the second distinct id with the same prefix "$<prefix>2", and so on.
+// Requests may name members by symbol ("$A"); the symbol is replaced by the
+// id it is bound to when the request is sent.
+//
+// # Transcripts
+//
+// Each answer becomes one line: the member, the API and version, and the
+// fields that matter (error codes by name, generations, member symbols,
+// protocols, assignments, states, offsets), with throttles dropped and
+// collections sorted where Kafka does not specify an order.
+//
+// # Kafka, kfake and kcoord
+//
+// Apache Kafka is the reference. kfake stands in for it where it behaves as
+// Kafka does; where it departs, the step carries Kafka's answer with
+// Step.Kafka, naming the Kafka source file the answer comes from, and kcoord
+// is compared with that instead. The test fails if kfake starts answering as
+// Kafka does (the override is then stale). A few departures of kfake affect
+// every transcript (the form of member ids, client hosts and null offset
+// metadata); they are normalised for kfake only, in normalize.go, each with
+// its Kafka reference.
+//
+// The scripts live in the scenarios_*_test.go files; each scenario gets a
+// kfake cluster and an in-process kcoord node of its own, configured alike
+// (Config), with topics t1, t2 and t3 of three partitions. Run them with
+//
+//	go test ./conformance/
+//
+// and add -v to print every transcript.
+package conformance

@@ -1,0 +1,137 @@
+package conformance
+
+// Member and generation checks of Heartbeat, SyncGroup and OffsetCommit;
+// commits outside group management; offset.metadata.max.bytes.
+var errorScenarios = []Scenario{
+	{
+		Name: "heartbeat_errors",
+		Steps: []Step{
+			stableAB(),
+			Do("A", Heartbeat(4, "$A", 2)),
+			Do("A", Heartbeat(4, "$A", 1)),
+			Do("A", Heartbeat(4, "A-bogus", 2)),
+			Do("A", Heartbeat(4, "$A", 2, InGroup("nope"))).Kafka(
+				"A Heartbeat v4: UNKNOWN_MEMBER_ID",
+				"a heartbeat for a group the coordinator does not know is UNKNOWN_MEMBER_ID "+
+					"(GroupCoordinator.scala handleHeartbeat: case None => Errors.UNKNOWN_MEMBER_ID); "+
+					"kfake answers GROUP_ID_NOT_FOUND"),
+			Do("A", Heartbeat(0, "$A", 2, InGroup(""))).Kafka(
+				"A Heartbeat v0: INVALID_GROUP_ID",
+				"an empty group id is invalid outside OffsetCommit, OffsetFetch, DescribeGroups and "+
+					"DeleteGroups (GroupCoordinator.scala isValidGroupId); kfake answers GROUP_ID_NOT_FOUND"),
+			Send("B", Join(7, "$B", Protocols(P("range", "t1", "t2")))),
+			Wait("B", short),
+			Do("A", Heartbeat(4, "$A", 2)),
+			Do("A", Heartbeat(4, "$A", 1)),
+			Do("A", Join(7, "$A")),
+			Await("B"),
+			Do("B", Heartbeat(4, "$B", 3)),
+			Do("B", Heartbeat(1, "$B", 2)),
+		},
+	},
+	{
+		Name: "sync_group_errors",
+		Steps: []Step{
+			stableA(),
+			Do("A", Sync(5, "A-bogus", 1)),
+			Do("A", Sync(5, "$A", 2)),
+			Do("A", Sync(5, "$A", 1)),
+			Do("A", Sync(5, "$A", 1, InGroup("nope"))).Kafka(
+				`A SyncGroup v5: UNKNOWN_MEMBER_ID proto=null/null assignment=""`,
+				"a SyncGroup for a group the coordinator does not know is UNKNOWN_MEMBER_ID "+
+					"(GroupCoordinator.scala handleSyncGroup: case None => UNKNOWN_MEMBER_ID); kfake "+
+					"answers GROUP_ID_NOT_FOUND"),
+			Do("A", Sync(2, "$A", 1, InGroup(""))).Kafka(
+				`A SyncGroup v2: INVALID_GROUP_ID assignment=""`,
+				"an empty group id is invalid for SyncGroup (GroupCoordinator.scala isValidGroupId); "+
+					"kfake answers GROUP_ID_NOT_FOUND"),
+			joinNew("B", 7),
+			Wait("B", short),
+			Do("A", Sync(5, "$A", 1)),
+			Do("A", Join(7, "$A")),
+			Await("B"),
+			Do("B", Sync(1, "$B", 1)),
+			Send("B", Sync(1, "$B", 2)),
+			Wait("B", short),
+			Do("A", Sync(1, "$A", 2, Assign("$A", "a2"), Assign("$B", "b2"))),
+			Await("B"),
+		},
+	},
+	{
+		Name: "offset_commit_member_and_generation_checks",
+		Steps: []Step{
+			stableAB(),
+			Do("A", Commit(8, "$A", 2, At("t1", 0, 10))),
+			Do("A", Commit(8, "$A", 1, At("t1", 0, 11))),
+			Do("A", Commit(8, "A-bogus", 2, At("t1", 0, 12))),
+			Do("X", Commit(8, "", -1, At("t1", 0, 13))),
+			Do("X", Commit(8, "$A", -1, At("t1", 0, 14))),
+			Send("B", Join(7, "$B", Protocols(P("range", "t1", "t2")))),
+			Wait("B", short),
+			// PreparingRebalance takes commits of the generation ending.
+			Do("A", Commit(8, "$A", 2, At("t1", 1, 20))),
+			Do("A", Commit(8, "$A", 3, At("t1", 1, 21))),
+			Do("A", Join(7, "$A")),
+			Await("B"),
+			// CompletingRebalance: the member and generation are checked
+			// first, then the state.
+			Do("A", Commit(8, "$A", 3, At("t1", 0, 30))),
+			Do("A", Commit(8, "$A", 2, At("t1", 0, 31))),
+			Do("A", Commit(8, "A-bogus", 3, At("t1", 0, 32))),
+			Do("B", Commit(2, "$B", 3, At("t1", 0, 33))),
+			Do("X", Fetch(7, Of("t1", 0, 1))),
+		},
+	},
+	{
+		// Generation -1 commits offsets outside group management: only an
+		// Empty (or unknown) group takes them.
+		Name: "offset_commit_generation_minus_one",
+		Steps: []Step{
+			Do("X", Commit(2, "", -1, At("t1", 0, 5))),
+			Do("X", Fetch(1, Of("t1", 0))),
+			Do("X", Commit(8, "", 3, At("t1", 0, 6), InGroup("g2"))),
+			Do("X", Commit(8, "", 3, At("t1", 0, 6))).Kafka(
+				"X OffsetCommit v8: t1/0=UNKNOWN_MEMBER_ID",
+				"a commit with a generation to an existing Empty group is checked as a member's "+
+					"(GroupCoordinator.scala validateOffsetCommit: validateCurrentMember => UNKNOWN_MEMBER_ID); "+
+					"kfake answers ILLEGAL_GENERATION"),
+			Do("X", Describe(5, "g", "g2")),
+			stableA(),
+			Do("X", Commit(8, "", -1, At("t1", 0, 7))),
+			Do("X", Commit(6, "$A", -1, At("t1", 0, 7))),
+			Do("A", Leave(4, "$A")),
+			Do("X", Commit(8, "", -1, At("t1", 0, 8))),
+			Do("X", Commit(3, "", -1, At("t1", 1, 9))),
+			Do("X", Fetch(8, Of("t1", 0, 1))),
+		},
+	},
+	{
+		Name:   "offset_metadata_max_bytes",
+		Config: Config{MetadataMaxBytes: 10},
+		Steps: []Step{
+			Do("X", Commit(8, "", -1, AtMeta("t1", 0, 1, "0123456789"), AtMeta("t1", 1, 2, "0123456789A"))).Kafka(
+				"X OffsetCommit v8: t1/0=NONE t1/1=OFFSET_METADATA_TOO_LARGE",
+				"each partition's metadata is checked against offset.metadata.max.bytes "+
+					"(GroupMetadataManager.scala storeOffsets, validateOffsetMetadataLength); kfake does "+
+					"not enforce it"),
+			Do("X", Fetch(7, Of("t1", 0, 1))).Kafka(
+				`X OffsetFetch v7: NONE [t1/0=1 epoch=-1 meta="0123456789"] [t1/1=-1 epoch=-1 meta=""]`,
+				"the partition with too much metadata was not stored (GroupMetadataManager.scala storeOffsets)"),
+			Do("X", Commit(8, "", -1, AtMeta("t1", 2, 3, "0123456789AB"))).Kafka(
+				"X OffsetCommit v8: t1/2=OFFSET_METADATA_TOO_LARGE",
+				"GroupMetadataManager.scala storeOffsets: every partition too large"),
+			// Kafka measures String.length(), in UTF-16 code units: ten
+			// two-byte characters fit in ten.
+			Do("X", Commit(8, "", -1, AtMeta("t2", 0, 4, "éééééééééé"))),
+			stableA(InGroup("m")),
+			Do("A", Commit(8, "$A", 1, InGroup("m"), AtMeta("t1", 0, 5, "01234567890"))).Kafka(
+				"A OffsetCommit v8: t1/0=OFFSET_METADATA_TOO_LARGE",
+				"members' commits are checked too (GroupMetadataManager.scala storeOffsets); kfake does "+
+					"not enforce offset.metadata.max.bytes"),
+			Do("X", Fetch(8, InGroup("m"), Of("t1", 0))).Kafka(
+				`X OffsetFetch v8: m NONE [t1/0=-1 epoch=-1 meta=""]`,
+				"the commit with too much metadata was not stored (GroupMetadataManager.scala storeOffsets); "+
+					"kfake stored it"),
+		},
+	},
+}

@@ -1,0 +1,87 @@
+package conformance
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcoord/kcoord/server"
+	"github.com/kcoord/kcoord/transport"
+)
+
+// startKfake starts a one-broker kfake cluster configured as cfg and
+// returns its address. kfake has no initial rebalance delay and no
+// offset.metadata.max.bytes; scripts that depend on them state Kafka's
+// answers.
+func startKfake(t *testing.T, cfg Config) string {
+	t.Helper()
+	c, err := kfake.NewCluster(
+		kfake.NumBrokers(1),
+		kfake.SeedTopics(Partitions, Topics...),
+		kfake.GroupMinSessionTimeout(cfg.MinSession),
+		kfake.GroupMaxSessionTimeout(cfg.MaxSession),
+		kfake.BrokerConfigs(map[string]string{
+			"group.max.size": strconv.Itoa(int(cfg.MaxSize)),
+			// kfake's extension: offsets.retention.minutes in ms.
+			"offset.retention.ms":                 strconv.FormatInt(cfg.Retention.Milliseconds(), 10),
+			"offsets.retention.check.interval.ms": strconv.FormatInt(cfg.RetentionCheck.Milliseconds(), 10),
+		}),
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c.ListenAddrs()[0]
+}
+
+// startKcoord starts an in-process kcoord node configured as cfg, with
+// Topics registered, and returns its address.
+func startKcoord(t *testing.T, cfg Config) string {
+	t.Helper()
+	sc := server.TestConfig(t.TempDir())
+	sc.GroupInitialRebalanceDelay = cfg.InitialDelay
+	sc.GroupMinSessionTimeout = cfg.MinSession
+	sc.GroupMaxSessionTimeout = cfg.MaxSession
+	sc.GroupMaxSize = cfg.MaxSize
+	sc.OffsetMetadataMaxBytes = cfg.MetadataMaxBytes
+	sc.OffsetsRetention = cfg.Retention
+	sc.OffsetsRetentionCheckInterval = cfg.RetentionCheck
+	s := server.StartTestServer(t, sc)
+	addr := s.KafkaAddr().String()
+	createTopics(t, addr)
+	return addr
+}
+
+// createTopics registers Topics in kcoord (kfake seeds them).
+func createTopics(t *testing.T, addr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := transport.Dial(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Version = 7
+	req.TimeoutMillis = 10000
+	for _, name := range Topics {
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, Partitions, 1
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := c.Do(ctx, req)
+	if err != nil {
+		t.Fatalf("creating topics: %v", err)
+	}
+	for _, rt := range resp.(*kmsg.CreateTopicsResponse).Topics {
+		if err := kerr.ErrorForCode(rt.ErrorCode); err != nil {
+			t.Fatalf("creating topic %s: %v", rt.Topic, err)
+		}
+	}
+}
