@@ -40,7 +40,10 @@ func TestFailoverKeepsCommitsAndGenerations(t *testing.T) {
 	for i := range members {
 		// Each member bootstraps from a different node: routing must work
 		// from any of them.
-		members[i] = startKgoMember(ctx, t, seeds[i], group, topic, i, kgo.CooperativeStickyBalancer(), kgo.SeedBrokers(seeds[i]))
+		// The session timeout must outlast the failover plus the client's
+		// retry backoff (Kafka's default is 45s), or the client gives up on
+		// its own membership and rejoins.
+		members[i] = startKgoMember(ctx, t, seeds[i], group, topic, i, kgo.CooperativeStickyBalancer(), kgo.SeedBrokers(seeds[i]), kgo.SessionTimeout(15*time.Second))
 	}
 	waitFor(ctx, t, "three members to own all partitions", func(ctx context.Context) error {
 		return checkGroup(ctx, adm, group, topic, groupPartitions, "cooperative-sticky", kgoView(members))

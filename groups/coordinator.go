@@ -20,6 +20,11 @@ type Log interface {
 	ApplyAsync(cmd []byte, timeout time.Duration) raft.ApplyFuture
 	// Barrier waits until every entry committed before it is applied.
 	Barrier(timeout time.Duration) error
+	// IsLeader reports whether Raft still holds the shard's leadership; it
+	// must be cheap (the coordinator asks on every request): between Raft
+	// stepping down and Deactivate, requests must not be served from a
+	// state that no longer moves.
+	IsLeader() bool
 }
 
 // Coordinator serves the classic groups of one shard while this node leads
@@ -160,7 +165,7 @@ func (c *Coordinator) lookup(id string, create bool) (*group, error) {
 	switch {
 	case loading:
 		return nil, ErrLoadInProgress
-	case !active:
+	case !active || !c.log.IsLeader():
 		return nil, ErrNotCoordinator
 	case ok || !create:
 		return g, nil

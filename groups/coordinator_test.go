@@ -517,3 +517,14 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+func TestNoServingOnceRaftSteppedDown(t *testing.T) {
+	c, log := newTestCoordinator(t, nil)
+	ids, gen := stableGroup(t, c, "g", 1)
+	// Raft stepped down; Deactivate has not run yet.
+	log.SetLeader(false)
+	wantErr(t, c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}), ErrNotCoordinator)
+	wantErr(t, c.Check(), ErrNotCoordinator)
+	_, err := c.Describe("g")
+	wantErr(t, err, ErrNotCoordinator)
+}

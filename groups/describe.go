@@ -62,7 +62,7 @@ func (c *Coordinator) Check() error {
 	switch {
 	case c.loading:
 		return ErrLoadInProgress
-	case !c.active:
+	case !c.active || !c.log.IsLeader():
 		return ErrNotCoordinator
 	}
 	return nil

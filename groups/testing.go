@@ -16,10 +16,11 @@ import (
 type MemLog struct {
 	FSM *fsm.ShardFSM
 
-	mu    sync.Mutex
-	index uint64
-	fail  error
-	delay time.Duration
+	mu        sync.Mutex
+	index     uint64
+	fail      error
+	delay     time.Duration
+	notLeader bool
 }
 
 // NewMemLog returns a MemLog applying to a fresh shard FSM.
@@ -64,6 +65,20 @@ func (l *MemLog) ApplyAsync(cmd []byte, _ time.Duration) raft.ApplyFuture {
 		close(f.done)
 	}()
 	return f
+}
+
+// SetLeader makes IsLeader report leader (a MemLog starts leading).
+func (l *MemLog) SetLeader(leader bool) {
+	l.mu.Lock()
+	l.notLeader = !leader
+	l.mu.Unlock()
+}
+
+// IsLeader implements Log.
+func (l *MemLog) IsLeader() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.notLeader
 }
 
 // Barrier implements Log.

@@ -382,6 +382,12 @@ func (l *lazyLog) ApplyAsync(cmd []byte, timeout time.Duration) raft.ApplyFuture
 	return sh.ApplyAsync(cmd, timeout)
 }
 
+// IsLeader implements groups.Log.
+func (l *lazyLog) IsLeader() bool {
+	sh, err := l.raftShard()
+	return err == nil && sh.IsLeader()
+}
+
 // Barrier implements groups.Log.
 func (l *lazyLog) Barrier(timeout time.Duration) error {
 	sh, err := l.raftShard()
