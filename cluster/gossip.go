@@ -7,6 +7,7 @@ import (
 	"log"
 	"net"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -41,6 +42,11 @@ type gossip struct {
 	queue   *memberlist.TransmitLimitedQueue
 	logger  hclog.Logger
 	changed chan struct{} // poked on membership changes (bootstrap waits on it)
+
+	// known holds the last meta of every live node, from memberlist's
+	// events (reading memberlist's own node list races with its updates).
+	mu    sync.Mutex
+	known map[string]nodeMeta // by memberlist node name
 }
 
 // startGossip creates the memberlist and joins the seeds (best effort: a
@@ -52,7 +58,7 @@ func (n *Node) startGossip() error {
 		return fmt.Errorf("cluster: gossip addr: %w", err)
 	}
 	port, _ := strconv.Atoi(portStr)
-	g := &gossip{n: n, logger: n.logger.Named("gossip"), changed: make(chan struct{}, 1)}
+	g := &gossip{n: n, logger: n.logger.Named("gossip"), changed: make(chan struct{}, 1), known: make(map[string]nodeMeta)}
 	mc := memberlist.DefaultLANConfig()
 	mc.Name = "kcoord-" + strconv.Itoa(int(cfg.NodeID))
 	mc.BindAddr, mc.BindPort = host, port
@@ -123,12 +129,14 @@ func (g *gossip) broadcastLeader(shard int32, e leaderEntry) {
 	g.queue.QueueBroadcast(simpleBroadcast(b))
 }
 
-// peers returns the live nodes' metas, this node included.
+// peers returns the live nodes' metas, this node's current one included.
 func (g *gossip) peers() []nodeMeta {
-	var out []nodeMeta
-	for _, m := range g.ml.Members() {
-		var nm nodeMeta
-		if json.Unmarshal(m.Meta, &nm) == nil && nm.Raft != "" {
+	self := g.meta()
+	out := []nodeMeta{self}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, nm := range g.known {
+		if nm.ID != self.ID {
 			out = append(out, nm)
 		}
 	}
@@ -191,6 +199,9 @@ func (g *gossip) NotifyLeave(node *memberlist.Node) {
 	if json.Unmarshal(node.Meta, &nm) != nil || nm.ID == g.n.cfg.NodeID {
 		return
 	}
+	g.mu.Lock()
+	delete(g.known, node.Name)
+	g.mu.Unlock()
 	g.logger.Info("node left", "node_id", nm.ID)
 	g.n.members.remove(nm.ID)
 	g.n.leaders.forgetNode(nm.ID)
@@ -202,6 +213,9 @@ func (g *gossip) upsert(node *memberlist.Node) {
 	if json.Unmarshal(node.Meta, &nm) != nil || nm.Raft == "" {
 		return
 	}
+	g.mu.Lock()
+	g.known[node.Name] = nm
+	g.mu.Unlock()
 	if _, known := g.n.members.broker(nm.ID); !known {
 		g.logger.Info("node joined", "node_id", nm.ID, "kafka", nm.Kafka, "raft", nm.Raft)
 	}

@@ -92,13 +92,6 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, logger: logger, mux: mux, stop: make(chan struct{})}
 	n.members.set(Broker{NodeID: cfg.NodeID, KafkaAddr: cfg.KafkaAddr}, mux.advertise)
-	userHook := cfg.OnLeadership
-	n.cfg.OnLeadership = func(shard int32, leader bool) {
-		n.localLeadership(shard, leader)
-		if userHook != nil {
-			userHook(shard, leader)
-		}
-	}
 	if cfg.GossipAddr != "" {
 		if err := n.startGossip(); err != nil {
 			_ = mux.Close()
@@ -254,7 +247,12 @@ func (n *Node) startShard(id int32, fsm raft.FSM, bootstrap bool) (s *Shard, err
 		hadState:     existing,
 		pending:      make(map[*shardFuture]struct{}),
 	}
-	go s.leadershipLoop(n.cfg.OnLeadership)
+	go s.leadershipLoop(func(id int32, leader bool) {
+		n.localLeadership(s, leader)
+		if cfg.OnLeadership != nil {
+			cfg.OnLeadership(id, leader)
+		}
+	})
 	if !cfg.DisableElectionNudge {
 		s.nudgeElection()
 	}
@@ -337,17 +335,13 @@ func (n *Node) LeaderOf(shard int32) (Broker, bool) {
 // localLeadership records a leadership change of one of this node's shards
 // in the leader table and gossips it. Runs on the shard's leadership
 // goroutine.
-func (n *Node) localLeadership(shard int32, leader bool) {
+func (n *Node) localLeadership(s *Shard, leader bool) {
 	if !leader {
 		return
 	}
-	s := n.Shard(shard)
-	if s == nil {
-		return
-	}
 	e := leaderEntry{Node: n.cfg.NodeID, Term: s.Raft.CurrentTerm()}
-	if n.leaders.update(shard, e) && n.gossip != nil {
-		n.gossip.broadcastLeader(shard, e)
+	if n.leaders.update(s.ID, e) && n.gossip != nil {
+		n.gossip.broadcastLeader(s.ID, e)
 	}
 }
 
