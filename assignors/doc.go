@@ -1,0 +1,60 @@
+// Package assignors decides which member of a consumer group consumes which
+// partition: Kafka's partition assignment strategies (range, roundrobin,
+// sticky, cooperative-sticky), a registry for custom ones, the consumer
+// protocol's wire formats, and adapters that plug every strategy into
+// franz-go as a kgo.GroupBalancer. Clients use it today; the coordinator
+// will use it for server-side assignment (KIP-848).
+//
+// Who calls what, in a classic (JoinGroup/SyncGroup) consumer group:
+//
+//   - Every member, when it joins, calls SubscriptionUserData on each
+//     assignor it supports and sends the result inside its subscription
+//     (EncodeSubscription: the consumer protocol's ConsumerMemberMetadata).
+//   - The coordinator picks a strategy every member supports and elects a
+//     leader. The leader decodes every member's subscription
+//     (DecodeSubscription) and calls Assign with the group's topics.
+//   - The leader encodes each member's Assignment (EncodeAssignment) into its
+//     SyncGroup request; every member decodes its own (DecodeAssignment) and
+//     calls OnAssignment.
+//
+// Balancer does all of the above for a franz-go client. For the built-in
+// strategies the leader decodes the wire formats straight into a compact
+// form that numbers topics, partitions and members, and encodes the plan
+// straight into SyncGroup assignments: balancing two thousand members over
+// a million partitions allocates a few large slices, not a map per member.
+//
+// # Sticky assignment
+//
+// The sticky strategies put balance first, then stickiness, then racks:
+//
+//  1. Balance: the load vector is the most even one the subscriptions allow
+//     (no partition can move, even along a chain of members each handing
+//     one on, from a member to one at least two below it). In particular
+//     members with the same subscriptions end at most one partition apart.
+//  2. Stickiness: among those assignments, the one that keeps the most
+//     partitions with their previous owners. A partition moves only if
+//     balance needs it.
+//  3. Racks (KIP-881): when a member picks which of its partitions to keep,
+//     and when the partitions nobody keeps are dealt, those with a replica
+//     in the member's rack go first. Racks never cost balance or moves.
+//
+// Members with identical subscriptions form a class, topics subscribed by
+// the same classes a topic class. With one class (everybody subscribes
+// alike) the plan is direct: the larger shares go to the members that held
+// the most, each keeps what its share allows, and the rest is dealt round
+// robin. With several classes, the loads are settled between classes by
+// augmenting paths over the (small) class graph, split within classes, and
+// made as sticky as the balance allows by cancelling negative cycles in the
+// flow's residual graph, first between classes and then between members.
+// Either way, picking the partitions is linear in their number.
+//
+// Prior ownership follows Kafka: the eager sticky assignor reads it from
+// the user data (StickyAssignorUserData, which Java's and franz-go's
+// clients write too); the cooperative one from the owned partitions of the
+// subscription and their generation. When members disagree, the claim of
+// the highest generation stands.
+//
+// Registry maps strategy names (and Kafka's Java class names, as found in
+// partition.assignment.strategy) to assignors; Random is an example of a
+// custom assignor written against the public API alone.
+package assignors
