@@ -30,8 +30,14 @@ func (n *Node) balanceLoop() {
 	}
 }
 
-// balanceLeaders runs one round.
+// balanceLeaders runs one round. It waits for a quiet cluster: right after
+// leadership moved (a node died or returned) gossip may still list a dead
+// node, and a transfer to it would block the shard's writes until it times
+// out; a failed transfer ends the round.
 func (n *Node) balanceLeaders() {
+	if since := time.Since(time.Unix(0, n.lastLeaderChange.Load())); since < 2*n.cfg.BalanceInterval {
+		return
+	}
 	live := n.members.brokers()
 	if len(live) < 2 {
 		return
@@ -61,7 +67,7 @@ func (n *Node) balanceLeaders() {
 		}
 		if err := s.Raft.LeadershipTransferToServer(target.ID, target.Address).Error(); err != nil {
 			n.logger.Warn("leadership transfer failed", "shard", s.ID, "to", target.ID, "error", err)
-			continue
+			return
 		}
 		counts[voterID(target)]++
 		counts[n.cfg.NodeID]--

@@ -101,14 +101,17 @@ type Config struct {
 
 	// HeartbeatTimeout (wall-clock duration) is how long a follower goes
 	// without contact from a leader before it starts an election; the leader
-	// heartbeats at a tenth of it. Default 1s.
+	// heartbeats at a tenth of it. Default 500ms: a LAN round trip is well
+	// under a millisecond, and a group whose coordinator died must have a
+	// new one before its members' clients give up on it (franz-go rejoins
+	// after about 2s of failed heartbeats).
 	HeartbeatTimeout time.Duration
 	// ElectionTimeout (wall-clock duration) is how long a candidate waits for
-	// votes before retrying. Must be >= HeartbeatTimeout. Default 1s.
+	// votes before retrying. Must be >= HeartbeatTimeout. Default 500ms.
 	ElectionTimeout time.Duration
 	// LeaderLeaseTimeout (wall-clock duration): a leader that has not heard
 	// from a quorum for this long steps down. Must be <= HeartbeatTimeout.
-	// Default 500ms.
+	// Default 250ms.
 	LeaderLeaseTimeout time.Duration
 	// CommitTimeout (wall-clock duration) is the longest a leader waits
 	// without new entries before it sends followers an AppendEntries, so they
@@ -158,9 +161,9 @@ func DefaultConfig() Config {
 		KafkaAddr:          "127.0.0.1:9092",
 		Shards:             50,
 		BootstrapExpect:    1,
-		HeartbeatTimeout:   1000 * time.Millisecond,
-		ElectionTimeout:    1000 * time.Millisecond,
-		LeaderLeaseTimeout: 500 * time.Millisecond,
+		HeartbeatTimeout:   500 * time.Millisecond,
+		ElectionTimeout:    500 * time.Millisecond,
+		LeaderLeaseTimeout: 250 * time.Millisecond,
 		CommitTimeout:      50 * time.Millisecond,
 		SnapshotInterval:   120 * time.Second,
 		SnapshotThreshold:  8192,

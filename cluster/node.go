@@ -56,6 +56,9 @@ type Node struct {
 	// (bootstrapped, or restarted with data).
 	hasState atomic.Bool
 	stop     chan struct{} // closed by Shutdown: background loops end
+	// lastLeaderChange is when one of this node's shards last gained or
+	// lost leadership (Unix nanoseconds); balancing waits for quiet.
+	lastLeaderChange atomic.Int64
 
 	closed       atomic.Bool
 	shutdownOnce sync.Once
@@ -336,6 +339,7 @@ func (n *Node) LeaderOf(shard int32) (Broker, bool) {
 // in the leader table and gossips it. Runs on the shard's leadership
 // goroutine.
 func (n *Node) localLeadership(s *Shard, leader bool) {
+	n.lastLeaderChange.Store(time.Now().UnixNano())
 	if !leader {
 		return
 	}
