@@ -36,4 +36,4 @@ cluster-down:
 	KCOORD_IMAGE=$(IMAGE) $(COMPOSE) down -v
 
 test-docker:
-	$(GO) test ./e2e/ -run '^TestDockerCluster$$' -count=1 -v -timeout 8m
+	$(GO) test ./e2e/ -run '^TestDockerCluster$$' -count=1 -v -timeout 12m
