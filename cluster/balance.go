@@ -11,7 +11,7 @@ import (
 
 // maxTransfersPerRound bounds the leadership transfers one node starts per
 // balance round, so a returning node is not hit by a storm of elections.
-const maxTransfersPerRound = 6
+const maxTransfersPerRound = 16
 
 // balanceLoop spreads group-shard leadership evenly over the live nodes:
 // every BalanceInterval a node that leads more than its share hands the
@@ -30,12 +30,13 @@ func (n *Node) balanceLoop() {
 	}
 }
 
-// balanceLeaders runs one round. It waits for a quiet cluster: right after
-// leadership moved (a node died or returned) gossip may still list a dead
-// node, and a transfer to it would block the shard's writes until it times
-// out; a failed transfer ends the round.
+// balanceLeaders runs one round. It waits until this node has gained no
+// leadership for a balance interval: gains follow elections, and right after
+// a crash gossip may still list the dead node, so a transfer to it would
+// block the shard's writes until it timed out. (Losses are this node's own
+// transfers and do not hold it back.) A failed transfer ends the round.
 func (n *Node) balanceLeaders() {
-	if since := time.Since(time.Unix(0, n.lastLeaderChange.Load())); since < 2*n.cfg.BalanceInterval {
+	if since := time.Since(time.Unix(0, n.lastLeaderGain.Load())); since < n.cfg.BalanceInterval {
 		return
 	}
 	live := n.members.brokers()

@@ -56,9 +56,9 @@ type Node struct {
 	// (bootstrapped, or restarted with data).
 	hasState atomic.Bool
 	stop     chan struct{} // closed by Shutdown: background loops end
-	// lastLeaderChange is when one of this node's shards last gained or
-	// lost leadership (Unix nanoseconds); balancing waits for quiet.
-	lastLeaderChange atomic.Int64
+	// lastLeaderGain is when this node last won a shard's leadership (Unix
+	// nanoseconds); balancing waits for quiet after elections.
+	lastLeaderGain atomic.Int64
 
 	closed       atomic.Bool
 	shutdownOnce sync.Once
@@ -339,10 +339,10 @@ func (n *Node) LeaderOf(shard int32) (Broker, bool) {
 // in the leader table and gossips it. Runs on the shard's leadership
 // goroutine.
 func (n *Node) localLeadership(s *Shard, leader bool) {
-	n.lastLeaderChange.Store(time.Now().UnixNano())
 	if !leader {
 		return
 	}
+	n.lastLeaderGain.Store(time.Now().UnixNano())
 	e := leaderEntry{Node: n.cfg.NodeID, Term: s.Raft.CurrentTerm()}
 	if n.leaders.update(s.ID, e) && n.gossip != nil {
 		n.gossip.broadcastLeader(s.ID, e)
