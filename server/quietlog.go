@@ -1,28 +1,72 @@
 package server
 
-import "github.com/hashicorp/go-hclog"
+import (
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// repeatWindow is how long a message logged by one shard's Raft hides the
+// same message from every other shard.
+const repeatWindow = 10 * time.Second
 
 // minLevelLogger drops records below min and passes the rest to the wrapped
-// logger. It quiets hashicorp/raft, which logs every election of every shard
-// at info: fifty shards make hundreds of lines per start.
+// logger, once per message per repeatWindow across all its children. It
+// quiets hashicorp/raft, which logs every election of every shard at info
+// (fifty shards make hundreds of lines per start) and, when a peer is down,
+// the same dial error for every shard every few milliseconds.
 type minLevelLogger struct {
 	hclog.Logger
-	min hclog.Level
+	min     hclog.Level
+	repeats *repeats
 }
 
-// quiet wraps l so that it keeps only records at min or above, unless l is
-// itself at debug or lower (then everything l would log is kept).
+// repeats remembers when each message was last logged.
+type repeats struct {
+	mu         sync.Mutex
+	last       map[string]time.Time
+	suppressed map[string]int
+}
+
+// allow reports whether msg may be logged now, and how many copies were
+// suppressed since it last was.
+func (r *repeats) allow(msg string) (bool, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := time.Now()
+	if t, ok := r.last[msg]; ok && now.Sub(t) < repeatWindow {
+		r.suppressed[msg]++
+		return false, 0
+	}
+	r.last[msg] = now
+	n := r.suppressed[msg]
+	delete(r.suppressed, msg)
+	return true, n
+}
+
+// quiet wraps l so that it keeps only records at min or above, each message
+// at most once per repeatWindow, unless l is itself at debug or lower (then
+// everything l would log is kept).
 func quiet(l hclog.Logger, min hclog.Level) hclog.Logger {
 	if l.IsDebug() {
 		return l
 	}
-	return minLevelLogger{Logger: l, min: min}
+	return minLevelLogger{Logger: l, min: min, repeats: &repeats{last: make(map[string]time.Time), suppressed: make(map[string]int)}}
 }
 
 func (l minLevelLogger) Log(level hclog.Level, msg string, args ...any) {
-	if level >= l.min {
-		l.Logger.Log(level, msg, args...)
+	if level < l.min {
+		return
 	}
+	ok, suppressed := l.repeats.allow(msg)
+	if !ok {
+		return
+	}
+	if suppressed > 0 {
+		args = append(args, "repeats_suppressed", suppressed)
+	}
+	l.Logger.Log(level, msg, args...)
 }
 
 func (l minLevelLogger) Trace(msg string, args ...any) { l.Log(hclog.Trace, msg, args...) }
@@ -36,13 +80,13 @@ func (l minLevelLogger) IsDebug() bool { return l.min <= hclog.Debug && l.Logger
 func (l minLevelLogger) IsInfo() bool  { return l.min <= hclog.Info && l.Logger.IsInfo() }
 
 func (l minLevelLogger) With(args ...any) hclog.Logger {
-	return minLevelLogger{Logger: l.Logger.With(args...), min: l.min}
+	return minLevelLogger{Logger: l.Logger.With(args...), min: l.min, repeats: l.repeats}
 }
 
 func (l minLevelLogger) Named(name string) hclog.Logger {
-	return minLevelLogger{Logger: l.Logger.Named(name), min: l.min}
+	return minLevelLogger{Logger: l.Logger.Named(name), min: l.min, repeats: l.repeats}
 }
 
 func (l minLevelLogger) ResetNamed(name string) hclog.Logger {
-	return minLevelLogger{Logger: l.Logger.ResetNamed(name), min: l.min}
+	return minLevelLogger{Logger: l.Logger.ResetNamed(name), min: l.min, repeats: l.repeats}
 }

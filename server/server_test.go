@@ -89,6 +89,15 @@ func TestQuietLoggerKeepsWarnings(t *testing.T) {
 	if out := buf.String(); strings.Contains(out, "entering leader") || !strings.Contains(out, "heartbeat failed") || !strings.Contains(out, "shard=3") {
 		t.Fatalf("quiet logger wrote %q", out)
 	}
+	// The same message from every shard is logged once per window.
+	buf.Reset()
+	for shard := range 50 {
+		quietRaft := l.With("shard", shard)
+		quietRaft.Error("failed to dial peer")
+	}
+	if n := strings.Count(buf.String(), "failed to dial peer"); n != 1 {
+		t.Fatalf("repeated error logged %d times:\n%s", n, buf.String())
+	}
 	debug := hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Debug})
 	if quiet(debug, hclog.Warn) != debug {
 		t.Fatal("a debug logger must not be quieted")
