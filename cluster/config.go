@@ -53,6 +53,12 @@ type Config struct {
 	// bootstrapped by hand with Raft.BootstrapCluster).
 	BootstrapExpect int
 
+	// LogStore is where a new data dir keeps the shards' Raft logs:
+	// LogStoreNode (default: one file, group commit across shards) or
+	// LogStoreShard (one raft-boltdb file per shard). A data dir keeps the
+	// kind it was created with.
+	LogStore string
+
 	// ReplicationFactor is offsets.topic.replication.factor: voters per
 	// shard, capped at BootstrapExpect. Default 3.
 	ReplicationFactor int
@@ -173,6 +179,7 @@ func DefaultConfig() Config {
 		TransportTimeout:   10 * time.Second,
 		TransportMaxPool:   3,
 
+		LogStore:               LogStoreNode,
 		ReplicationFactor:      3,
 		GossipProbeInterval:    time.Second,
 		GossipPushPullInterval: 5 * time.Second,
@@ -223,6 +230,9 @@ func (c Config) withDefaults() Config {
 	if c.TransportMaxPool == 0 {
 		c.TransportMaxPool = d.TransportMaxPool
 	}
+	if c.LogStore == "" {
+		c.LogStore = d.LogStore
+	}
 	if c.ReplicationFactor == 0 {
 		c.ReplicationFactor = d.ReplicationFactor
 	}
@@ -270,6 +280,8 @@ func (c *Config) Validate() error {
 		return bad("BootstrapExpect %d is negative", cc.BootstrapExpect)
 	case cc.BootstrapExpect > 1 && cc.GossipAddr == "":
 		return bad("BootstrapExpect %d needs GossipAddr: nodes find each other through gossip", cc.BootstrapExpect)
+	case cc.LogStore != LogStoreNode && cc.LogStore != LogStoreShard:
+		return bad("LogStore %q is neither %q nor %q", cc.LogStore, LogStoreNode, LogStoreShard)
 	case cc.ReplicationFactor < 1:
 		return bad("ReplicationFactor %d must be positive", cc.ReplicationFactor)
 	}

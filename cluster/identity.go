@@ -19,6 +19,9 @@ type identity struct {
 	Version int   `json:"version"`
 	NodeID  int32 `json:"node_id"`
 	Shards  int32 `json:"shards"`
+	// LogStore is LogStoreNode or LogStoreShard; empty (written before the
+	// choice existed) means LogStoreShard.
+	LogStore string `json:"log_store,omitempty"`
 }
 
 // readIdentity returns the identity recorded in dataDir, and whether there was

@@ -60,6 +60,11 @@ type Node struct {
 	// nanoseconds); balancing waits for quiet after elections.
 	lastLeaderGain atomic.Int64
 
+	// logStore is LogStoreNode (nodeStore holds every shard's log) or
+	// LogStoreShard (one raft-boltdb file per shard).
+	logStore  string
+	nodeStore *NodeStore
+
 	closed       atomic.Bool
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -88,16 +93,31 @@ func NewNode(cfg Config) (*Node, error) {
 		return nil, fmt.Errorf("%w: %s has node id %d and %d shards, config has node id %d and %d shards",
 			ErrDataDirMismatch, cfg.DataDir, id.NodeID, id.Shards, cfg.NodeID, cfg.Shards)
 	}
+	logStore := cfg.LogStore
+	if initialised {
+		// A data dir keeps the log store it was created with; node.json
+		// from before the choice existed means per-shard files.
+		logStore = cmp.Or(id.LogStore, LogStoreShard)
+	}
 
 	mux, err := ListenMux(cfg.RaftAddr, cfg.AdvertiseRaftAddr, cfg.Logger.Named("raft-mux"))
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, logger: logger, mux: mux, stop: make(chan struct{})}
+	n := &Node{cfg: cfg, logger: logger, mux: mux, stop: make(chan struct{}), logStore: logStore}
+	if logStore == LogStoreNode {
+		if n.nodeStore, err = OpenNodeStore(filepath.Join(cfg.DataDir, "raft.db")); err != nil {
+			_ = mux.Close()
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+	}
 	n.members.set(Broker{NodeID: cfg.NodeID, KafkaAddr: cfg.KafkaAddr}, mux.advertise)
 	if cfg.GossipAddr != "" {
 		if err := n.startGossip(); err != nil {
 			_ = mux.Close()
+			if n.nodeStore != nil {
+				_ = n.nodeStore.Close()
+			}
 			return nil, err
 		}
 	}
@@ -133,7 +153,7 @@ func NewNode(cfg Config) (*Node, error) {
 	n.meta, n.shards = n.all[0], n.all[1:]
 
 	if !initialised {
-		if err := writeIdentity(cfg.DataDir, identity{Version: 1, NodeID: cfg.NodeID, Shards: cfg.Shards}); err != nil {
+		if err := writeIdentity(cfg.DataDir, identity{Version: 1, NodeID: cfg.NodeID, Shards: cfg.Shards, LogStore: logStore}); err != nil {
 			n.abort()
 			return nil, err
 		}
@@ -172,12 +192,9 @@ func (n *Node) startShard(id int32, fsm raft.FSM, bootstrap bool) (s *Shard, err
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, err
 	}
-	store, err := raftboltdb.New(raftboltdb.Options{
-		Path:        filepath.Join(dir, "raft.db"),
-		BoltOptions: &bbolt.Options{Timeout: boltOpenTimeout},
-	})
+	store, err := n.openShardStore(id, dir)
 	if err != nil {
-		return nil, fmt.Errorf("open raft.db (is another node using this data dir?): %w", err)
+		return nil, err
 	}
 	var trans *raft.NetworkTransport
 	defer func() {
@@ -262,6 +279,38 @@ func (n *Node) startShard(id int32, fsm raft.FSM, bootstrap bool) (s *Shard, err
 	return s, nil
 }
 
+// shardLogStore is what a shard's Raft keeps its log and term in.
+type shardLogStore interface {
+	raft.LogStore
+	raft.StableStore
+	Close() error
+}
+
+// openShardStore opens a shard's log and stable store: a view of the node
+// store, or its own raft-boltdb file.
+func (n *Node) openShardStore(id int32, dir string) (shardLogStore, error) {
+	if n.nodeStore != nil {
+		ss, err := n.nodeStore.Shard(id)
+		if err != nil {
+			return nil, err
+		}
+		return nopCloser{ss}, nil
+	}
+	store, err := raftboltdb.New(raftboltdb.Options{
+		Path:        filepath.Join(dir, "raft.db"),
+		BoltOptions: &bbolt.Options{Timeout: boltOpenTimeout},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("open raft.db (is another node using this data dir?): %w", err)
+	}
+	return store, nil
+}
+
+// nopCloser is a node-store view: the node closes the shared file.
+type nopCloser struct{ *ShardStore }
+
+func (nopCloser) Close() error { return nil }
+
 // abort stops whatever NewNode started.
 func (n *Node) abort() {
 	var wg sync.WaitGroup
@@ -273,6 +322,9 @@ func (n *Node) abort() {
 	}
 	wg.Wait()
 	_ = n.mux.Close()
+	if n.nodeStore != nil {
+		_ = n.nodeStore.Close()
+	}
 }
 
 // ID is this node's id.
@@ -312,7 +364,11 @@ func (n *Node) Brokers() []Broker { return n.members.brokers() }
 
 // LeaderOf returns the broker leading shard, if a leader is known and is a
 // live node: from this node's own Raft instance when it replicates the
-// shard, else from the leader table gossip maintains.
+// shard, else from the leader table gossip maintains. A leader this node's
+// follower has not heard from for half a heartbeat timeout (it heartbeats
+// ten times per timeout) counts as unknown: it is probably dead, and
+// sending clients to it would make them fail their requests until the
+// election ends instead of waiting for it.
 func (n *Node) LeaderOf(shard int32) (Broker, bool) {
 	s := n.Shard(shard)
 	if s == nil || n.closed.Load() {
@@ -321,6 +377,9 @@ func (n *Node) LeaderOf(shard int32) (Broker, bool) {
 	if s.replicated() {
 		_, id := s.Raft.LeaderWithID()
 		if id == "" {
+			return Broker{}, false
+		}
+		if id != s.localID && time.Since(s.Raft.LastContact()) > n.cfg.HeartbeatTimeout/2 {
 			return Broker{}, false
 		}
 		nodeID, err := strconv.ParseInt(string(id), 10, 32)
@@ -429,6 +488,9 @@ func (n *Node) Shutdown() error {
 		}
 		wg.Wait()
 		errs[len(n.all)] = n.mux.Close()
+		if n.nodeStore != nil {
+			errs = append(errs, n.nodeStore.Close())
+		}
 		n.shutdownErr = errors.Join(errs...)
 		n.logger.Info("node shut down", "node_id", n.cfg.NodeID, "elapsed", time.Since(start), "error", n.shutdownErr)
 	})

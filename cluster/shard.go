@@ -8,7 +8,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 )
 
 // Shard is one Raft group of a node: a group shard (ID 0..Shards-1) or the
@@ -24,7 +23,7 @@ type Shard struct {
 	logger       hclog.Logger
 	localID      raft.ServerID
 	leaseTimeout time.Duration
-	store        *raftboltdb.BoltStore
+	store        shardLogStore
 	trans        *raft.NetworkTransport
 	notifyCh     chan bool
 	leaderDone   chan struct{}
