@@ -528,3 +528,36 @@ func TestNoServingOnceRaftSteppedDown(t *testing.T) {
 	_, err := c.Describe("g")
 	wantErr(t, err, ErrNotCoordinator)
 }
+
+// TestSlowAssignmentWriteDoesNotBlockTheNextGeneration: while generation
+// 1's assignment is still being written, the group moves to generation 2;
+// the leader's sync for generation 2 must be written and answered.
+func TestSlowAssignmentWriteDoesNotBlockTheNextGeneration(t *testing.T) {
+	c, log := newTestCoordinator(t, nil)
+	a, b := joinReq("g", ""), joinReq("g", "")
+	ca, cb := joinAsync(c, a), joinAsync(c, b)
+	ja, jb := recv(t, ca), recv(t, cb)
+	leader, follower := ja, jb
+	if jb.MemberID == jb.Leader {
+		leader, follower = jb, ja
+	}
+	if ja.Generation != 1 || jb.Generation != 1 {
+		t.Fatalf("joins: %+v %+v", ja, jb)
+	}
+	log.SetDelay(300 * time.Millisecond)
+	pending := syncAsync(c, SyncRequest{GroupID: "g", MemberID: leader.MemberID, Generation: 1, Assignments: map[string][]byte{leader.MemberID: []byte("x")}})
+	time.Sleep(20 * time.Millisecond)
+	// The follower leaves: generation 2 starts for the leader alone.
+	if _, err := c.Leave("g", []LeaveMember{{MemberID: follower.MemberID}}); err != nil {
+		t.Fatal(err)
+	}
+	wantErr(t, recv(t, pending).Err, ErrRebalanceInProgress)
+	j2 := recv(t, joinAsync(c, JoinRequest{GroupID: "g", MemberID: leader.MemberID, ProtocolType: "consumer", Protocols: a.Protocols, SessionTimeoutMs: 10000, RebalanceTimeoutMs: 2000}))
+	if j2.Generation != 2 {
+		t.Fatalf("rejoin: %+v", j2)
+	}
+	s := recv(t, syncAsync(c, SyncRequest{GroupID: "g", MemberID: leader.MemberID, Generation: 2, Assignments: map[string][]byte{leader.MemberID: []byte("y")}}))
+	if s.Err != nil || string(s.Assignment) != "y" {
+		t.Fatalf("generation 2 sync: %+v", s)
+	}
+}

@@ -51,8 +51,9 @@ type group struct {
 	// pendingCommits counts commits in flight per partition; expiry leaves
 	// those partitions alone.
 	pendingCommits map[fsm.TopicPartition]int
-	// assigning is set while the leader's assignment is being written.
-	assigning bool
+	// assigning is the generation whose assignment is being written (0:
+	// none); a leader's repeated SyncGroup for it does not write again.
+	assigning int32
 }
 
 func newGroup(c *Coordinator, id string) *group {

@@ -71,7 +71,7 @@ func (g *group) sync(req SyncRequest) (chan SyncResult, SyncResult) {
 	ch := make(chan SyncResult, 1)
 	m.syncCh = ch
 	g.startSession(m)
-	if m.id == g.leader && !g.assigning {
+	if m.id == g.leader && g.assigning != g.generation {
 		g.storeAssignment(req.Assignments)
 	}
 	return ch, SyncResult{}
@@ -91,8 +91,8 @@ func (g *group) storeAssignment(assignments map[string][]byte) {
 	for i := range rec.Members {
 		rec.Members[i].Assignment = assignments[rec.Members[i].ID]
 	}
-	g.assigning = true
 	generation := g.generation
+	g.assigning = generation
 	f := g.c.write(&fsm.GroupPut{Group: rec})
 	go func() {
 		err := waitWrite(f)
@@ -106,11 +106,12 @@ func (g *group) storeAssignment(assignments map[string][]byte) {
 // g.mu held. If the group moved on meanwhile (a member left, a new
 // generation began) the stored assignment is already superseded.
 func (g *group) assignmentStored(generation int32, assignments map[string][]byte, err error) {
+	if g.assigning == generation {
+		g.assigning = 0
+	}
 	if g.closed || g.state != CompletingRebalance || g.generation != generation {
-		g.assigning = false
 		return
 	}
-	g.assigning = false
 	if err != nil {
 		g.c.logger.Warn("storing assignment failed", "group", g.id, "generation", generation, "error", err)
 		if errors.Is(err, ErrTimeout) {
