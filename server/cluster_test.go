@@ -125,7 +125,7 @@ func TestRestartingAllNodesLosesNothing(t *testing.T) {
 			t.Fatal("no leader")
 		}
 		owner := servers[leader.NodeID-1]
-		c := owner.coordinator(owner.Node().ShardFor(group))
+		c := owner.coords[owner.Node().ShardFor(group)]
 		err := c.Commit(groups.CommitRequest{GroupID: group, Generation: -1, Offsets: []fsm.OffsetCommitPartition{
 			{Topic: "t", Partition: int32(g), Offset: fsm.Offset{Offset: int64(100 + g), ExpireTimestamp: -1}},
 		}})

@@ -45,6 +45,14 @@ type Server struct {
 	// has applied every entry of earlier terms (the topic registry is
 	// complete).
 	metaLoaded atomic.Bool
+	// raftNode is the cluster node for the hot path (every request asks
+	// its shard whether it still leads); set once NewNode returned.
+	raftNode atomic.Pointer[cluster.Node]
+	// leaderGen counts each group shard's leadership changes, so a retried
+	// activation stops once a later change owns the shard.
+	leaderGen []atomic.Uint64
+	// stopping is set when Shutdown or Kill begins.
+	stopping atomic.Bool
 	// metaEpoch counts metadata leadership changes, so a barrier that
 	// finishes after a later loss does not set metaLoaded.
 	metaEpoch atomic.Uint64
@@ -120,9 +128,20 @@ func (s *Server) startNode(advertised string) error {
 	n := s.cfg.OffsetsTopicNumPartitions
 	s.states = make([]*fsm.ShardFSM, n)
 	s.coords = make([]*groups.Coordinator, n)
+	s.leaderGen = make([]atomic.Uint64, n)
 	s.meta = fsm.NewMetaFSM(s.logger.Named("meta"))
+	gcfg := groups.DefaultConfig()
+	gcfg.InitialRebalanceDelay = s.cfg.GroupInitialRebalanceDelay
+	gcfg.MinSessionTimeout, gcfg.MaxSessionTimeout = s.cfg.GroupMinSessionTimeout, s.cfg.GroupMaxSessionTimeout
+	gcfg.MaxSize, gcfg.WriteTimeout = s.cfg.GroupMaxSize, s.cfg.OffsetsCommitTimeout
+	gcfg.Logger = s.logger.Named("groups")
 	for i := range s.states {
 		s.states[i] = fsm.NewShardFSM(int32(i), s.logger.Named("fsm"))
+		c, err := groups.NewCoordinator(gcfg, int32(i), &shardLog{s: s, shard: int32(i)}, s.states[i])
+		if err != nil {
+			return err
+		}
+		s.coords[i] = c
 	}
 	ccfg := cluster.DefaultConfig()
 	ccfg.NodeID, ccfg.DataDir = s.cfg.NodeID, s.cfg.DataDir
@@ -143,34 +162,8 @@ func (s *Server) startNode(advertised string) error {
 		return fmt.Errorf("cluster: %w", err)
 	}
 	s.node = node
+	s.raftNode.Store(node)
 	return nil
-}
-
-// coordinator returns shard's coordinator, creating it on first use: the
-// leadership callback can fire from inside cluster.NewNode, before Start
-// could have built them from the node's shards.
-func (s *Server) coordinator(shard int32) *groups.Coordinator {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.coordinatorLocked(shard)
-}
-
-func (s *Server) coordinatorLocked(shard int32) *groups.Coordinator {
-	if c := s.coords[shard]; c != nil {
-		return c
-	}
-	gcfg := groups.DefaultConfig()
-	gcfg.InitialRebalanceDelay = s.cfg.GroupInitialRebalanceDelay
-	gcfg.MinSessionTimeout, gcfg.MaxSessionTimeout = s.cfg.GroupMinSessionTimeout, s.cfg.GroupMaxSessionTimeout
-	gcfg.MaxSize, gcfg.WriteTimeout = s.cfg.GroupMaxSize, s.cfg.OffsetsCommitTimeout
-	gcfg.Logger = s.logger.Named("groups")
-	c, err := groups.NewCoordinator(gcfg, shard, &lazyLog{s: s, shard: shard}, s.states[shard])
-	if err != nil {
-		// The config was validated in New; this is a programming error.
-		panic(err)
-	}
-	s.coords[shard] = c
-	return c
 }
 
 // apiShards lists every shard's coordinator and state for the handlers.
@@ -178,29 +171,28 @@ func (s *Server) coordinatorLocked(shard int32) *groups.Coordinator {
 func (s *Server) apiShards() []api.Shard {
 	out := make([]api.Shard, len(s.states))
 	for i := range out {
-		out[i] = api.Shard{Coordinator: s.coordinatorLocked(int32(i)), State: s.states[i]}
+		out[i] = api.Shard{Coordinator: s.coords[i], State: s.states[i]}
 	}
 	return out
 }
 
 // onLeadership is cluster's leadership callback, on the shard's leadership
-// goroutine. Activation waits on Raft, so it runs on its own goroutine; the
-// coordinator's epoch makes a late activation after a loss harmless.
+// goroutine (possibly while cluster.NewNode still runs). Activation waits on
+// Raft, so it runs on its own goroutine and retries until it succeeds or
+// the leadership changes again; the coordinator's epoch makes a late
+// activation after a loss harmless.
 func (s *Server) onLeadership(shard int32, leader bool) {
 	if shard == cluster.MetaShard {
 		s.onMetaLeadership(leader)
 		return
 	}
-	c := s.coordinator(shard)
+	c := s.coords[shard]
+	gen := s.leaderGen[shard].Add(1)
 	if !leader {
 		c.Deactivate()
 		return
 	}
-	go func() {
-		if err := c.Activate(); err != nil {
-			s.logger.Warn("coordinator activation failed", "shard", shard, "error", err)
-		}
-	}()
+	go s.retryUntilLeadershipChanges(&s.leaderGen[shard], gen, "coordinator activation", "shard", shard, c.Activate)
 }
 
 // onMetaLeadership tracks whether the topic registry is current on this
@@ -213,16 +205,37 @@ func (s *Server) onMetaLeadership(leader bool) {
 	if !leader {
 		return
 	}
-	go func() {
-		log := &lazyLog{s: s, shard: cluster.MetaShard}
+	log := &shardLog{s: s, shard: cluster.MetaShard}
+	go s.retryUntilLeadershipChanges(&s.metaEpoch, epoch, "metadata barrier", "shard", cluster.MetaShard, func() error {
 		if err := log.Barrier(s.cfg.OffsetsCommitTimeout); err != nil {
-			s.logger.Warn("metadata barrier failed", "error", err)
-			return
+			return err
 		}
 		if s.metaEpoch.Load() == epoch {
 			s.metaLoaded.Store(true)
 		}
-	}()
+		return nil
+	})
+}
+
+// retryUntilLeadershipChanges runs fn until it succeeds, the leadership
+// generation gen moves on (a later change owns the shard now) or the server
+// stops, backing off up to a second between tries. A barrier can fail under
+// load (the apply queue full) while this node still leads; giving up would
+// leave the shard unserved for the whole term.
+func (s *Server) retryUntilLeadershipChanges(current *atomic.Uint64, gen uint64, what string, key string, shard int32, fn func() error) {
+	backoff := 50 * time.Millisecond
+	for {
+		err := fn()
+		if err == nil || current.Load() != gen || s.stopping.Load() {
+			return
+		}
+		s.logger.Warn(what+" failed; retrying", key, shard, "error", err, "backoff", backoff)
+		time.Sleep(backoff)
+		backoff = min(2*backoff, time.Second)
+		if current.Load() != gen || s.stopping.Load() {
+			return
+		}
+	}
 }
 
 // Ready reports whether every shard has a known leader and this node's
@@ -292,6 +305,7 @@ func (s *Server) stop(ctx context.Context, graceful bool) error {
 		return nil
 	}
 	s.closed = true
+	s.stopping.Store(true)
 	kafka, node, coords := s.kafka, s.node, s.coords
 	stopRetention, retentionDone := s.stopRetention, s.retentionDone
 	s.mu.Unlock()
@@ -356,17 +370,16 @@ func (s *Server) Node() *cluster.Node {
 	return s.node
 }
 
-// lazyLog is a coordinator's Log: the shard is looked up on use because
-// coordinators may be created while cluster.NewNode is still starting.
-type lazyLog struct {
+// shardLog is a coordinator's Log over its shard's Raft. Coordinators exist
+// before cluster.NewNode returns (leadership can arrive during it), so the
+// node is looked up on use; until it exists this node leads nothing.
+type shardLog struct {
 	s     *Server
 	shard int32
 }
 
-func (l *lazyLog) raftShard() (*cluster.Shard, error) {
-	l.s.mu.Lock()
-	node := l.s.node
-	l.s.mu.Unlock()
+func (l *shardLog) raftShard() (*cluster.Shard, error) {
+	node := l.s.raftNode.Load()
 	if node == nil {
 		return nil, raft.ErrNotLeader
 	}
@@ -374,7 +387,7 @@ func (l *lazyLog) raftShard() (*cluster.Shard, error) {
 }
 
 // ApplyAsync implements groups.Log.
-func (l *lazyLog) ApplyAsync(cmd []byte, timeout time.Duration) raft.ApplyFuture {
+func (l *shardLog) ApplyAsync(cmd []byte, timeout time.Duration) raft.ApplyFuture {
 	sh, err := l.raftShard()
 	if err != nil {
 		return groups.FailedFuture(err)
@@ -383,13 +396,13 @@ func (l *lazyLog) ApplyAsync(cmd []byte, timeout time.Duration) raft.ApplyFuture
 }
 
 // IsLeader implements groups.Log.
-func (l *lazyLog) IsLeader() bool {
+func (l *shardLog) IsLeader() bool {
 	sh, err := l.raftShard()
 	return err == nil && sh.IsLeader()
 }
 
 // Barrier implements groups.Log.
-func (l *lazyLog) Barrier(timeout time.Duration) error {
+func (l *shardLog) Barrier(timeout time.Duration) error {
 	sh, err := l.raftShard()
 	if err != nil {
 		return err
