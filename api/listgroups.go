@@ -9,10 +9,14 @@ package api
 
 import (
 	"context"
+	"errors"
 	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcoord/kcoord/groups"
 	"github.com/kcoord/kcoord/transport"
 )
 
@@ -29,8 +33,12 @@ func (h *Handlers) listGroups(_ context.Context, _ *transport.RequestContext, kr
 	}
 	for _, s := range h.shards {
 		listed, err := s.Coordinator.List()
+		if errors.Is(err, groups.ErrLoadInProgress) {
+			// As Kafka: list what is loaded, and say a load is under way.
+			resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code
+		}
 		if err != nil {
-			continue // not this node's shard
+			continue // not this node's shard, or still loading
 		}
 		for _, l := range listed {
 			if len(req.StatesFilter) > 0 && !containsFold(req.StatesFilter, l.State) {

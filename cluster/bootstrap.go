@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 	"time"
@@ -34,8 +35,14 @@ func (n *Node) bootstrapLoop() {
 		if len(peers) < n.cfg.BootstrapExpect {
 			continue
 		}
-		slices.SortFunc(peers, func(a, b nodeMeta) int { return int(a.ID - b.ID) })
-		if err := n.bootstrap(peers[:n.cfg.BootstrapExpect]); err != nil {
+		if len(peers) > n.cfg.BootstrapExpect || slices.ContainsFunc(peers, func(p nodeMeta) bool { return p.Expect != n.cfg.BootstrapExpect }) {
+			// Nodes seeing different sets would bootstrap different
+			// configurations: two leaders in one term. Refuse.
+			n.logger.Error("refusing to bootstrap: the nodes in gossip do not all expect this many nodes", "expect", n.cfg.BootstrapExpect, "seen", len(peers))
+			continue
+		}
+		slices.SortFunc(peers, func(a, b nodeMeta) int { return cmp.Compare(a.ID, b.ID) })
+		if err := n.bootstrap(peers); err != nil {
 			n.logger.Error("bootstrap failed", "error", err)
 			return
 		}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -81,12 +82,19 @@ func (n *Node) startGossip() error {
 	if g.logger.IsDebug() {
 		mc.Logger = g.logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
 	}
-	g.queue = &memberlist.TransmitLimitedQueue{NumNodes: func() int { return g.ml.NumMembers() }, RetransmitMult: 3}
+	var created atomic.Pointer[memberlist.Memberlist]
+	g.queue = &memberlist.TransmitLimitedQueue{RetransmitMult: 3, NumNodes: func() int {
+		if ml := created.Load(); ml != nil {
+			return ml.NumMembers()
+		}
+		return 1
+	}}
 	ml, err := memberlist.Create(mc)
 	if err != nil {
 		return fmt.Errorf("cluster: gossip: %w", err)
 	}
 	g.ml = ml
+	created.Store(ml)
 	n.gossip = g
 	if len(cfg.Join) > 0 {
 		go g.joinLoop(cfg.Join)
@@ -171,9 +179,16 @@ func (g *gossip) NodeMeta(limit int) []byte {
 // NotifyMsg implements memberlist.Delegate: a leader broadcast.
 func (g *gossip) NotifyMsg(b []byte) {
 	var m leaderMsg
-	if json.Unmarshal(b, &m) == nil {
+	if json.Unmarshal(b, &m) == nil && g.live(m.Entry.Node) {
 		g.n.leaders.update(m.Shard, m.Entry)
 	}
+}
+
+// live reports whether a node is in the membership view; gossip about
+// nodes that left is stale and must not bring their entries back.
+func (g *gossip) live(node int32) bool {
+	_, ok := g.n.members.broker(node)
+	return ok
 }
 
 // GetBroadcasts implements memberlist.Delegate.
@@ -185,7 +200,7 @@ func (g *gossip) GetBroadcasts(overhead, limit int) [][]byte {
 func (g *gossip) LocalState(bool) []byte { return g.n.leaders.encode() }
 
 // MergeRemoteState implements memberlist.Delegate.
-func (g *gossip) MergeRemoteState(b []byte, _ bool) { g.n.leaders.merge(b) }
+func (g *gossip) MergeRemoteState(b []byte, _ bool) { g.n.leaders.merge(b, g.live) }
 
 // NotifyJoin implements memberlist.EventDelegate.
 func (g *gossip) NotifyJoin(node *memberlist.Node) { g.upsert(node) }

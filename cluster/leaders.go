@@ -62,13 +62,15 @@ func (t *leaderTable) encode() []byte {
 	return b
 }
 
-// merge folds a gossiped table in.
-func (t *leaderTable) merge(b []byte) {
+// merge folds a gossiped table in, keeping only entries of live nodes.
+func (t *leaderTable) merge(b []byte, live func(node int32) bool) {
 	var m map[int32]leaderEntry
 	if json.Unmarshal(b, &m) != nil {
 		return
 	}
 	for s, e := range m {
-		t.update(s, e)
+		if live(e.Node) {
+			t.update(s, e)
+		}
 	}
 }

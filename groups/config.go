@@ -24,8 +24,10 @@ type Config struct {
 	// time may wait in a rebalance without rejoining before it is removed
 	// (Kafka's fixed 5 minutes).
 	NewMemberJoinTimeout time.Duration
-	// WriteTimeout is offsets.commit.timeout.ms: how long a group write
-	// waits for Raft to commit.
+	// WriteTimeout is offsets.commit.timeout.ms: how long a group write may
+	// wait to enter Raft's queue (REQUEST_TIMED_OUT after). A write already
+	// queued waits for its commit; it fails with NOT_COORDINATOR if the
+	// leader loses its quorum, which the leader lease bounds.
 	WriteTimeout time.Duration
 	// Logger gets the coordinator's logs; nil discards them.
 	Logger hclog.Logger

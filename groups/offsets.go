@@ -82,7 +82,9 @@ func (g *group) removeIfEmpty(remaining int) bool {
 	}
 	g.transition(Dead)
 	g.closed = true
-	g.logWrite(g.c.write(&fsm.GroupDelete{GroupID: g.id}), "removing an empty group")
+	if _, stored := g.c.state.Group(g.id); stored || g.c.state.HasOffsets(g.id) {
+		g.logWrite(g.c.write(&fsm.GroupDelete{GroupID: g.id}), "removing an empty group")
+	}
 	g.c.forget(g)
 	g.c.logger.Info("empty group removed", "group", g.id)
 	return true
