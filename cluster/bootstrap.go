@@ -20,6 +20,7 @@ func (n *Node) bootstrapLoop() {
 	g := n.gossip
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	warned := false // the refusal below is logged once, not every second
 	for !n.closed.Load() && !n.hasState.Load() {
 		select {
 		case <-g.changed:
@@ -38,7 +39,10 @@ func (n *Node) bootstrapLoop() {
 		if len(peers) > n.cfg.BootstrapExpect || slices.ContainsFunc(peers, func(p nodeMeta) bool { return p.Expect != n.cfg.BootstrapExpect }) {
 			// Nodes seeing different sets would bootstrap different
 			// configurations: two leaders in one term. Refuse.
-			n.logger.Error("refusing to bootstrap: the nodes in gossip do not all expect this many nodes", "expect", n.cfg.BootstrapExpect, "seen", len(peers))
+			if !warned {
+				n.logger.Error("refusing to bootstrap: the nodes in gossip do not all expect this many nodes", "expect", n.cfg.BootstrapExpect, "seen", len(peers))
+				warned = true
+			}
 			continue
 		}
 		slices.SortFunc(peers, func(a, b nodeMeta) int { return cmp.Compare(a.ID, b.ID) })
