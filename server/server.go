@@ -224,12 +224,19 @@ func (s *Server) onMetaLeadership(leader bool) {
 // leave the shard unserved for the whole term.
 func (s *Server) retryUntilLeadershipChanges(current *atomic.Uint64, gen uint64, what string, key string, shard int32, fn func() error) {
 	backoff := 50 * time.Millisecond
-	for {
+	for attempt := 1; ; attempt++ {
 		err := fn()
 		if err == nil || current.Load() != gen || s.stopping.Load() {
 			return
 		}
-		s.logger.Warn(what+" failed; retrying", key, shard, "error", err, "backoff", backoff)
+		// Leadership can arrive while the node is still starting (the
+		// first tries then fail at once); only a failure that persists is
+		// worth a warning.
+		log := s.logger.Debug
+		if attempt > 3 {
+			log = s.logger.Warn
+		}
+		log(what+" failed; retrying", key, shard, "error", err, "backoff", backoff)
 		time.Sleep(backoff)
 		backoff = min(2*backoff, time.Second)
 		if current.Load() != gen || s.stopping.Load() {
