@@ -98,7 +98,7 @@ func (h *Handlers) Register(mux *transport.Mux) {
 	reg(new(kmsg.LeaveGroupRequest), 0, 5, h.leaveGroup)
 	reg(new(kmsg.OffsetCommitRequest), 0, 9, h.offsetCommit)
 	reg(new(kmsg.OffsetFetchRequest), 0, 9, h.offsetFetch)
-	reg(new(kmsg.DescribeGroupsRequest), 0, 5, h.describeGroups)
+	reg(new(kmsg.DescribeGroupsRequest), 0, 6, h.describeGroups)
 	reg(new(kmsg.ListGroupsRequest), 0, 5, h.listGroups)
 	reg(new(kmsg.DeleteGroupsRequest), 0, 2, h.deleteGroups)
 	reg(new(kmsg.OffsetDeleteRequest), 0, 0, h.offsetDelete)

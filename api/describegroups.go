@@ -1,16 +1,19 @@
 package api
 
-// DescribeGroups (key 15), versions 0–5.
+// DescribeGroups (key 15), versions 0–6.
 // v1: throttle. v3: authorized operations (kcoord has no ACLs yet: it
 // reports none, as Kafka does when not asked). v4: group.instance.id per
-// member. v5: flexible.
-// An unknown group is Dead with no members and no error; the protocol and
-// the members' metadata and assignments are only given when Stable.
+// member. v5: flexible. v6: error messages; an unknown group is
+// GROUP_ID_NOT_FOUND (KIP-1043).
+// An unknown group is Dead with no members (and before v6 no error); the
+// protocol and the members' metadata and assignments are only given when
+// Stable.
 
 import (
 	"context"
 	"math"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcoord/kcoord/transport"
@@ -33,6 +36,10 @@ func (h *Handlers) describeGroups(_ context.Context, _ *transport.RequestContext
 			continue
 		}
 		rg.State, rg.ProtocolType, rg.Protocol = d.State, d.ProtocolType, d.Protocol
+		if !d.Exists && req.Version >= 6 {
+			msg := "Group " + id + " not found."
+			rg.ErrorCode, rg.ErrorMessage = kerr.GroupIDNotFound.Code, &msg
+		}
 		for _, m := range d.Members {
 			rm := kmsg.NewDescribeGroupsResponseGroupMember()
 			rm.MemberID, rm.ClientID, rm.ClientHost = m.MemberID, m.ClientID, m.ClientHost

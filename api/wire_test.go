@@ -442,8 +442,15 @@ func TestGroupAdminAPIs(t *testing.T) {
 	if g := desc.Groups[0]; g.State != "Stable" || g.Protocol != "range" || len(g.Members) != 1 || g.Members[0].ClientID != "wire-test" {
 		t.Fatalf("describe live: %+v", g)
 	}
-	if desc.Groups[1].State != "Empty" || desc.Groups[2].State != "Dead" {
+	if desc.Groups[1].State != "Empty" || desc.Groups[2].State != "Dead" || desc.Groups[2].ErrorCode != 0 {
 		t.Fatalf("describe idle/never: %+v", desc.Groups[1:])
+	}
+	// From v6 an unknown group is GROUP_ID_NOT_FOUND (KIP-1043).
+	desc = do[*kmsg.DescribeGroupsResponse](w, dg, 6)
+	code(t, desc.Groups[0].ErrorCode, nil)
+	code(t, desc.Groups[2].ErrorCode, kerr.GroupIDNotFound)
+	if desc.Groups[2].State != "Dead" || desc.Groups[2].ErrorMessage == nil {
+		t.Fatalf("v6 unknown group: %+v", desc.Groups[2])
 	}
 
 	del := kmsg.NewPtrDeleteGroupsRequest()

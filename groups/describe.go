@@ -13,7 +13,7 @@ func (c *Coordinator) Describe(groupID string) (GroupDescription, error) {
 		return GroupDescription{GroupID: groupID, State: Dead.String()}, nil
 	}
 	defer g.mu.Unlock()
-	d := GroupDescription{GroupID: g.id, State: g.state.String(), ProtocolType: g.protocolType}
+	d := GroupDescription{GroupID: g.id, Exists: true, State: g.state.String(), ProtocolType: g.protocolType}
 	stable := g.state == Stable
 	if stable {
 		d.Protocol = g.protocol

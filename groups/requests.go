@@ -91,7 +91,10 @@ type LeaveResult struct {
 
 // GroupDescription is DescribeGroups' view of one group.
 type GroupDescription struct {
-	GroupID      string
+	GroupID string
+	// Exists is false for a group this coordinator does not know (reported
+	// Dead).
+	Exists       bool
 	State        string
 	ProtocolType string
 	// Protocol and member metadata/assignments are only given when the group
