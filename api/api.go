@@ -90,7 +90,7 @@ func (h *Handlers) Register(mux *transport.Mux) {
 	reg := func(req kmsg.Request, min, max int16, fn func(context.Context, *transport.RequestContext, kmsg.Request) (kmsg.Response, error)) {
 		mux.Handle(req.Key(), min, max, fn)
 	}
-	reg(new(kmsg.MetadataRequest), 0, 12, h.metadata)
+	reg(new(kmsg.MetadataRequest), 0, 13, h.metadata)
 	reg(new(kmsg.FindCoordinatorRequest), 0, 6, h.findCoordinator)
 	reg(new(kmsg.JoinGroupRequest), 0, 9, h.joinGroup)
 	reg(new(kmsg.SyncGroupRequest), 0, 5, h.syncGroup)

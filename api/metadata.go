@@ -1,13 +1,13 @@
 package api
 
-// Metadata (key 3), versions 0–12.
+// Metadata (key 3), versions 0–13.
 // v0: an empty topic list means all topics. v1: controller id, rack,
 // internal flag, and a null list means all topics. v2: cluster id. v3:
 // throttle. v4: AllowAutoTopicCreation (kcoord never auto-creates: topics
 // are registered with CreateTopics). v5: offline replicas. v7: leader
 // epoch. v8–v10: authorized operations (none reported). v9: flexible. v10:
 // topic ids. v12: topics requested by id only are not supported and are
-// reported UNKNOWN_TOPIC_ID.
+// reported UNKNOWN_TOPIC_ID. v13: a top-level error code (always none).
 // kcoord stores no records; each partition's "leader" is a live node picked
 // round-robin so consumers have somewhere to send their (always empty)
 // fetches.

@@ -331,7 +331,7 @@ func TestTopicsRegistry(t *testing.T) {
 	}
 
 	md := kmsg.NewPtrMetadataRequest()
-	all := do[*kmsg.MetadataResponse](w, md, 12)
+	all := do[*kmsg.MetadataResponse](w, md, 13)
 	if len(all.Topics) != 2 || len(all.Brokers) != 1 || all.ControllerID != 1 {
 		t.Fatalf("metadata: %+v", all)
 	}
