@@ -33,6 +33,9 @@ func (c *Coordinator) Commit(req CommitRequest) error {
 	g.mu.Lock()
 	g.trackCommits(req.Offsets, -1)
 	g.mu.Unlock()
+	if err == nil {
+		c.committed.Add(uint64(len(req.Offsets)))
+	}
 	return err
 }
 

@@ -3,6 +3,7 @@ package groups
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -43,6 +44,10 @@ type Coordinator struct {
 	mu      sync.RWMutex
 	active  bool
 	loading bool
+	// counters for metrics, monotonic for the coordinator's life.
+	committed  atomic.Uint64 // partitions committed
+	rebalances atomic.Uint64 // rebalances completed (group became Stable)
+	expired    atomic.Uint64 // members removed for missing their session or rebalance deadline
 	// epoch counts Activate and Deactivate calls, so an Activate that
 	// finishes after a later Deactivate does not resurrect the coordinator.
 	epoch  uint64

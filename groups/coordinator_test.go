@@ -561,3 +561,16 @@ func TestSlowAssignmentWriteDoesNotBlockTheNextGeneration(t *testing.T) {
 		t.Fatalf("generation 2 sync: %+v", s)
 	}
 }
+
+func TestStatsCountCommitsRebalancesAndExpiries(t *testing.T) {
+	c, _ := newTestCoordinator(t, nil)
+	stableGroup(t, c, "g", 2)
+	off := []fsm.OffsetCommitPartition{{Topic: "t", Offset: fsm.Offset{Offset: 1}}, {Topic: "t", Partition: 1, Offset: fsm.Offset{Offset: 1}}}
+	if err := c.Commit(CommitRequest{GroupID: "x", Generation: -1, Offsets: off}); err != nil {
+		t.Fatal(err)
+	}
+	st := c.Stats()
+	if st.Committed != 2 || st.Rebalances != 1 || st.GroupsByState["Stable"] != 1 || st.Members != 2 || !st.Active {
+		t.Fatalf("stats: %+v", st)
+	}
+}

@@ -78,6 +78,7 @@ func (g *group) completeJoin() {
 	for _, id := range append([]string(nil), g.order...) {
 		if m := g.members[id]; !m.awaitingJoin() && m.instanceID == "" {
 			g.c.logger.Info("member did not rejoin in time", "group", g.id, "member", id)
+			g.c.expired.Add(1)
 			g.remove(id)
 		}
 	}

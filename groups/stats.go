@@ -8,13 +8,18 @@ type Stats struct {
 	GroupsByState map[string]int
 	// Members counts members over every group.
 	Members int
+	// Committed, Rebalances and Expired are counters since the
+	// coordinator was created: partitions committed, rebalances completed,
+	// members removed for missing a session, join or sync deadline.
+	Committed, Rebalances, Expired uint64
 }
 
 // Stats counts the live groups. Called by the metrics scraper; it takes
 // each group's lock briefly, one at a time.
 func (c *Coordinator) Stats() Stats {
 	c.mu.RLock()
-	st := Stats{Active: c.active, GroupsByState: make(map[string]int)}
+	st := Stats{Active: c.active, GroupsByState: make(map[string]int),
+		Committed: c.committed.Load(), Rebalances: c.rebalances.Load(), Expired: c.expired.Load()}
 	groups := make([]*group, 0, len(c.groups))
 	for _, g := range c.groups {
 		groups = append(groups, g)

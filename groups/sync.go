@@ -127,6 +127,7 @@ func (g *group) assignmentStored(generation int32, assignments map[string][]byte
 		m.assignment = assignments[m.id]
 	}
 	g.transition(Stable)
+	g.c.rebalances.Add(1)
 	for _, id := range g.order {
 		m := g.members[id]
 		m.respondSync(g.syncResult(m))

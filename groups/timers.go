@@ -43,6 +43,7 @@ func (g *group) onSessionExpired(id string, tok uint64) {
 		return
 	}
 	g.c.logger.Info("member session expired", "group", g.id, "member", id, "generation", g.generation)
+	g.c.expired.Add(1)
 	g.removeMemberAndUpdate(m, "session timeout")
 }
 
@@ -153,6 +154,7 @@ func (g *group) syncExpired() {
 	}
 	for _, id := range missing {
 		g.c.logger.Info("member did not sync in time", "group", g.id, "member", id, "generation", g.generation)
+		g.c.expired.Add(1)
 		m := g.members[id]
 		m.respondJoin(JoinResult{Err: ErrUnknownMemberID})
 		g.remove(id)

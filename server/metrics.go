@@ -7,20 +7,26 @@ import (
 // collector reports the coordinators' state at scrape time, so nothing on
 // the request path updates metrics.
 type collector struct {
-	s         *Server
-	groups    *prometheus.Desc
-	members   *prometheus.Desc
-	shardsLed *prometheus.Desc
-	shards    *prometheus.Desc
+	s          *Server
+	groups     *prometheus.Desc
+	members    *prometheus.Desc
+	shardsLed  *prometheus.Desc
+	shards     *prometheus.Desc
+	committed  *prometheus.Desc
+	rebalances *prometheus.Desc
+	expired    *prometheus.Desc
 }
 
 func newCollector(s *Server) *collector {
 	return &collector{
-		s:         s,
-		groups:    prometheus.NewDesc("kcoord_groups", "Groups this node coordinates, by state.", []string{"state"}, nil),
-		members:   prometheus.NewDesc("kcoord_group_members", "Members of the groups this node coordinates.", nil, nil),
-		shardsLed: prometheus.NewDesc("kcoord_shards_led", "Group shards this node leads and serves.", nil, nil),
-		shards:    prometheus.NewDesc("kcoord_shards", "Group shards of the cluster (offsets.topic.num.partitions).", nil, nil),
+		s:          s,
+		groups:     prometheus.NewDesc("kcoord_groups", "Groups this node coordinates, by state.", []string{"state"}, nil),
+		members:    prometheus.NewDesc("kcoord_group_members", "Members of the groups this node coordinates.", nil, nil),
+		shardsLed:  prometheus.NewDesc("kcoord_shards_led", "Group shards this node leads and serves.", nil, nil),
+		shards:     prometheus.NewDesc("kcoord_shards", "Group shards of the cluster (offsets.topic.num.partitions).", nil, nil),
+		committed:  prometheus.NewDesc("kcoord_offsets_committed_total", "Partition offsets committed through this node (acknowledged).", nil, nil),
+		rebalances: prometheus.NewDesc("kcoord_rebalances_total", "Rebalances completed on this node (a group became Stable).", nil, nil),
+		expired:    prometheus.NewDesc("kcoord_members_expired_total", "Members removed for missing their session, join or sync deadline.", nil, nil),
 	}
 }
 
@@ -29,6 +35,9 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.groups
 	ch <- c.members
 	ch <- c.shardsLed
+	ch <- c.committed
+	ch <- c.rebalances
+	ch <- c.expired
 	ch <- c.shards
 }
 
@@ -40,11 +49,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	c.s.mu.Unlock()
 	byState := map[string]int{"Empty": 0, "PreparingRebalance": 0, "CompletingRebalance": 0, "Stable": 0}
 	members, led := 0, 0
+	var committed, rebalances, expired uint64
 	for _, co := range coords {
 		if co == nil {
 			continue
 		}
 		st := co.Stats()
+		committed, rebalances, expired = committed+st.Committed, rebalances+st.Rebalances, expired+st.Expired
 		if !st.Active {
 			continue
 		}
@@ -59,5 +70,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, float64(members))
 	ch <- prometheus.MustNewConstMetric(c.shardsLed, prometheus.GaugeValue, float64(led))
+	ch <- prometheus.MustNewConstMetric(c.committed, prometheus.CounterValue, float64(committed))
+	ch <- prometheus.MustNewConstMetric(c.rebalances, prometheus.CounterValue, float64(rebalances))
+	ch <- prometheus.MustNewConstMetric(c.expired, prometheus.CounterValue, float64(expired))
 	ch <- prometheus.MustNewConstMetric(c.shards, prometheus.GaugeValue, float64(c.s.cfg.OffsetsTopicNumPartitions))
 }
