@@ -65,13 +65,11 @@ type GroupDelete struct {
 	GroupID string `json:"group_id"`
 }
 
-// OffsetCommit is the body of OffsetCommitType.
+// OffsetCommit is the body of OffsetCommitType. A commit to a group that
+// does not exist creates it Empty with no protocol type, as Kafka does for
+// simple consumers and admin clients.
 type OffsetCommit struct {
 	GroupID string `json:"group_id"`
-	// CreateGroup, when the group does not exist yet, creates it Empty with
-	// no protocol type (Kafka does the same for commits from simple
-	// consumers and admin clients).
-	CreateGroup bool `json:"create_group,omitempty"`
 	// Timestamp is the leader's wall clock at commit, in Unix milliseconds.
 	Timestamp int64                   `json:"ts"`
 	Offsets   []OffsetCommitPartition `json:"offsets"`

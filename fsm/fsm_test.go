@@ -68,11 +68,11 @@ func TestShardCommandsAndSnapshotRoundTrip(t *testing.T) {
 		{Topic: "a", Partition: 0, Offset: Offset{Offset: 10, LeaderEpoch: 2, Metadata: "m", CommitTimestamp: 5, ExpireTimestamp: -1}},
 		{Topic: "a", Partition: 1, Offset: Offset{Offset: 11, LeaderEpoch: -1, CommitTimestamp: 5, ExpireTimestamp: -1}},
 	}})
-	apply(t, f, 4, &OffsetCommit{GroupID: "simple", CreateGroup: true, Timestamp: 6, Offsets: []OffsetCommitPartition{
+	apply(t, f, 4, &OffsetCommit{GroupID: "simple", Timestamp: 6, Offsets: []OffsetCommitPartition{
 		{Topic: "b", Partition: 3, Offset: Offset{Offset: 1, CommitTimestamp: 6, ExpireTimestamp: -1}},
 	}})
 	if g, ok := f.Group("simple"); !ok || g.State != StateEmpty || g.StateTimestamp != 6 {
-		t.Fatalf("commit with CreateGroup: group %+v %v", g, ok)
+		t.Fatalf("commit creating its group: group %+v %v", g, ok)
 	}
 	// OffsetDelete
 	apply(t, f, 5, &OffsetDelete{GroupID: "g1", Partitions: []TopicPartition{{Topic: "a", Partition: 1}}})

@@ -82,7 +82,7 @@ func (f *ShardFSM) applyGroupDelete(c *GroupDelete) any {
 }
 
 func (f *ShardFSM) applyOffsetCommit(c *OffsetCommit) {
-	if _, ok := f.groups[c.GroupID]; !ok && c.CreateGroup {
+	if _, ok := f.groups[c.GroupID]; !ok {
 		f.groups[c.GroupID] = Group{ID: c.GroupID, State: StateEmpty, StateTimestamp: c.Timestamp}
 	}
 	m := f.offsets[c.GroupID]

@@ -79,12 +79,11 @@ func (g *group) commit(req CommitRequest) (raft.ApplyFuture, error) {
 		g.startSession(g.members[req.MemberID])
 	}
 	if len(req.Offsets) == 0 {
-		return errorFuture{}, nil
+		return doneFuture, nil
 	}
 	return g.c.write(&fsm.OffsetCommit{
-		GroupID:     g.id,
-		CreateGroup: true,
-		Timestamp:   g.c.now(),
-		Offsets:     req.Offsets,
+		GroupID:   g.id,
+		Timestamp: g.c.now(),
+		Offsets:   req.Offsets,
 	}), nil
 }

@@ -251,6 +251,9 @@ func waitWrite(f raft.ApplyFuture) error {
 // Log that cannot reach Raft.
 func FailedFuture(err error) raft.ApplyFuture { return errorFuture{err} }
 
+// doneFuture is an ApplyFuture for a write there was no need to make.
+var doneFuture raft.ApplyFuture = errorFuture{}
+
 // errorFuture is an ApplyFuture that failed before reaching Raft.
 type errorFuture struct{ err error }
 

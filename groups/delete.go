@@ -44,7 +44,9 @@ func (c *Coordinator) Delete(groupID string) error {
 	return nil
 }
 
-// deleteStored removes offsets of a group that has no live state.
+// deleteStored removes offsets of a group that has no live state. Every
+// commit stores a group record and Activate loads them all, so this is
+// defensive: it keeps DeleteGroups correct if that ever changes.
 func (c *Coordinator) deleteStored(groupID string) error {
 	b, err := fsm.Encode(&fsm.GroupDelete{GroupID: groupID})
 	if err != nil {

@@ -48,10 +48,10 @@ func (c *Coordinator) DeleteOffsets(groupID string, partitions []fsm.TopicPartit
 		g.mu.Unlock()
 		return nil, ErrNonEmptyGroup
 	}
-	var f raft.ApplyFuture = errorFuture{}
+	f := doneFuture
 	if len(eligible) > 0 {
 		f = c.write(&fsm.OffsetDelete{GroupID: g.id, Partitions: eligible})
-		g.removeIfEmpty(len(c.state.Offsets(g.id)) - countStored(c.state, g.id, eligible))
+		g.removeIfEmpty(remainingAfter(c.state.Offsets(g.id), eligible))
 	}
 	g.mu.Unlock()
 	err = waitWrite(f)
@@ -61,12 +61,12 @@ func (c *Coordinator) DeleteOffsets(groupID string, partitions []fsm.TopicPartit
 	return out, nil
 }
 
-// countStored counts how many of partitions have a stored offset.
-func countStored(state *fsm.ShardFSM, group string, partitions []fsm.TopicPartition) int {
-	n := 0
+// remainingAfter counts the stored offsets that deleting partitions leaves.
+func remainingAfter(stored map[fsm.TopicPartition]fsm.Offset, partitions []fsm.TopicPartition) int {
+	n := len(stored)
 	for _, tp := range partitions {
-		if _, ok := state.Offset(group, tp); ok {
-			n++
+		if _, ok := stored[tp]; ok {
+			n--
 		}
 	}
 	return n
