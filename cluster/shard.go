@@ -35,6 +35,11 @@ type Shard struct {
 	pendingMu sync.Mutex
 	pending   map[*shardFuture]struct{} // futures not answered yet
 	stopped   bool                      // Raft has shut down
+
+	// leadership is the latest notification; written by leadershipLoop only.
+	leadership leadershipState
+	// reads batches leadership confirmations (ConfirmLeadership).
+	reads readIndex
 }
 
 // IsLeader reports whether this node currently leads the shard (as far as its
@@ -224,11 +229,13 @@ func (s *Shard) failPending() {
 }
 
 // leadershipLoop delivers the shard's leadership changes in order until
-// notifyCh is closed (after Raft has shut down).
+// notifyCh is closed (after Raft has shut down). Each notification is
+// recorded as the shard's Leadership before the callback runs.
 func (s *Shard) leadershipLoop(onLeadership func(int32, bool)) {
 	defer close(s.leaderDone)
 	for isLeader := range s.notifyCh {
-		s.logger.Info("shard leadership changed", "shard", s.ID, "leader", isLeader, "term", s.Raft.CurrentTerm())
+		l := s.leadership.next(isLeader, s.Raft.CurrentTerm())
+		s.logger.Debug("shard leadership changed", "shard", s.ID, "leader", isLeader, "term", l.Term, "epoch", l.Epoch)
 		if onLeadership != nil {
 			onLeadership(s.ID, isLeader)
 		}

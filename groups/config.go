@@ -29,6 +29,13 @@ type Config struct {
 	// queued waits for its commit; it fails with NOT_COORDINATOR if the
 	// leader loses its quorum, which the leader lease bounds.
 	WriteTimeout time.Duration
+	// UnconfirmedReads serves reads (OffsetFetch, DescribeGroups,
+	// ListGroups, Heartbeat, a Stable group's SyncGroup) from the leader's
+	// state without a quorum confirming its leadership first: a paused or
+	// partitioned former leader can then answer stale data. It exists only
+	// so benchmarks can measure what linearizable reads cost, side by side
+	// in one run; no Kafka config or flag sets it.
+	UnconfirmedReads bool
 	// Logger gets the coordinator's logs; nil discards them.
 	Logger hclog.Logger
 }

@@ -1,6 +1,7 @@
 package groups
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -13,7 +14,13 @@ import (
 )
 
 // Log is the shard's replicated log as the coordinator uses it;
-// cluster.Shard implements it.
+// server.shardLog implements it over a cluster.Shard.
+//
+// Leadership is identified by an epoch that the log owns (it counts the
+// shard's leadership notifications): the coordinator serves under the
+// epoch it was activated for and asks the log whether that epoch is still
+// current, so a quick loss and regain of leadership can never let a stale
+// activation or a stale read through.
 type Log interface {
 	// ApplyAsync enqueues an entry and returns at once; the future resolves
 	// when the entry is committed and applied. It may be called with a group
@@ -21,11 +28,18 @@ type Log interface {
 	ApplyAsync(cmd []byte, timeout time.Duration) raft.ApplyFuture
 	// Barrier waits until every entry committed before it is applied.
 	Barrier(timeout time.Duration) error
-	// IsLeader reports whether Raft still holds the shard's leadership; it
-	// must be cheap (the coordinator asks on every request): between Raft
+	// Leads reports whether epoch is still this node's current leadership
+	// of the shard and Raft has not stepped down. It must be cheap (the
+	// coordinator asks on every request) and never block: between Raft
 	// stepping down and Deactivate, requests must not be served from a
 	// state that no longer moves.
-	IsLeader() bool
+	Leads(epoch uint64) bool
+	// ConfirmLeadership returns nil once a quorum confirmed, after the call
+	// began, that epoch is still current (a read index); any other answer
+	// means this node must not serve reads under epoch. It blocks for about
+	// one round trip and may be called from any request goroutine, with no
+	// group lock held.
+	ConfirmLeadership(ctx context.Context, epoch uint64) error
 }
 
 // Coordinator serves the classic groups of one shard while this node leads
@@ -41,16 +55,20 @@ type Coordinator struct {
 	// now returns the wall clock in Unix milliseconds; tests may replace it.
 	now func() int64
 
-	mu      sync.RWMutex
-	active  bool
-	loading bool
+	mu sync.RWMutex
+	// active is set while the coordinator serves under epoch.
+	active bool
+	// epoch is the leadership epoch the coordinator last served under (0
+	// before the first activation). An activation for an epoch at or below
+	// it is stale.
+	epoch uint64
+	// loading is the epoch an activation is loading for (0: none). Requests
+	// get ErrLoadInProgress meanwhile.
+	loading uint64
 	// counters for metrics, monotonic for the coordinator's life.
 	committed  atomic.Uint64 // partitions committed
 	rebalances atomic.Uint64 // rebalances completed (group became Stable)
 	expired    atomic.Uint64 // members removed for missing their session or rebalance deadline
-	// epoch counts Activate and Deactivate calls, so an Activate that
-	// finishes after a later Deactivate does not resurrect the coordinator.
-	epoch  uint64
 	groups map[string]*group
 }
 
@@ -75,70 +93,141 @@ func NewCoordinator(cfg Config, shard int32, log Log, state *fsm.ShardFSM) (*Coo
 	}, nil
 }
 
-// Activate starts serving after this node became the shard's leader: it
-// waits for the log to be applied (a barrier), then rebuilds every group
-// from the FSM and gives each member a fresh session timeout. Requests that
-// arrive meanwhile get ErrLoadInProgress. It blocks on Raft, so the caller
-// runs it on a goroutine of its own, not on the one delivering leadership
-// notifications.
-func (c *Coordinator) Activate() error {
+// Activate starts serving under leadership epoch after this node became the
+// shard's leader: it waits for the log to be applied (a barrier), rebuilds
+// every group from the FSM and, once installed, gives each member a fresh
+// session timeout. Requests that arrive meanwhile get ErrLoadInProgress.
+//
+// An activation that is no longer current does nothing: if the log has
+// moved past epoch, or a later activation already ran, it returns
+// ErrNotCoordinator having installed nothing, closed nothing and started no
+// timer. It blocks on Raft, so the caller runs it on a goroutine of its own,
+// not on the one delivering leadership notifications; the caller may retry
+// it while epoch lasts.
+func (c *Coordinator) Activate(epoch uint64) error {
 	c.mu.Lock()
-	c.epoch++
-	epoch := c.epoch
-	c.loading = true
+	if epoch <= c.epoch || !c.log.Leads(epoch) {
+		c.mu.Unlock()
+		return ErrNotCoordinator
+	}
+	c.loading = epoch
 	c.mu.Unlock()
 	if err := c.log.Barrier(c.cfg.WriteTimeout); err != nil {
 		c.mu.Lock()
-		if c.epoch == epoch {
-			c.loading = false
+		if c.loading == epoch {
+			c.loading = 0
 		}
 		c.mu.Unlock()
 		return err
 	}
-	groups := make(map[string]*group)
-	for _, r := range c.state.Groups() {
+	// The groups are private until installed: lock them all now, so that
+	// no request reaches one before its members' sessions have started.
+	// (Iterate the slice afterwards: once installed, the map is shared.)
+	records := c.state.Groups()
+	loaded := make([]*group, 0, len(records))
+	groups := make(map[string]*group, len(records))
+	for _, r := range records {
 		g := groupFromRecord(c, r)
 		g.mu.Lock()
+		loaded = append(loaded, g)
+		groups[g.id] = g
+	}
+	unlockAll := func() {
+		for _, g := range loaded {
+			g.mu.Unlock()
+		}
+	}
+	c.mu.Lock()
+	if c.loading != epoch || epoch <= c.epoch || !c.log.Leads(epoch) {
+		c.mu.Unlock()
+		unlockAll()
+		return ErrNotCoordinator
+	}
+	superseded := c.groups
+	c.groups, c.active, c.epoch, c.loading = groups, true, epoch, 0
+	c.mu.Unlock()
+	for _, g := range loaded {
 		for _, m := range g.members {
 			g.startSession(m)
 		}
-		g.mu.Unlock()
-		groups[g.id] = g
 	}
-	c.mu.Lock()
-	if c.epoch != epoch {
-		c.mu.Unlock()
-		for _, g := range groups {
-			g.mu.Lock()
-			g.close()
-			g.mu.Unlock()
-		}
-		return ErrNotCoordinator
-	}
-	n := len(groups)
-	c.groups, c.active, c.loading = groups, true, false
-	c.mu.Unlock()
-	c.logAtInfoIf(n > 0, "coordinator active", "groups", n)
+	unlockAll()
+	// A leadership that ended without Deactivate (it always runs, but a
+	// coordinator must not leak timers if it did not).
+	closeGroups(superseded)
+	n := len(loaded)
+	c.logAtInfoIf(n > 0, "coordinator active", "groups", n, "epoch", epoch)
 	return nil
 }
 
 // Deactivate stops serving after leadership was lost: every waiting join and
-// sync fails with ErrNotCoordinator and every timer stops. Called from the
-// shard's leadership goroutine.
+// sync fails with ErrNotCoordinator and every timer stops; an activation
+// still loading will install nothing. Called from the shard's leadership
+// goroutine (and at shutdown).
 func (c *Coordinator) Deactivate() {
 	c.mu.Lock()
-	c.epoch++
 	groups, wasActive := c.groups, c.active
-	c.groups, c.active, c.loading = make(map[string]*group), false, false
+	c.groups, c.active, c.loading = make(map[string]*group), false, 0
 	c.mu.Unlock()
+	closeGroups(groups)
+	if wasActive {
+		c.logAtInfoIf(len(groups) > 0, "coordinator inactive", "groups", len(groups))
+	}
+}
+
+// closeGroups closes groups no longer served, each under its lock.
+func closeGroups(groups map[string]*group) {
 	for _, g := range groups {
 		g.mu.Lock()
 		g.close()
 		g.mu.Unlock()
 	}
-	if wasActive {
-		c.logAtInfoIf(len(groups) > 0, "coordinator inactive", "groups", len(groups))
+}
+
+// confirmRead confirms with a quorum that this coordinator still leads its
+// shard in the epoch it serves, before an answer is served from its state
+// (invariant 7: reads are linearizable). A paused or partitioned former
+// leader gets ErrNotCoordinator here, never a stale answer. Called from
+// request goroutines without any lock held; blocks about one round trip.
+func (c *Coordinator) confirmRead() error {
+	epoch, err := c.serving()
+	if err != nil {
+		return err
 	}
+	return c.confirm(epoch)
+}
+
+// serving returns the epoch the coordinator serves under, or
+// ErrLoadInProgress or ErrNotCoordinator.
+func (c *Coordinator) serving() (uint64, error) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	switch {
+	case c.loading != 0:
+		return 0, ErrLoadInProgress
+	case !c.active:
+		return 0, ErrNotCoordinator
+	}
+	return c.epoch, nil
+}
+
+// confirm asks a quorum whether epoch is still this node's leadership: an
+// answer read from state while serving under epoch may go out once it
+// returns nil.
+func (c *Coordinator) confirm(epoch uint64) error {
+	if c.cfg.UnconfirmedReads {
+		if !c.log.Leads(epoch) {
+			return ErrNotCoordinator
+		}
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.WriteTimeout)
+	defer cancel()
+	if err := c.log.ConfirmLeadership(ctx, epoch); err != nil {
+		c.logger.Debug("leadership not confirmed; not serving the read", "epoch", epoch, "error", err)
+		return ErrNotCoordinator
+	}
+	return nil
 }
 
 // logAtInfoIf logs at info when the event matters to an operator (a shard
@@ -165,12 +254,12 @@ func (c *Coordinator) Active() bool {
 func (c *Coordinator) lookup(id string, create bool) (*group, error) {
 	c.mu.RLock()
 	g, ok := c.groups[id]
-	active, loading := c.active, c.loading
+	active, loading, epoch := c.active, c.loading, c.epoch
 	c.mu.RUnlock()
 	switch {
-	case loading:
+	case loading != 0:
 		return nil, ErrLoadInProgress
-	case !active || !c.log.IsLeader():
+	case !active || !c.log.Leads(epoch):
 		return nil, ErrNotCoordinator
 	case ok || !create:
 		return g, nil

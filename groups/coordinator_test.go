@@ -248,7 +248,7 @@ func TestFailoverKeepsGenerationAndAssignment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c2.Activate(); err != nil {
+	if err := c2.Activate(log.SetLeader(true)); err != nil {
 		t.Fatal(err)
 	}
 	defer c2.Deactivate()
@@ -522,7 +522,7 @@ func TestNoServingOnceRaftSteppedDown(t *testing.T) {
 	c, log := newTestCoordinator(t, nil)
 	ids, gen := stableGroup(t, c, "g", 1)
 	// Raft stepped down; Deactivate has not run yet.
-	log.SetLeader(false)
+	log.StepDown()
 	wantErr(t, c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}), ErrNotCoordinator)
 	wantErr(t, c.Check(), ErrNotCoordinator)
 	_, err := c.Describe("g")

@@ -3,8 +3,12 @@ package groups
 import "sort"
 
 // Describe serves DescribeGroups for one group. An unknown group is reported
-// Dead with no members, as Kafka does. Called from any handler goroutine.
+// Dead with no members, as Kafka does. The answer is confirmed by a quorum
+// first (confirmRead). Called from any handler goroutine.
 func (c *Coordinator) Describe(groupID string) (GroupDescription, error) {
+	if err := c.confirmRead(); err != nil {
+		return GroupDescription{}, err
+	}
 	g, err := c.lockGroup(groupID, false)
 	if err != nil {
 		return GroupDescription{}, err
@@ -54,16 +58,10 @@ func (c *Coordinator) List() ([]GroupListing, error) {
 	return out, nil
 }
 
-// Check reports whether this coordinator serves its shard right now:
-// nil, ErrLoadInProgress or ErrNotCoordinator.
+// Check reports whether this coordinator serves its shard, confirmed by a
+// quorum (see confirmRead): nil, ErrLoadInProgress or ErrNotCoordinator.
+// Callers serving reads from the shard's state (OffsetFetch) call it first.
+// Called from any handler goroutine; blocks about one round trip.
 func (c *Coordinator) Check() error {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	switch {
-	case c.loading:
-		return ErrLoadInProgress
-	case !c.active || !c.log.IsLeader():
-		return ErrNotCoordinator
-	}
-	return nil
+	return c.confirmRead()
 }

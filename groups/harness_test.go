@@ -27,7 +27,7 @@ func newTestCoordinator(t *testing.T, mutate func(*Config)) (*Coordinator, *MemL
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Activate(); err != nil {
+	if err := c.Activate(log.Epoch()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Deactivate)

@@ -1,12 +1,16 @@
 package groups
 
 // Heartbeat serves a Heartbeat: it proves the member alive and tells it
-// whether a rebalance is under way. Heartbeats never touch Raft. Called from
-// a connection's handler goroutine; never blocks on anything but the group
-// lock.
+// whether a rebalance is under way. Heartbeats never write to Raft, but the
+// answer ("you are still in generation G") is a read of the coordinator's
+// state, so a quorum confirms the leadership first (confirmRead). Called
+// from a connection's handler goroutine; blocks about one round trip.
 func (c *Coordinator) Heartbeat(req HeartbeatRequest) error {
 	if req.GroupID == "" {
 		return ErrInvalidGroupID
+	}
+	if err := c.confirmRead(); err != nil {
+		return err
 	}
 	g, err := c.lockGroup(req.GroupID, false)
 	if err != nil {

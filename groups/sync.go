@@ -16,6 +16,10 @@ func (c *Coordinator) Sync(ctx context.Context, req SyncRequest) SyncResult {
 	if req.GroupID == "" {
 		return SyncResult{Err: ErrInvalidGroupID}
 	}
+	epoch, err := c.serving()
+	if err != nil {
+		return SyncResult{Err: err}
+	}
 	g, err := c.lockGroup(req.GroupID, false)
 	if err != nil {
 		return SyncResult{Err: err}
@@ -26,6 +30,13 @@ func (c *Coordinator) Sync(ctx context.Context, req SyncRequest) SyncResult {
 	ch, res := g.sync(req)
 	g.mu.Unlock()
 	if ch == nil {
+		// An answer from the coordinator's state (a Stable group's
+		// assignment, or an error): served only once a quorum confirmed the
+		// leadership it was read under. Waiting syncs are answered after
+		// the assignment committed, which confirms it.
+		if err := c.confirm(epoch); err != nil {
+			return SyncResult{Err: err}
+		}
 		return res
 	}
 	select {

@@ -1,6 +1,7 @@
 package groups
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -20,11 +21,17 @@ type MemLog struct {
 	index     uint64
 	fail      error
 	delay     time.Duration
+	epoch     uint64 // the current leadership epoch
 	notLeader bool
+	// confirmFail, when set, fails every ConfirmLeadership (a leader that
+	// was deposed without knowing it yet).
+	confirmFail error
+	confirms    int
 }
 
-// NewMemLog returns a MemLog applying to a fresh shard FSM.
-func NewMemLog() *MemLog { return &MemLog{FSM: fsm.NewShardFSM(0, nil)} }
+// NewMemLog returns a MemLog applying to a fresh shard FSM, leading in
+// epoch 1.
+func NewMemLog() *MemLog { return &MemLog{FSM: fsm.NewShardFSM(0, nil), epoch: 1} }
 
 // SetFault makes every following write fail with err (nil heals).
 func (l *MemLog) SetFault(err error) {
@@ -67,18 +74,66 @@ func (l *MemLog) ApplyAsync(cmd []byte, _ time.Duration) raft.ApplyFuture {
 	return f
 }
 
-// SetLeader makes IsLeader report leader (a MemLog starts leading).
-func (l *MemLog) SetLeader(leader bool) {
+// SetLeader starts a new leadership epoch in which the log leads or not
+// (a MemLog starts leading in epoch 1), as a cluster.Shard's leadership
+// notification does. It returns the new epoch.
+func (l *MemLog) SetLeader(leader bool) uint64 {
 	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.epoch++
 	l.notLeader = !leader
+	return l.epoch
+}
+
+// StepDown makes the log stop leading without a new epoch: Raft stepped
+// down and the notification has not been delivered yet.
+func (l *MemLog) StepDown() {
+	l.mu.Lock()
+	l.notLeader = true
 	l.mu.Unlock()
 }
 
-// IsLeader implements Log.
-func (l *MemLog) IsLeader() bool {
+// Epoch is the current leadership epoch.
+func (l *MemLog) Epoch() uint64 {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return !l.notLeader
+	return l.epoch
+}
+
+// SetConfirmFault makes every following ConfirmLeadership fail with err (nil
+// heals): a leader a quorum no longer follows.
+func (l *MemLog) SetConfirmFault(err error) {
+	l.mu.Lock()
+	l.confirmFail = err
+	l.mu.Unlock()
+}
+
+// Confirms counts ConfirmLeadership calls.
+func (l *MemLog) Confirms() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.confirms
+}
+
+// Leads implements Log.
+func (l *MemLog) Leads(epoch uint64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.notLeader && epoch == l.epoch
+}
+
+// ConfirmLeadership implements Log.
+func (l *MemLog) ConfirmLeadership(_ context.Context, epoch uint64) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.confirms++
+	switch {
+	case l.confirmFail != nil:
+		return l.confirmFail
+	case l.notLeader || epoch != l.epoch:
+		return ErrNotCoordinator
+	}
+	return nil
 }
 
 // Barrier implements Log.

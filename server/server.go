@@ -41,21 +41,15 @@ type Server struct {
 	// has.
 	stopRetention chan struct{}
 	retentionDone chan struct{}
-	// metaLoaded is set once this node, as the metadata group's leader,
-	// has applied every entry of earlier terms (the topic registry is
-	// complete).
-	metaLoaded atomic.Bool
+	// metaLoaded is the metadata group's leadership epoch in which this
+	// node, as its leader, applied every entry of earlier terms (the topic
+	// registry is complete); it counts only while that epoch lasts.
+	metaLoaded atomic.Uint64
 	// raftNode is the cluster node for the hot path (every request asks
 	// its shard whether it still leads); set once NewNode returned.
 	raftNode atomic.Pointer[cluster.Node]
-	// leaderGen counts each group shard's leadership changes, so a retried
-	// activation stops once a later change owns the shard.
-	leaderGen []atomic.Uint64
 	// stopping is set when Shutdown or Kill begins.
 	stopping atomic.Bool
-	// metaEpoch counts metadata leadership changes, so a barrier that
-	// finishes after a later loss does not set metaLoaded.
-	metaEpoch atomic.Uint64
 }
 
 // New validates cfg and returns a server that has not started anything.
@@ -128,7 +122,6 @@ func (s *Server) startNode(advertised string) error {
 	n := s.cfg.OffsetsTopicNumPartitions
 	s.states = make([]*fsm.ShardFSM, n)
 	s.coords = make([]*groups.Coordinator, n)
-	s.leaderGen = make([]atomic.Uint64, n)
 	s.meta = fsm.NewMetaFSM(s.logger.Named("meta"))
 	gcfg := groups.DefaultConfig()
 	gcfg.InitialRebalanceDelay = s.cfg.GroupInitialRebalanceDelay
@@ -177,56 +170,70 @@ func (s *Server) apiShards() []api.Shard {
 }
 
 // onLeadership is cluster's leadership callback, on the shard's leadership
-// goroutine (possibly while cluster.NewNode still runs). Activation waits on
-// Raft, so it runs on its own goroutine and retries until it succeeds or
-// the leadership changes again; the coordinator's epoch makes a late
-// activation after a loss harmless.
+// goroutine (possibly while cluster.NewNode still runs). A loss deactivates
+// the coordinator at once. A gain is served on a goroutine of its own
+// (activation waits on Raft): it reads the shard's Leadership, the one
+// fact every consumer compares against, and retries while that epoch
+// lasts; an activation of an epoch that has passed does nothing.
 func (s *Server) onLeadership(shard int32, leader bool) {
-	if shard == cluster.MetaShard {
-		s.onMetaLeadership(leader)
-		return
-	}
-	c := s.coords[shard]
-	gen := s.leaderGen[shard].Add(1)
 	if !leader {
-		c.Deactivate()
+		if shard != cluster.MetaShard {
+			s.coords[shard].Deactivate()
+		}
 		return
 	}
-	go s.retryUntilLeadershipChanges(&s.leaderGen[shard], gen, "coordinator activation", "shard", shard, c.Activate)
+	go func() {
+		sh := s.waitShard(shard)
+		if sh == nil {
+			return
+		}
+		l := sh.Leadership()
+		if !l.Leader {
+			return // lost again already; that notification deactivated
+		}
+		if shard == cluster.MetaShard {
+			s.retryWhileLeading(sh, l.Epoch, "metadata barrier", func() error { return s.loadMeta(sh, l.Epoch) })
+			return
+		}
+		c := s.coords[shard]
+		s.retryWhileLeading(sh, l.Epoch, "coordinator activation", func() error { return c.Activate(l.Epoch) })
+	}()
 }
 
-// onMetaLeadership tracks whether the topic registry is current on this
-// node when it leads the metadata group: after a restart, the registry is
-// only complete once the new term's first entry committed.
-func (s *Server) onMetaLeadership(leader bool) {
-	s.logger.Info("metadata leadership", "leader", leader)
-	s.metaLoaded.Store(false)
-	epoch := s.metaEpoch.Add(1)
-	if !leader {
-		return
+// waitShard returns the cluster shard id once cluster.NewNode has returned,
+// or nil if the server stops first. Leadership can be delivered while
+// NewNode still runs.
+func (s *Server) waitShard(id int32) *cluster.Shard {
+	for !s.stopping.Load() {
+		if n := s.raftNode.Load(); n != nil {
+			return n.Shard(id)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	log := &shardLog{s: s, shard: cluster.MetaShard}
-	go s.retryUntilLeadershipChanges(&s.metaEpoch, epoch, "metadata barrier", "shard", cluster.MetaShard, func() error {
-		if err := log.Barrier(s.cfg.OffsetsCommitTimeout); err != nil {
-			return err
-		}
-		if s.metaEpoch.Load() == epoch {
-			s.metaLoaded.Store(true)
-		}
-		return nil
-	})
+	return nil
 }
 
-// retryUntilLeadershipChanges runs fn until it succeeds, the leadership
-// generation gen moves on (a later change owns the shard now) or the server
-// stops, backing off up to a second between tries. A barrier can fail under
-// load (the apply queue full) while this node still leads; giving up would
+// loadMeta marks the topic registry current for the metadata leadership
+// epoch once a barrier has applied every entry of earlier terms: after a
+// restart the registry is complete only then.
+func (s *Server) loadMeta(sh *cluster.Shard, epoch uint64) error {
+	if err := sh.Barrier(s.cfg.OffsetsCommitTimeout); err != nil {
+		return err
+	}
+	s.metaLoaded.Store(epoch)
+	return nil
+}
+
+// retryWhileLeading runs fn until it succeeds, the shard's leadership epoch
+// moves on (a later notification owns the shard now) or the server stops,
+// backing off up to a second between tries. A barrier can fail under load
+// (the apply queue full) while this node still leads; giving up would
 // leave the shard unserved for the whole term.
-func (s *Server) retryUntilLeadershipChanges(current *atomic.Uint64, gen uint64, what string, key string, shard int32, fn func() error) {
+func (s *Server) retryWhileLeading(sh *cluster.Shard, epoch uint64, what string, fn func() error) {
 	backoff := 50 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := fn()
-		if err == nil || current.Load() != gen || s.stopping.Load() {
+		if err == nil || !sh.Leads(epoch) || s.stopping.Load() {
 			return
 		}
 		// Leadership can arrive while the node is still starting (the
@@ -236,10 +243,10 @@ func (s *Server) retryUntilLeadershipChanges(current *atomic.Uint64, gen uint64,
 		if attempt > 3 {
 			log = s.logger.Warn
 		}
-		log(what+" failed; retrying", key, shard, "error", err, "backoff", backoff)
+		log(what+" failed; retrying", "shard", sh.ID, "epoch", epoch, "error", err, "backoff", backoff)
 		time.Sleep(backoff)
 		backoff = min(2*backoff, time.Second)
-		if current.Load() != gen || s.stopping.Load() {
+		if !sh.Leads(epoch) || s.stopping.Load() {
 			return
 		}
 	}
@@ -254,7 +261,7 @@ func (s *Server) Ready() bool {
 	if node == nil || !node.Ready() {
 		return false
 	}
-	if meta := node.Shard(cluster.MetaShard); meta.IsLeader() && !s.metaLoaded.Load() {
+	if meta := node.Shard(cluster.MetaShard); meta.IsLeader() && !meta.Leads(s.metaLoaded.Load()) {
 		return false
 	}
 	for _, sh := range node.Shards() {
@@ -402,10 +409,19 @@ func (l *shardLog) ApplyAsync(cmd []byte, timeout time.Duration) raft.ApplyFutur
 	return sh.ApplyAsync(cmd, timeout)
 }
 
-// IsLeader implements groups.Log.
-func (l *shardLog) IsLeader() bool {
+// Leads implements groups.Log.
+func (l *shardLog) Leads(epoch uint64) bool {
 	sh, err := l.raftShard()
-	return err == nil && sh.IsLeader()
+	return err == nil && sh.Leads(epoch)
+}
+
+// ConfirmLeadership implements groups.Log.
+func (l *shardLog) ConfirmLeadership(ctx context.Context, epoch uint64) error {
+	sh, err := l.raftShard()
+	if err != nil {
+		return err
+	}
+	return sh.ConfirmLeadership(ctx, epoch)
 }
 
 // Barrier implements groups.Log.

@@ -1,0 +1,66 @@
+package cluster
+
+import (
+	"errors"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+)
+
+// Leadership is one notification of this node's role in a shard, as the
+// shard's leadership goroutine delivered it: Epoch counts the notifications
+// of the shard since the node started (so two leaderships of one shard never
+// share an epoch, even when Raft re-elects this node in a quick flap), Term
+// is the Raft term it was observed in, and Leader says whether this node
+// leads.
+//
+// It is the one owner of "this node leads shard S in term T": the group
+// coordinator, the server's activation retries and the metadata registry
+// all compare the epoch they started under with Shard.Leadership, rather
+// than each keeping a counter of its own.
+type Leadership struct {
+	Epoch  uint64
+	Term   uint64
+	Leader bool
+}
+
+// leadershipState is a shard's current Leadership. The leadership goroutine
+// writes it before it calls the OnLeadership callbacks, so a callback that
+// reads it sees its own notification; any goroutine may read it.
+type leadershipState struct {
+	cur atomic.Pointer[Leadership]
+}
+
+// load returns the current leadership (the zero value before the first
+// notification).
+func (l *leadershipState) load() Leadership {
+	if p := l.cur.Load(); p != nil {
+		return *p
+	}
+	return Leadership{}
+}
+
+// next records a new notification. Called only by the shard's leadership
+// goroutine.
+func (l *leadershipState) next(leader bool, term uint64) Leadership {
+	n := Leadership{Epoch: l.load().Epoch + 1, Term: term, Leader: leader}
+	l.cur.Store(&n)
+	return n
+}
+
+// Leadership returns the shard's latest leadership notification. Cheap:
+// request handlers call it on every request.
+func (s *Shard) Leadership() Leadership { return s.leadership.load() }
+
+// Leads reports whether epoch is still the current leadership of this node
+// and Raft has not stepped down since: between Raft stepping down and the
+// notification arriving, State already says Follower. It does not ask a
+// quorum (see ConfirmLeadership).
+func (s *Shard) Leads(epoch uint64) bool {
+	l := s.leadership.load()
+	return l.Leader && l.Epoch == epoch && s.Raft.State() == raft.Leader
+}
+
+// ErrNotLeading is returned by ConfirmLeadership when this node no longer
+// leads the shard in the epoch the caller serves under.
+var ErrNotLeading = errors.New("cluster: this node no longer leads the shard")
