@@ -105,12 +105,14 @@ func createTopic(ctx context.Context, t testing.TB, adm *kadm.Client, topic stri
 func waitFor(ctx context.Context, t testing.TB, what string, cond func(context.Context) error) {
 	t.Helper()
 	start := time.Now()
-	for {
+	for tries := 1; ; tries++ {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := cond(cctx)
 		cancel()
 		if err == nil {
-			t.Logf("%s: after %v", what, time.Since(start).Round(time.Millisecond))
+			if tries > 1 { // only a wait is worth a line
+				t.Logf("%s: after %v", what, time.Since(start).Round(time.Millisecond))
+			}
 			return
 		}
 		select {

@@ -111,6 +111,14 @@ func newProc(t testing.TB, extra ...string) *kcoordProc {
 // start runs the binary and waits until /readyz answers 200.
 func (p *kcoordProc) start(ctx context.Context) {
 	p.t.Helper()
+	p.launch()
+	p.waitReady(ctx)
+}
+
+// launch runs the binary without waiting for it to be ready (nodes of a
+// cluster become ready only once enough of them run).
+func (p *kcoordProc) launch() {
+	p.t.Helper()
 	if p.running() {
 		p.t.Fatal("kcoord already running")
 	}
@@ -145,6 +153,13 @@ func (p *kcoordProc) start(ctx context.Context) {
 		close(exited)
 	}()
 	p.cmd, p.exited = cmd, exited
+}
+
+// waitReady waits until /readyz answers 200, failing the test if the
+// process exits or ctx ends first.
+func (p *kcoordProc) waitReady(ctx context.Context) {
+	p.t.Helper()
+	cmd, exited := p.cmd, p.exited
 	t0 := time.Now()
 	readyURL := "http://" + p.http + "/readyz"
 	client := &http.Client{Timeout: time.Second}
