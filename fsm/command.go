@@ -3,6 +3,9 @@ package fsm
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
+
+	"github.com/hashicorp/go-msgpack/v2/codec"
 )
 
 // CommandType tags every Raft log entry kcoord writes. The numbers are part of
@@ -24,6 +27,9 @@ const (
 	TopicCreateType CommandType = 5
 	// TopicDeleteType removes a topic from the metadata group.
 	TopicDeleteType CommandType = 6
+	// ClusterIDType stamps the id of the cluster a shard or the metadata
+	// group belongs to. Both ShardFSM and MetaFSM apply it.
+	ClusterIDType CommandType = 7
 )
 
 // String names the command type for logs.
@@ -41,13 +47,23 @@ func (t CommandType) String() string {
 		return "TopicCreate"
 	case TopicDeleteType:
 		return "TopicDelete"
+	case ClusterIDType:
+		return "ClusterID"
 	}
 	return fmt.Sprintf("CommandType(%d)", uint8(t))
 }
 
-// bodyVersion is the version of the body encoding written by this build. A
-// reader accepts every version up to it.
-const bodyVersion uint8 = 1
+// Body versions: the encoding of an entry's body, its second byte.
+const (
+	// bodyVersionJSON is JSON (the json tags), written by releases before
+	// msgpack and still read. It has no body for ClusterIDType.
+	bodyVersionJSON uint8 = 1
+	// bodyVersionMsgpack is msgpack (the codec tags; see codec.go).
+	bodyVersionMsgpack uint8 = 2
+	// bodyVersion is the version this build writes; Decode reads every
+	// version up to it.
+	bodyVersion = bodyVersionMsgpack
+)
 
 // Command is one FSM command body. Every body carries all the inputs its Apply
 // needs (times stamped by the leader), so Apply is deterministic.
@@ -57,45 +73,55 @@ type Command interface {
 
 // GroupPut is the body of GroupPutType.
 type GroupPut struct {
-	Group Group `json:"group"`
+	Group Group `json:"group" codec:"group"`
 }
 
 // GroupDelete is the body of GroupDeleteType.
 type GroupDelete struct {
-	GroupID string `json:"group_id"`
+	GroupID string `json:"group_id" codec:"group_id"`
 }
 
 // OffsetCommit is the body of OffsetCommitType. A commit to a group that
 // does not exist creates it Empty with no protocol type, as Kafka does for
 // simple consumers and admin clients.
 type OffsetCommit struct {
-	GroupID string `json:"group_id"`
+	GroupID string `json:"group_id" codec:"group_id"`
 	// Timestamp is the leader's wall clock at commit, in Unix milliseconds.
-	Timestamp int64                   `json:"ts"`
-	Offsets   []OffsetCommitPartition `json:"offsets"`
+	Timestamp int64                   `json:"ts" codec:"ts"`
+	Offsets   []OffsetCommitPartition `json:"offsets" codec:"offsets"`
 }
 
 // OffsetCommitPartition is one partition's committed offset in OffsetCommit.
 type OffsetCommitPartition struct {
-	Topic     string `json:"t"`
-	Partition int32  `json:"p"`
-	Offset    Offset `json:"o"`
+	Topic     string `json:"t" codec:"t"`
+	Partition int32  `json:"p" codec:"p"`
+	Offset    Offset `json:"o" codec:"o"`
 }
 
 // OffsetDelete is the body of OffsetDeleteType.
 type OffsetDelete struct {
-	GroupID    string           `json:"group_id"`
-	Partitions []TopicPartition `json:"partitions"`
+	GroupID    string           `json:"group_id" codec:"group_id"`
+	Partitions []TopicPartition `json:"partitions" codec:"partitions"`
 }
 
 // TopicCreate is the body of TopicCreateType.
 type TopicCreate struct {
-	Topic Topic `json:"topic"`
+	Topic Topic `json:"topic" codec:"topic"`
 }
 
 // TopicDelete is the body of TopicDeleteType.
 type TopicDelete struct {
-	Name string `json:"name"`
+	Name string `json:"name" codec:"name"`
+}
+
+// ClusterStamp is the body of ClusterIDType: the id of the cluster whose
+// bootstrap created this Raft group. The first stamp an FSM applies sets its
+// cluster id; a later stamp with the same id changes nothing, and one with
+// another id is answered ErrClusterIDMismatch (and changes nothing). An
+// empty ID stamps nothing on an FSM without a cluster id and mismatches one
+// with a cluster id.
+type ClusterStamp struct {
+	ID string `codec:"id"`
 }
 
 // CommandType implements Command.
@@ -116,19 +142,51 @@ func (TopicCreate) CommandType() CommandType { return TopicCreateType }
 // CommandType implements Command.
 func (TopicDelete) CommandType() CommandType { return TopicDeleteType }
 
-// Encode serializes cmd as a Raft log entry: one type byte, one body version
-// byte, then the body.
-func Encode(cmd Command) ([]byte, error) {
-	body, err := json.Marshal(cmd)
-	if err != nil {
-		return nil, fmt.Errorf("encode %s: %w", cmd.CommandType(), err)
+// CommandType implements Command.
+func (ClusterStamp) CommandType() CommandType { return ClusterIDType }
+
+// stampClusterID applies c to an FSM's cluster id (both FSMs hold one)
+// and returns Apply's response.
+func stampClusterID(clusterID *string, c *ClusterStamp) any {
+	switch *clusterID {
+	case c.ID:
+		return nil
+	case "":
+		*clusterID = c.ID
+		return nil
 	}
-	out := make([]byte, 0, len(body)+2)
-	out = append(out, byte(cmd.CommandType()), bodyVersion)
-	return append(out, body...), nil
+	return ErrClusterIDMismatch
 }
 
-// Decode parses a Raft log entry written by Encode.
+// Encode serializes cmd as a Raft log entry: one type byte, one body version
+// byte (bodyVersion), then the msgpack body. Equal commands encode to equal
+// bytes. Safe for concurrent use.
+func Encode(cmd Command) ([]byte, error) {
+	buf := encodeBufs.Get().(*[]byte)
+	defer putEncodeBuf(buf)
+	body := (*buf)[:0]
+	if err := codec.NewEncoderBytes(&body, msgpack).Encode(cmd); err != nil {
+		return nil, fmt.Errorf("encode %s: %w", cmd.CommandType(), err)
+	}
+	*buf = body
+	entry := make([]byte, 2+len(body))
+	entry[0], entry[1] = byte(cmd.CommandType()), bodyVersion
+	copy(entry[2:], body)
+	return entry, nil
+}
+
+// encodeBufs holds scratch buffers for Encode, so an entry is allocated
+// once at its final size instead of growing.
+var encodeBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+func putEncodeBuf(b *[]byte) {
+	if cap(*b) <= 64<<10 { // big entries are rare: let them go
+		encodeBufs.Put(b)
+	}
+}
+
+// Decode parses a Raft log entry written by Encode, or by a release that
+// wrote JSON bodies (version 1).
 func Decode(b []byte) (Command, error) {
 	if len(b) < 2 {
 		return nil, fmt.Errorf("%w: entry of %d bytes", ErrMalformedCommand, len(b))
@@ -137,25 +195,45 @@ func Decode(b []byte) (Command, error) {
 	if ver == 0 || ver > bodyVersion {
 		return nil, fmt.Errorf("%w: %s body version %d", ErrUnknownVersion, typ, ver)
 	}
-	var cmd Command
-	switch typ {
-	case GroupPutType:
-		cmd = new(GroupPut)
-	case GroupDeleteType:
-		cmd = new(GroupDelete)
-	case OffsetCommitType:
-		cmd = new(OffsetCommit)
-	case OffsetDeleteType:
-		cmd = new(OffsetDelete)
-	case TopicCreateType:
-		cmd = new(TopicCreate)
-	case TopicDeleteType:
-		cmd = new(TopicDelete)
-	default:
-		return nil, fmt.Errorf("%w: %s", ErrUnknownCommand, typ)
+	cmd, err := newCommand(typ)
+	if err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(body, cmd); err != nil {
+	switch ver {
+	case bodyVersionJSON:
+		if typ > TopicDeleteType {
+			return nil, fmt.Errorf("%w: %s has no body version %d", ErrMalformedCommand, typ, ver)
+		}
+		err = json.Unmarshal(body, cmd)
+	default:
+		d := codec.NewDecoderBytes(body, msgpack)
+		if err = d.Decode(cmd); err == nil && d.NumBytesRead() != len(body) {
+			err = fmt.Errorf("%d bytes after the body", len(body)-d.NumBytesRead())
+		}
+	}
+	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrMalformedCommand, typ, err)
 	}
 	return cmd, nil
+}
+
+// newCommand returns a new, empty body of typ.
+func newCommand(typ CommandType) (Command, error) {
+	switch typ {
+	case GroupPutType:
+		return new(GroupPut), nil
+	case GroupDeleteType:
+		return new(GroupDelete), nil
+	case OffsetCommitType:
+		return new(OffsetCommit), nil
+	case OffsetDeleteType:
+		return new(OffsetDelete), nil
+	case TopicCreateType:
+		return new(TopicCreate), nil
+	case TopicDeleteType:
+		return new(TopicDelete), nil
+	case ClusterIDType:
+		return new(ClusterStamp), nil
+	}
+	return nil, fmt.Errorf("%w: %s", ErrUnknownCommand, typ)
 }

@@ -22,4 +22,8 @@ var (
 	ErrTopicExists = errors.New("topic already exists")
 	// ErrTopicNotFound is Apply's answer to deleting a topic that does not exist.
 	ErrTopicNotFound = errors.New("topic not found")
+	// ErrClusterIDMismatch is Apply's answer to a ClusterStamp whose id is
+	// not the cluster id the FSM already holds: the Raft group belongs to
+	// another cluster. The FSM keeps its cluster id.
+	ErrClusterIDMismatch = errors.New("cluster id mismatch")
 )

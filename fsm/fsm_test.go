@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"reflect"
 	"testing"
@@ -130,10 +131,15 @@ func TestMetaCommandsAndSnapshotRoundTrip(t *testing.T) {
 
 func TestApplyPanicsOnUndecodableEntry(t *testing.T) {
 	for name, data := range map[string][]byte{
-		"short":       {1},
-		"unknown":     {200, 1, '{', '}'},
-		"new version": {byte(GroupPutType), 99, '{', '}'},
-		"bad body":    {byte(OffsetCommitType), 1, 'x'},
+		"short":            {1},
+		"unknown":          {200, 2, 0x80},
+		"new version":      {byte(GroupPutType), 99, 0x80},
+		"bad json body":    {byte(OffsetCommitType), 1, 'x'},
+		"bad body":         {byte(OffsetCommitType), 2, 0xc1},
+		"truncated body":   {byte(GroupDeleteType), 2, 0x81, 0xa8, 'g', 'r'},
+		"trailing bytes":   {byte(GroupDeleteType), 2, 0x80, 0x80},
+		"wrong field type": {byte(GroupDeleteType), 2, 0x81, 0xa8, 'g', 'r', 'o', 'u', 'p', '_', 'i', 'd', 0x81, 0xa1, 'x', 0x01},
+		"json cluster id":  {byte(ClusterIDType), 1, '{', '}'},
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer func() {
@@ -147,21 +153,143 @@ func TestApplyPanicsOnUndecodableEntry(t *testing.T) {
 }
 
 func TestRestoreRejectsGarbage(t *testing.T) {
-	for _, b := range [][]byte{nil, {0}, {9, '{'}, {1, '['}} {
+	f := NewShardFSM(0, nil)
+	apply(t, f, 1, &GroupPut{Group: sampleGroup("g")})
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var good memSink
+	if err := snap.Persist(&good); err != nil {
+		t.Fatal(err)
+	}
+	for name, b := range map[string][]byte{
+		"empty":            nil,
+		"version 0":        {0},
+		"future version":   {9, 0x80},
+		"bad json":         {1, '['},
+		"bad msgpack":      {2, 0xc1},
+		"no document":      {2},
+		"truncated":        good.Bytes()[:good.Len()-3],
+		"data after it":    append(bytes.Clone(good.Bytes()), 0xc0),
+		"two documents":    append(bytes.Clone(good.Bytes()), good.Bytes()[1:]...),
+		"wrong field type": {2, 0x81, 0xa6, 'g', 'r', 'o', 'u', 'p', 's', 0x01},
+	} {
 		if err := NewShardFSM(0, nil).Restore(io.NopCloser(bytes.NewReader(b))); !errors.Is(err, ErrMalformedSnapshot) {
-			t.Fatalf("%v: got %v", b, err)
+			t.Errorf("%s: got %v", name, err)
 		}
 	}
 }
 
-// TestEncodingIsStable pins the on-disk format of a command: changing it
-// needs a new body version, not an edit.
+// TestEncodingIsStable pins the on-disk format of commands and snapshots:
+// changing it needs a new body (or snapshot) version, not an edit.
 func TestEncodingIsStable(t *testing.T) {
-	b, err := Encode(&GroupDelete{GroupID: "g"})
+	for _, tc := range []struct {
+		cmd  Command
+		want string
+	}{
+		{&GroupDelete{GroupID: "g"}, "\x02\x02\x81\xa8group_id\xa1g"},
+		{&ClusterStamp{ID: "c\xfe"}, "\x07\x02\x81\xa2id\xa2c\xfe"},
+		{&OffsetDelete{GroupID: "g", Partitions: []TopicPartition{{Topic: "t", Partition: 1}}},
+			"\x04\x02\x82\xa8group_id\xa1g\xaapartitions\x91\x82\xa1p\x01\xa1t\xa1t"},
+		{&GroupPut{Group: Group{ID: "g", State: StateStable, Members: []Member{{ID: "m", Protocols: []Protocol{{Name: "p", Metadata: []byte{0}}}, Assignment: []byte{1}}}}},
+			"\x01\x02\x81\xa5group\x85\xaageneration\x00\xa2id\xa1g\xa7members\x91\x87" +
+				"\xaaassignment\xc4\x01\x01\xabclient_host\xa0\xa9client_id\xa0\xa2id\xa1m" +
+				"\xa9protocols\x91\x82\xa8metadata\xc4\x01\x00\xa4name\xa1p" +
+				"\xb4rebalance_timeout_ms\x00\xb2session_timeout_ms\x00\xa5state\xa6Stable\xa8state_ts\x00"},
+	} {
+		b, err := Encode(tc.cmd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != tc.want {
+			t.Errorf("%s encoding changed:\n got %q\nwant %q", tc.cmd.CommandType(), b, tc.want)
+		}
+	}
+
+	m := NewMetaFSM(nil)
+	apply(t, m, 1, &ClusterStamp{ID: "c"})
+	apply(t, m, 2, &TopicCreate{Topic: Topic{Name: "t", ID: [16]byte{15: 1}, Partitions: 1, ReplicationFactor: 1, Configs: map[string]string{"b": "2", "a": "1"}}})
+	snap, err := m.Snapshot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "\x02\x01{\"group_id\":\"g\"}"; string(b) != want {
-		t.Fatalf("encoding changed: %q, want %q", b, want)
+	var sink memSink
+	if err := snap.Persist(&sink); err != nil {
+		t.Fatal(err)
+	}
+	want := "\x02\x82\xaacluster_id\xa1c\xa6topics\x91\x85\xa7configs\x82\xa1a\xa11\xa1b\xa12" +
+		"\xa2id\xc4\x10\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x01" +
+		"\xa4name\xa1t\xaapartitions\x01\xb2replication_factor\x01"
+	if got := sink.String(); got != want {
+		t.Errorf("meta snapshot encoding changed:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestEqualStatesWriteEqualSnapshots: snapshots are sorted, so replicas
+// with the same state write the same bytes whatever their map order.
+func TestEqualStatesWriteEqualSnapshots(t *testing.T) {
+	var first []byte
+	for i := range 5 {
+		f := NewShardFSM(0, nil)
+		for g := range 20 {
+			apply(t, f, uint64(g+1), commitWith(fmt.Sprintf("g%d", g), int64(g)))
+		}
+		snap, err := f.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var sink memSink
+		if err := snap.Persist(&sink); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			first = sink.Bytes()
+		} else if !bytes.Equal(first, sink.Bytes()) {
+			t.Fatal("two snapshots of one state differ")
+		}
+	}
+}
+
+// chunkSink is a raft.SnapshotSink that records the size of every write.
+type chunkSink struct {
+	memSink
+	writes []int
+}
+
+func (s *chunkSink) Write(p []byte) (int, error) {
+	s.writes = append(s.writes, len(p))
+	return s.memSink.Write(p)
+}
+
+// TestSnapshotIsStreamedIntoTheSink: Persist writes the encoding in
+// buffer-sized pieces as it goes, never the whole snapshot at once.
+func TestSnapshotIsStreamedIntoTheSink(t *testing.T) {
+	f := NewShardFSM(0, nil)
+	for g := range 2000 {
+		apply(t, f, uint64(g+1), commitWith(fmt.Sprintf("group-%04d", g), int64(g)))
+	}
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sink chunkSink
+	if err := snap.Persist(&sink); err != nil {
+		t.Fatal(err)
+	}
+	if sink.Len() < 4*msgpack.WriterBufferSize {
+		t.Fatalf("snapshot of %d bytes is too small to show streaming", sink.Len())
+	}
+	for _, n := range sink.writes {
+		if n > msgpack.WriterBufferSize {
+			t.Fatalf("a write of %d bytes (snapshot %d bytes): the encoding was buffered", n, sink.Len())
+		}
+	}
+	restored := NewShardFSM(0, nil)
+	if err := restored.Restore(io.NopCloser(&sink.memSink)); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(restored.Groups()); n != 2000 {
+		t.Fatalf("restored %d groups", n)
 	}
 }

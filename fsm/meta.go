@@ -11,13 +11,16 @@ import (
 )
 
 // MetaFSM is the raft.FSM of the metadata group: the cluster-wide topic
-// registry (later users, ACLs and shard placement). Raft's FSM goroutine
-// calls Apply, Snapshot and Restore; any goroutine may call the readers.
+// registry and the cluster id (later users, ACLs and shard placement).
+// Raft's FSM goroutine calls Apply, Snapshot and Restore; raft runs the
+// snapshot's Persist on another goroutine. Any goroutine may call the
+// readers, which return copies.
 type MetaFSM struct {
 	logger hclog.Logger
 
-	mu     sync.RWMutex
-	topics map[string]Topic
+	mu        sync.RWMutex
+	clusterID string
+	topics    map[string]Topic
 }
 
 var _ raft.FSM = (*MetaFSM)(nil)
@@ -31,7 +34,8 @@ func NewMetaFSM(logger hclog.Logger) *MetaFSM {
 }
 
 // Apply applies one committed entry; it panics on an undecodable entry and
-// returns ErrTopicExists or ErrTopicNotFound as its response.
+// returns ErrTopicExists, ErrTopicNotFound or ErrClusterIDMismatch as its
+// response.
 func (f *MetaFSM) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
@@ -53,10 +57,20 @@ func (f *MetaFSM) Apply(l *raft.Log) any {
 			return ErrTopicNotFound
 		}
 		delete(f.topics, c.Name)
+	case *ClusterStamp:
+		return stampClusterID(&f.clusterID, c)
 	default:
 		panic(fmt.Sprintf("fsm: meta index %d: %s is not a metadata command", l.Index, cmd.CommandType()))
 	}
 	return nil
+}
+
+// ClusterID returns the id of the cluster, "" until a ClusterStamp is
+// applied.
+func (f *MetaFSM) ClusterID() string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.clusterID
 }
 
 // Topic returns one registered topic.
@@ -79,12 +93,13 @@ func (f *MetaFSM) Topics() []Topic {
 	return out
 }
 
-// Snapshot implements raft.FSM.
+// Snapshot implements raft.FSM: a copy of the topics, sorted by name.
 func (f *MetaFSM) Snapshot() (raft.FSMSnapshot, error) {
-	return &metaSnapshot{Topics: f.Topics()}, nil
+	return &metaSnapshot{ClusterID: f.ClusterID(), Topics: f.Topics()}, nil
 }
 
-// Restore implements raft.FSM.
+// Restore implements raft.FSM: it replaces the state with a snapshot
+// written by Persist (or by a release that wrote JSON snapshots).
 func (f *MetaFSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	var s metaSnapshot
@@ -96,16 +111,19 @@ func (f *MetaFSM) Restore(rc io.ReadCloser) error {
 		topics[t.Name] = t
 	}
 	f.mu.Lock()
-	f.topics = topics
+	f.clusterID, f.topics = s.ClusterID, topics
 	f.mu.Unlock()
 	return nil
 }
 
+// metaSnapshot is the snapshot document of a MetaFSM. Version 1 (JSON) had
+// no cluster id.
 type metaSnapshot struct {
-	Topics []Topic `json:"topics"`
+	ClusterID string  `json:"cluster_id,omitempty" codec:"cluster_id"`
+	Topics    []Topic `json:"topics" codec:"topics"`
 }
 
-// Persist implements raft.FSMSnapshot.
+// Persist implements raft.FSMSnapshot: it streams the copy into sink.
 func (s *metaSnapshot) Persist(sink raft.SnapshotSink) error { return writeSnapshot(sink, s) }
 
 // Release implements raft.FSMSnapshot.

@@ -10,18 +10,20 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// ShardFSM is the raft.FSM of one group shard: the shard's groups and their
-// committed offsets. Raft's FSM goroutine calls Apply, Snapshot and Restore;
-// any goroutine may call the read methods, which take a read lock and return
-// copies (byte slices inside are shared and must not be modified: Apply never
-// mutates a stored value in place, it replaces it).
+// ShardFSM is the raft.FSM of one group shard: the shard's groups, their
+// committed offsets and the cluster id. Raft's FSM goroutine calls Apply,
+// Snapshot and Restore; raft runs the snapshot's Persist on another
+// goroutine. Any goroutine may call the read methods, which take a read lock
+// and return copies (byte slices inside are shared and must not be
+// modified: Apply never mutates a stored value in place, it replaces it).
 type ShardFSM struct {
 	shard  int32
 	logger hclog.Logger
 
-	mu      sync.RWMutex
-	groups  map[string]Group
-	offsets map[string]map[TopicPartition]Offset
+	mu        sync.RWMutex
+	clusterID string
+	groups    map[string]Group
+	offsets   map[string]map[TopicPartition]Offset
 }
 
 var _ raft.FSM = (*ShardFSM)(nil)
@@ -41,7 +43,7 @@ func NewShardFSM(shard int32, logger hclog.Logger) *ShardFSM {
 
 // Apply applies one committed entry. It panics on an entry it cannot decode
 // (continuing would diverge from the other replicas) and returns business
-// errors (ErrGroupNotEmpty, ...) as its response.
+// errors (ErrGroupNotEmpty, ErrClusterIDMismatch, ...) as its response.
 func (f *ShardFSM) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
@@ -61,6 +63,8 @@ func (f *ShardFSM) Apply(l *raft.Log) any {
 		f.applyOffsetCommit(c)
 	case *OffsetDelete:
 		f.applyOffsetDelete(c)
+	case *ClusterStamp:
+		return stampClusterID(&f.clusterID, c)
 	default:
 		panic(fmt.Sprintf("fsm: shard %d index %d: %s is not a shard command", f.shard, l.Index, cmd.CommandType()))
 	}
@@ -107,6 +111,14 @@ func (f *ShardFSM) applyOffsetDelete(c *OffsetDelete) {
 	if m != nil && len(m) == 0 {
 		delete(f.offsets, c.GroupID)
 	}
+}
+
+// ClusterID returns the id of the cluster the shard belongs to, "" until a
+// ClusterStamp is applied.
+func (f *ShardFSM) ClusterID() string {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.clusterID
 }
 
 // Group returns the stored metadata of one group.
@@ -157,11 +169,11 @@ func (f *ShardFSM) Offset(group string, tp TopicPartition) (Offset, bool) {
 }
 
 // Snapshot captures the state for raft. It runs on raft's FSM goroutine, so
-// it only copies the maps; Persist, on another goroutine, encodes.
+// it only copies the maps; Persist, on another goroutine, sorts and encodes.
 func (f *ShardFSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	s := &shardSnapshot{Groups: make([]Group, 0, len(f.groups))}
+	s := &shardSnapshot{ClusterID: f.clusterID, Groups: make([]Group, 0, len(f.groups))}
 	for _, g := range f.groups {
 		s.Groups = append(s.Groups, g)
 	}
@@ -173,7 +185,8 @@ func (f *ShardFSM) Snapshot() (raft.FSMSnapshot, error) {
 	return s, nil
 }
 
-// Restore replaces the state with a snapshot written by Persist.
+// Restore replaces the state with a snapshot written by Persist (or by a
+// release that wrote JSON snapshots).
 func (f *ShardFSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	var s shardSnapshot
@@ -194,25 +207,42 @@ func (f *ShardFSM) Restore(rc io.ReadCloser) error {
 		m[o.TopicPartition] = o.Offset
 	}
 	f.mu.Lock()
-	f.groups, f.offsets = groups, offsets
+	f.clusterID, f.groups, f.offsets = s.ClusterID, groups, offsets
 	f.mu.Unlock()
 	f.logger.Info("restored snapshot", "shard", f.shard, "groups", len(groups), "offset_groups", len(offsets))
 	return nil
 }
 
+// shardSnapshot is the snapshot document of a ShardFSM. Version 1 (JSON)
+// had no cluster id.
 type shardSnapshot struct {
-	Groups  []Group          `json:"groups"`
-	Offsets []snapshotOffset `json:"offsets"`
+	ClusterID string           `json:"cluster_id,omitempty" codec:"cluster_id"`
+	Groups    []Group          `json:"groups" codec:"groups"`
+	Offsets   []snapshotOffset `json:"offsets" codec:"offsets"`
 }
 
+// snapshotOffset is one committed offset in a shardSnapshot. JSON and
+// msgpack both inline the embedded TopicPartition's fields ("t", "p").
 type snapshotOffset struct {
-	Group string `json:"g"`
+	Group string `json:"g" codec:"g"`
 	TopicPartition
-	Offset Offset `json:"o"`
+	Offset Offset `json:"o" codec:"o"`
 }
 
-// Persist implements raft.FSMSnapshot.
+// Persist implements raft.FSMSnapshot: it sorts the copy (so equal states
+// write equal snapshots) and streams it into sink.
 func (s *shardSnapshot) Persist(sink raft.SnapshotSink) error {
+	sort.Slice(s.Groups, func(i, j int) bool { return s.Groups[i].ID < s.Groups[j].ID })
+	sort.Slice(s.Offsets, func(i, j int) bool {
+		a, b := s.Offsets[i], s.Offsets[j]
+		if a.Group != b.Group {
+			return a.Group < b.Group
+		}
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.Partition < b.Partition
+	})
 	return writeSnapshot(sink, s)
 }
 
