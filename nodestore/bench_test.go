@@ -1,0 +1,99 @@
+package nodestore
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	raftbench "github.com/hashicorp/raft/bench"
+)
+
+// BenchmarkConcurrentStoreLogs appends from N shards at once, one writer
+// per shard as Raft's main goroutine is, each StoreLogs holding 4 entries
+// of 128 bytes. "node" is this package (one file, group commit);
+// "raft-boltdb" is a raft-boltdb file per shard, the baseline. One
+// iteration is one StoreLogs call; compare appends/s.
+//
+//	go test ./nodestore -run '^$' -bench ConcurrentStoreLogs -benchtime 2000x -count 5
+func BenchmarkConcurrentStoreLogs(b *testing.B) {
+	for _, shards := range []int{1, 8, 16, 50} {
+		b.Run(fmt.Sprintf("shards-%d/node", shards), func(b *testing.B) {
+			s := openTestStore(b)
+			stores := make([]raft.LogStore, shards)
+			for i := range stores {
+				stores[i] = shard(b, s, int32(i))
+			}
+			before := s.Stats()
+			benchConcurrentStoreLogs(b, stores)
+			st := s.Stats()
+			b.ReportMetric(float64(st.Writes-before.Writes)/float64(st.Commits-before.Commits), "writes/commit")
+		})
+		b.Run(fmt.Sprintf("shards-%d/raft-boltdb", shards), func(b *testing.B) {
+			dir := b.TempDir()
+			stores := make([]raft.LogStore, shards)
+			for i := range stores {
+				bs, err := raftboltdb.NewBoltStore(filepath.Join(dir, fmt.Sprintf("%d.db", i)))
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = bs.Close() })
+				stores[i] = bs
+			}
+			benchConcurrentStoreLogs(b, stores)
+		})
+	}
+}
+
+func benchConcurrentStoreLogs(b *testing.B, stores []raft.LogStore) {
+	const perCall = 4
+	data := make([]byte, 128)
+	var left atomic.Int64
+	left.Store(int64(b.N))
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	for _, st := range stores {
+		wg.Go(func() {
+			next := uint64(1)
+			logs := make([]*raft.Log, perCall)
+			for left.Add(-1) >= 0 {
+				for i := range logs {
+					logs[i] = &raft.Log{Index: next, Term: 1, Type: raft.LogCommand, Data: data}
+					next++
+				}
+				if err := st.StoreLogs(logs); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
+}
+
+// The single-store benchmarks raft-boltdb runs (hashicorp/raft/bench), on
+// one shard of a node store: what a shard pays when it writes alone.
+func BenchmarkShardStore(b *testing.B) {
+	for _, bench := range []struct {
+		name string
+		run  func(*testing.B, *ShardStore)
+	}{
+		{"FirstIndex", func(b *testing.B, ss *ShardStore) { raftbench.FirstIndex(b, ss) }},
+		{"LastIndex", func(b *testing.B, ss *ShardStore) { raftbench.LastIndex(b, ss) }},
+		{"GetLog", func(b *testing.B, ss *ShardStore) { raftbench.GetLog(b, ss) }},
+		{"StoreLog", func(b *testing.B, ss *ShardStore) { raftbench.StoreLog(b, ss) }},
+		{"StoreLogs", func(b *testing.B, ss *ShardStore) { raftbench.StoreLogs(b, ss) }},
+		{"DeleteRange", func(b *testing.B, ss *ShardStore) { raftbench.DeleteRange(b, ss) }},
+		{"Set", func(b *testing.B, ss *ShardStore) { raftbench.Set(b, ss) }},
+		{"Get", func(b *testing.B, ss *ShardStore) { raftbench.Get(b, ss) }},
+		{"SetUint64", func(b *testing.B, ss *ShardStore) { raftbench.SetUint64(b, ss) }},
+		{"GetUint64", func(b *testing.B, ss *ShardStore) { raftbench.GetUint64(b, ss) }},
+	} {
+		b.Run(bench.name, func(b *testing.B) { bench.run(b, shard(b, openTestStore(b), 0)) })
+	}
+}
