@@ -2,6 +2,7 @@ package transport
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"time"
 
@@ -20,7 +21,20 @@ const (
 	DefaultMaxInFlightRequests = 16
 	// DefaultIdleTimeout is Kafka's connections.max.idle.ms default.
 	DefaultIdleTimeout = 10 * time.Minute
+	// DefaultQueuedMaxRequestBytes is kcoord's queued.max.request.bytes
+	// default, in bytes: twice DefaultMaxRequestBytes. Kafka's default is
+	// -1 (unbounded); kcoord bounds request memory out of the box.
+	DefaultQueuedMaxRequestBytes int64 = 2 * int64(DefaultMaxRequestBytes)
+	// DefaultMaxConnections is Kafka's max.connections default, a count.
+	DefaultMaxConnections = math.MaxInt32
+	// DefaultMaxConnectionsPerIP is Kafka's max.connections.per.ip
+	// default, a count.
+	DefaultMaxConnectionsPerIP = math.MaxInt32
 )
+
+// UnboundedQueuedMaxRequestBytes is the QueuedMaxRequestBytes that turns
+// the request memory pool off, as queued.max.request.bytes=-1 does in Kafka.
+const UnboundedQueuedMaxRequestBytes int64 = -1
 
 // minFrameBytes is the smallest frame that can hold a request header:
 // api key (2), api version (2) and correlation id (4). Every request but
@@ -46,10 +60,31 @@ type Config struct {
 	// DefaultMaxInFlightRequests.
 	MaxInFlightRequests int
 
-	// MaxConnections is the most connections served at once, as a count;
-	// a connection accepted beyond it is closed at once and logged at warn.
-	// 0 means no limit (Kafka's max.connections default).
+	// QueuedMaxRequestBytes is queued.max.request.bytes: the bytes of
+	// request frames (size prefixes not counted) the whole server holds in
+	// memory at once, over all connections: frames being read, read ahead
+	// and queued, or being handled, until their response is written. A
+	// connection's reader reserves a frame's size once it has read the
+	// size prefix and before it reads the body; while the reservation
+	// cannot be granted, that connection reads nothing more (the client
+	// sees TCP backpressure), and other connections carry on. 0 means
+	// DefaultQueuedMaxRequestBytes; UnboundedQueuedMaxRequestBytes (-1)
+	// means no bound. Otherwise it must be at least MaxRequestBytes, as
+	// Kafka requires, so that every accepted frame can be served.
+	QueuedMaxRequestBytes int64
+
+	// MaxConnections is max.connections: the most connections served at
+	// once, as a count. A connection accepted beyond it is closed at once,
+	// counted in kcoord_transport_connections_rejected_total and logged at
+	// warn (one line per 10 s at most, with the number not logged). 0
+	// means DefaultMaxConnections.
 	MaxConnections int
+
+	// MaxConnectionsPerIP is max.connections.per.ip: the most connections
+	// served at once from one client IP address, as a count; a connection
+	// beyond it is closed as for MaxConnections. 0 means
+	// DefaultMaxConnectionsPerIP.
+	MaxConnectionsPerIP int
 
 	// IdleTimeout is connections.max.idle.ms, as a duration: a connection
 	// with no request in flight that has received no byte and written no
@@ -69,10 +104,13 @@ type Config struct {
 // DefaultConfig returns a Config with every default filled in.
 func DefaultConfig() Config {
 	return Config{
-		Addr:                DefaultAddr,
-		MaxRequestBytes:     DefaultMaxRequestBytes,
-		MaxInFlightRequests: DefaultMaxInFlightRequests,
-		IdleTimeout:         DefaultIdleTimeout,
+		Addr:                  DefaultAddr,
+		MaxRequestBytes:       DefaultMaxRequestBytes,
+		MaxInFlightRequests:   DefaultMaxInFlightRequests,
+		QueuedMaxRequestBytes: DefaultQueuedMaxRequestBytes,
+		MaxConnections:        DefaultMaxConnections,
+		MaxConnectionsPerIP:   DefaultMaxConnectionsPerIP,
+		IdleTimeout:           DefaultIdleTimeout,
 	}
 }
 
@@ -95,6 +133,14 @@ func (c *Config) Validate() error {
 	if c.MaxConnections < 0 {
 		return fmt.Errorf("%w: MaxConnections %d is negative", ErrInvalidConfig, c.MaxConnections)
 	}
+	if c.MaxConnectionsPerIP < 0 {
+		return fmt.Errorf("%w: MaxConnectionsPerIP %d is negative", ErrInvalidConfig, c.MaxConnectionsPerIP)
+	}
+	d := c.withDefaults()
+	if q := d.QueuedMaxRequestBytes; q != UnboundedQueuedMaxRequestBytes && q < int64(d.MaxRequestBytes) {
+		return fmt.Errorf("%w: QueuedMaxRequestBytes (queued.max.request.bytes) %d must be -1 or at least MaxRequestBytes (socket.request.max.bytes) %d",
+			ErrInvalidConfig, q, d.MaxRequestBytes)
+	}
 	return nil
 }
 
@@ -105,6 +151,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxInFlightRequests == 0 {
 		c.MaxInFlightRequests = DefaultMaxInFlightRequests
+	}
+	if c.QueuedMaxRequestBytes == 0 {
+		c.QueuedMaxRequestBytes = DefaultQueuedMaxRequestBytes
+	}
+	if c.MaxConnections == 0 {
+		c.MaxConnections = DefaultMaxConnections
+	}
+	if c.MaxConnectionsPerIP == 0 {
+		c.MaxConnectionsPerIP = DefaultMaxConnectionsPerIP
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = DefaultIdleTimeout

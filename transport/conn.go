@@ -90,8 +90,10 @@ func (c *conn) run() {
 }
 
 // readLoop reads, decodes and queues frames until reading fails or the
-// connection's ctx is cancelled. It blocks while MaxInFlightRequests
-// requests are unanswered.
+// connection's ctx is cancelled. It blocks while the server's memory pool
+// cannot hold the next frame (readRequest) and while MaxInFlightRequests
+// requests are unanswered; each frame it queues holds its bytes in the
+// pool until the handler goroutine releases them.
 func (c *conn) readLoop() error {
 	var src io.Reader = c.nc
 	if c.srv.cfg.IdleTimeout > 0 {
@@ -100,29 +102,64 @@ func (c *conn) readLoop() error {
 	}
 	br := bufio.NewReaderSize(src, readBufferBytes)
 	for {
-		body, err := readFrame(br, c.srv.cfg.MaxRequestBytes)
+		in, err := c.readRequest(br)
 		if err != nil {
 			return err
 		}
-		received := time.Now()
-		in, err := decodeRequest(c.srv.mux, body)
-		if err != nil {
-			return err
-		}
-		in.received = received
 		select {
 		case c.slots <- struct{}{}:
 		case <-c.ctx.Done():
+			c.srv.pool.release(in.poolBytes)
 			return nil
 		}
 		c.queue <- in // never blocks: slots bounds it
 	}
 }
 
+// readRequest reads and decodes one frame on the reader goroutine. Between
+// the size prefix and the body it acquires the frame's size from the
+// server's memory pool, waiting (and reading nothing) until the pool can
+// hold it or the connection's ctx ends. The returned request holds its
+// bytes in the pool (inbound.poolBytes); on error nothing is held.
+func (c *conn) readRequest(br *bufio.Reader) (*inbound, error) {
+	size, err := readFrameSize(br, c.srv.cfg.MaxRequestBytes)
+	if err != nil {
+		return nil, err
+	}
+	pool := c.srv.pool
+	if err := pool.acquire(c.ctx, int64(size)); err != nil {
+		if errors.Is(err, ErrFrameExceedsQueuedMaxRequestBytes) {
+			return nil, &frameError{reason: reasonFrameExceedsPool, size: size, err: err}
+		}
+		return nil, err // ctx ended: the connection is closing
+	}
+	body, err := readFrameBody(br, size, pool.bounded())
+	if err != nil {
+		pool.release(int64(size))
+		return nil, err
+	}
+	received := time.Now()
+	in, err := decodeRequest(c.srv.mux, body)
+	if err != nil {
+		pool.release(int64(size))
+		return nil, err
+	}
+	in.received = received
+	in.poolBytes = int64(size)
+	return in, nil
+}
+
 // logReadEnd logs why the reader stopped.
 func (c *conn) logReadEnd(err error, closedByUs bool) {
 	var fe *frameError
 	switch {
+	case errors.As(err, &fe) && fe.reason == reasonFrameExceedsPool:
+		c.srv.metrics.requestError(fe)
+		if ok, suppressed := c.srv.poolTooSmallLog.allow(time.Now()); ok {
+			c.log.Warn("frame larger than queued.max.request.bytes, closing connection",
+				"reason", fe.reason, "size", fe.size, "queued_max_request_bytes", c.srv.cfg.QueuedMaxRequestBytes,
+				"not_logged_since_last_line", suppressed, "log_interval", rejectLogInterval)
+		}
 	case errors.As(err, &fe):
 		c.srv.metrics.requestError(fe)
 		kv := []any{"reason", fe.reason, "size", fe.size}
@@ -151,9 +188,10 @@ func (c *conn) logReadEnd(err error, closedByUs bool) {
 }
 
 // handleLoop handles queued requests in order, one at a time, writing each
-// response before taking the next request. After the connection's ctx is
-// cancelled it only drains the queue. It returns when the reader closes the
-// queue.
+// response before taking the next request, and then releases the
+// request's bytes to the server's memory pool. After the connection's ctx
+// is cancelled it only drains the queue, releasing each request's bytes. It
+// returns when the reader closes the queue.
 func (c *conn) handleLoop() {
 	for in := range c.queue {
 		if c.ctx.Err() == nil {
@@ -162,6 +200,7 @@ func (c *conn) handleLoop() {
 				c.cancel()
 			}
 		}
+		c.srv.pool.release(in.poolBytes)
 		<-c.slots
 	}
 }

@@ -365,25 +365,6 @@ func TestCloseCancelsBlockedHandler(t *testing.T) {
 	}
 }
 
-func TestMaxConnections(t *testing.T) {
-	srv, logs := startServer(t, testMux(), func(c *Config) { c.MaxConnections = 1 })
-	first := dial(t, srv)
-	if _, err := first.Do(testCtx(t), heartbeat(0, "g", 0)); err != nil {
-		t.Fatal(err)
-	}
-	second := dial(t, srv)
-	if err := second.WaitClosed(testCtx(t)); err != nil {
-		t.Fatal(err)
-	}
-	mustContain(t, logs, "too many connections")
-	_ = first.Close()
-	waitFor(t, 2*time.Second, "a free connection slot", func() bool { return srv.openConns.Load() == 0 })
-	third := dial(t, srv)
-	if _, err := third.Do(testCtx(t), heartbeat(0, "g", 0)); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestServeWithoutListen(t *testing.T) {
 	srv, err := NewServer(Config{Addr: "127.0.0.1:0", Logger: NewTestLogger(t, "transport")}, testMux())
 	if err != nil {

@@ -12,7 +12,9 @@
 //   - The reader reads frames, decodes them (kmsg ReadFrom runs here) and
 //     queues them. It keeps reading while a handler blocks, so a client that
 //     hangs up is noticed at once and the connection's context is cancelled.
-//     When Config.MaxInFlightRequests requests of the connection are queued or
+//     Before reading a frame's body it reserves the frame's size in the
+//     server's request memory pool, waiting while the pool is full. When
+//     Config.MaxInFlightRequests requests of the connection are queued or
 //     being handled, it waits before queueing another.
 //   - The handler goroutine takes requests off the queue one at a time, in
 //     arrival order, calls the HandlerFunc, and writes its response before it
@@ -24,6 +26,27 @@
 // A HandlerFunc may block (a JoinGroup waits for its rebalance), which holds
 // up only its own connection. It must return soon after its ctx is cancelled:
 // Server.Close waits for every handler to return.
+//
+// # Limits
+//
+// Config.QueuedMaxRequestBytes (queued.max.request.bytes) bounds the bytes
+// of request frames held in memory over all connections: a frame counts
+// from its size prefix until its response is written (or its connection
+// closes), read-ahead frames included. A reader whose next frame does not
+// fit stops reading (TCP pushes back on its client, as Kafka mutes the
+// channel) until bytes come back, its connection closes or the server
+// closes; other connections carry on, and a frame that fits may pass one
+// that waits. The pool also makes a reader collect garbage before it
+// allocates a frame when released frames may still occupy the heap, so
+// frames occupy about the pool's size in the heap, not twice it. Kafka's
+// default is -1 (unbounded); kcoord's is 200 MiB.
+//
+// Config.MaxConnections (max.connections) and Config.MaxConnectionsPerIP
+// (max.connections.per.ip) bound the connections open at once, in all and
+// per client IP address. A connection over either is closed right after
+// accept (Kafka's acceptor waits for a slot under max.connections
+// instead), counted in kcoord_transport_connections_rejected_total by
+// limit, and logged at warn at most once per 10 s per limit.
 //
 // # Protocol errors
 //

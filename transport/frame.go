@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"bufio"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -23,6 +22,10 @@ const (
 	reasonUnsupportedVersion = "unsupported_version"
 	reasonMalformedBody      = "malformed_body"
 	reasonDecodePanic        = "decode_panic"
+	// reasonFrameExceedsPool: the frame is larger than the whole request
+	// memory pool (queued.max.request.bytes). Logged at most once per
+	// rejectLogInterval.
+	reasonFrameExceedsPool = "frame_exceeds_queued_max_request_bytes"
 )
 
 // controlledShutdownKey is the one request whose v0 header has no client id.
@@ -61,28 +64,51 @@ type inbound struct {
 	req          kmsg.Request // nil for an ApiVersions version transport does not serve
 	fn           HandlerFunc  // nil for ApiVersions, which transport serves
 	received     time.Time    // when the frame was fully read
+	// poolBytes is the frame's size, held in the server's memoryPool
+	// until the handler goroutine has written the response (or skipped
+	// the request on a closing connection); then it releases them.
+	poolBytes int64
 }
 
-// bodyChunk is how much body readFrame allocates before bytes arrive: a
-// client announcing a large frame gets its memory only as it sends it.
+// bodyChunk is how much body readFrameBody allocates before bytes arrive
+// when the frame's bytes are not reserved in a bounded pool: a client
+// announcing a large frame then gets its memory only as it sends it.
 const bodyChunk = 1 << 20
 
-// readFrame reads one size-prefixed frame from r and returns its body.
-// I/O errors are returned as they are; a size prefix out of
-// [minFrameBytes, maxBytes] is a *frameError and nothing more is read.
-func readFrame(r *bufio.Reader, maxBytes int32) ([]byte, error) {
+// readFrameSize reads a frame's 4-byte size prefix from r. I/O errors are
+// returned as they are; a size out of [minFrameBytes, maxBytes] is a
+// *frameError and nothing more is read.
+func readFrameSize(r io.Reader, maxBytes int32) (int32, error) {
 	var sizeBuf [4]byte
 	if _, err := io.ReadFull(r, sizeBuf[:]); err != nil {
-		return nil, err
+		return 0, err
 	}
 	size := int32(binary.BigEndian.Uint32(sizeBuf[:]))
 	switch {
 	case size > maxBytes:
-		return nil, &frameError{reason: reasonFrameTooLarge, size: size,
+		return 0, &frameError{reason: reasonFrameTooLarge, size: size,
 			err: fmt.Errorf("size %d is above the maximum %d", size, maxBytes)}
 	case size < minFrameBytes:
-		return nil, &frameError{reason: reasonFrameTooSmall, size: size,
+		return 0, &frameError{reason: reasonFrameTooSmall, size: size,
 			err: fmt.Errorf("size %d is below the minimum %d", size, minFrameBytes)}
+	}
+	return size, nil
+}
+
+// readFrameBody reads a frame body of size bytes from r. When reserved
+// (the bytes are held in a bounded memoryPool) it allocates them at once,
+// leaving no garbage behind; otherwise it allocates in steps of at least
+// bodyChunk as bytes arrive. A frame cut short is io.ErrUnexpectedEOF.
+func readFrameBody(r io.Reader, size int32, reserved bool) ([]byte, error) {
+	if reserved {
+		body := make([]byte, size)
+		if _, err := io.ReadFull(r, body); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return nil, err
+		}
+		return body, nil
 	}
 	body := make([]byte, 0, min(int(size), bodyChunk))
 	for len(body) < int(size) {

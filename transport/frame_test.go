@@ -10,15 +10,33 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-func TestReadFrameGrows(t *testing.T) {
-	body := bytes.Repeat([]byte{7}, 3*bodyChunk+5)
-	got, err := readFrame(bufio.NewReader(bytes.NewReader(frameOf(body))), 4*bodyChunk)
-	if err != nil || !bytes.Equal(got, body) {
-		t.Fatalf("readFrame: %v, %d bytes", err, len(got))
+// readFrame reads one frame as the reader does, without a pool.
+func readFrame(r *bufio.Reader, maxBytes int32, reserved bool) ([]byte, error) {
+	size, err := readFrameSize(r, maxBytes)
+	if err != nil {
+		return nil, err
 	}
-	_, err = readFrame(bufio.NewReader(bytes.NewReader(frameOf(body)[:bodyChunk+10])), 4*bodyChunk)
-	if !errors.Is(err, io.ErrUnexpectedEOF) {
-		t.Fatalf("truncated frame: %v", err)
+	return readFrameBody(r, size, reserved)
+}
+
+// TestReadFrameBody: a body is read whole, allocated at once when its
+// bytes are reserved in the pool and grown as it arrives otherwise, and a
+// frame cut short is an unexpected EOF either way.
+func TestReadFrameBody(t *testing.T) {
+	body := bytes.Repeat([]byte{7}, 3*bodyChunk+5)
+	for _, reserved := range []bool{false, true} {
+		got, err := readFrame(bufio.NewReader(bytes.NewReader(frameOf(body))), 4*bodyChunk, reserved)
+		if err != nil || !bytes.Equal(got, body) {
+			t.Fatalf("reserved %v: readFrame: %v, %d bytes", reserved, err, len(got))
+		}
+		_, err = readFrame(bufio.NewReader(bytes.NewReader(frameOf(body)[:bodyChunk+10])), 4*bodyChunk, reserved)
+		if !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("reserved %v: truncated frame: %v", reserved, err)
+		}
+		_, err = readFrame(bufio.NewReader(bytes.NewReader(frameOf(body)[:4])), 4*bodyChunk, reserved)
+		if !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("reserved %v: frame without body: %v", reserved, err)
+		}
 	}
 }
 

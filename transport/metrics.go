@@ -2,6 +2,7 @@ package transport
 
 import (
 	"errors"
+	"math"
 	"strconv"
 	"time"
 
@@ -26,12 +27,15 @@ type metrics struct {
 	latency       *prometheus.HistogramVec // api
 	openConns     prometheus.Gauge
 	acceptedConns prometheus.Counter
-	rejectedConns prometheus.Counter
+	rejectedConns *prometheus.CounterVec // reason: limitMaxConnections, limitMaxConnectionsPerIP
+	// The request memory pool's, read from it at scrape time.
+	poolUsed, poolAvailable, poolWaiting prometheus.GaugeFunc
+	poolWait, poolCollections            prometheus.CounterFunc
 }
 
-// newMetrics registers the server's collectors with reg; nil reg yields a
-// nil *metrics. On error nothing stays registered.
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+// newMetrics registers the server's collectors, pool's included, with reg;
+// nil reg yields a nil *metrics. On error nothing stays registered.
+func newMetrics(reg prometheus.Registerer, pool *memoryPool) (*metrics, error) {
 	if reg == nil {
 		return nil, nil
 	}
@@ -60,10 +64,38 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: ns, Subsystem: sub, Name: "connections_accepted_total",
 			Help: "Client connections accepted.",
 		}),
-		rejectedConns: prometheus.NewCounter(prometheus.CounterOpts{
+		rejectedConns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "connections_rejected_total",
-			Help: "Client connections closed at once because MaxConnections were open.",
+			Help: "Client connections closed right after accept, by the limit they were over (max.connections, max.connections.per.ip).",
+		}, []string{"reason"}),
+		poolUsed: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: ns, Subsystem: sub, Name: "memory_pool_used_bytes",
+			Help: "Bytes of request frames held in memory now, over all connections (Kafka's MemoryPoolUsed).",
+		}, func() float64 { return float64(pool.usedBytes.Load()) }),
+		poolAvailable: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: ns, Subsystem: sub, Name: "memory_pool_available_bytes",
+			Help: "Bytes of queued.max.request.bytes not held now; +Inf when unbounded (Kafka's MemoryPoolAvailable).",
+		}, func() float64 {
+			if !pool.bounded() {
+				return math.Inf(1)
+			}
+			return float64(pool.availableBytes())
 		}),
+		poolWaiting: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Namespace: ns, Subsystem: sub, Name: "memory_pool_waiting_connections",
+			Help: "Connections that stopped reading until queued.max.request.bytes can hold their next frame.",
+		}, func() float64 { return float64(pool.waitingReaders.Load()) }),
+		poolWait: prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "memory_pool_wait_seconds_total",
+			Help: "Time connections spent waiting for queued.max.request.bytes to hold their next frame, summed over connections.",
+		}, func() float64 { return time.Duration(pool.waitNanos.Load()).Seconds() }),
+		poolCollections: prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "memory_pool_collections_total",
+			Help: "Garbage collections a connection ran before allocating a granted frame, because frames released earlier might still occupy the heap.",
+		}, func() float64 { return float64(pool.collections.Load()) }),
+	}
+	for _, reason := range []string{limitMaxConnections, limitMaxConnectionsPerIP} {
+		m.rejectedConns.WithLabelValues(reason)
 	}
 	var registered []prometheus.Collector
 	for _, c := range m.collectors() {
@@ -79,7 +111,8 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.requests, m.errors, m.latency, m.openConns, m.acceptedConns, m.rejectedConns}
+	return []prometheus.Collector{m.requests, m.errors, m.latency, m.openConns, m.acceptedConns, m.rejectedConns,
+		m.poolUsed, m.poolAvailable, m.poolWaiting, m.poolWait, m.poolCollections}
 }
 
 // unregister removes the collectors, so a new server may register on the
@@ -140,10 +173,12 @@ func (m *metrics) connClosed() {
 	m.openConns.Dec()
 }
 
-func (m *metrics) connRejected() {
+// connRejected records a connection closed right after accept for being
+// over limit (limitMaxConnections or limitMaxConnectionsPerIP).
+func (m *metrics) connRejected(limit string) {
 	if m == nil {
 		return
 	}
 	m.acceptedConns.Inc()
-	m.rejectedConns.Inc()
+	m.rejectedConns.WithLabelValues(limit).Inc()
 }

@@ -54,8 +54,21 @@ func TestConfigValidate(t *testing.T) {
 	if err := good.Validate(); err != nil {
 		t.Fatalf("DefaultConfig: %v", err)
 	}
-	if good.MaxRequestBytes != 104857600 || good.MaxInFlightRequests != 16 {
+	if good.MaxRequestBytes != 104857600 || good.MaxInFlightRequests != 16 || good.QueuedMaxRequestBytes != 209715200 ||
+		good.MaxConnections != 2147483647 || good.MaxConnectionsPerIP != 2147483647 {
 		t.Fatalf("defaults %+v", good)
+	}
+	for name, mod := range map[string]func(*Config){
+		"unbounded pool":               func(c *Config) { c.QueuedMaxRequestBytes = -1 },
+		"pool of one max request":      func(c *Config) { c.QueuedMaxRequestBytes = int64(c.MaxRequestBytes) },
+		"zero means default":           func(c *Config) { c.QueuedMaxRequestBytes, c.MaxConnections, c.MaxConnectionsPerIP = 0, 0, 0 },
+		"unbounded pool, huge request": func(c *Config) { c.QueuedMaxRequestBytes, c.MaxRequestBytes = -1, 1<<30 },
+	} {
+		c := DefaultConfig()
+		mod(&c)
+		if err := c.Validate(); err != nil {
+			t.Errorf("%s: Validate() = %v", name, err)
+		}
 	}
 	for name, mod := range map[string]func(*Config){
 		"empty addr":      func(c *Config) { c.Addr = "" },
@@ -64,6 +77,12 @@ func TestConfigValidate(t *testing.T) {
 		"negative max":    func(c *Config) { c.MaxRequestBytes = -1 },
 		"negative flight": func(c *Config) { c.MaxInFlightRequests = -1 },
 		"negative conns":  func(c *Config) { c.MaxConnections = -1 },
+		"negative per ip": func(c *Config) { c.MaxConnectionsPerIP = -1 },
+		"pool below max":  func(c *Config) { c.QueuedMaxRequestBytes = int64(c.MaxRequestBytes) - 1 },
+		"pool of -2":      func(c *Config) { c.QueuedMaxRequestBytes = -2 },
+		"default pool below a larger max request": func(c *Config) {
+			c.QueuedMaxRequestBytes, c.MaxRequestBytes = 0, 300<<20
+		},
 	} {
 		c := DefaultConfig()
 		mod(&c)

@@ -30,8 +30,15 @@ type Server struct {
 
 	wg         sync.WaitGroup // the accept loop and every connection
 	nextConnID atomic.Uint64
-	openConns  atomic.Int64
 	unregister sync.Once
+
+	pool   *memoryPool // queued.max.request.bytes
+	limits *connLimits // max.connections, max.connections.per.ip
+
+	// Rejection log lines, at most one per rejectLogInterval each.
+	maxConnsLog      logLimiter
+	maxConnsPerIPLog logLimiter
+	poolTooSmallLog  logLimiter
 }
 
 // NewServer validates cfg, applies defaults to its zero fields and registers
@@ -44,12 +51,19 @@ func NewServer(cfg Config, mux *Mux) (*Server, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	m, err := newMetrics(cfg.Registerer)
+	pool := newMemoryPool(cfg.QueuedMaxRequestBytes)
+	m, err := newMetrics(cfg.Registerer, pool)
 	if err != nil {
 		return nil, fmt.Errorf("transport: registering metrics: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{cfg: cfg, mux: mux, logger: cfg.Logger, metrics: m, ctx: ctx, cancel: cancel}, nil
+	return &Server{cfg: cfg, mux: mux, logger: cfg.Logger, metrics: m, ctx: ctx, cancel: cancel,
+		pool:             pool,
+		limits:           newConnLimits(cfg.MaxConnections, cfg.MaxConnectionsPerIP),
+		maxConnsLog:      logLimiter{interval: rejectLogInterval},
+		maxConnsPerIPLog: logLimiter{interval: rejectLogInterval},
+		poolTooSmallLog:  logLimiter{interval: rejectLogInterval},
+	}, nil
 }
 
 // Listen binds Config.Addr; afterwards Addr is valid. It returns
@@ -133,26 +147,42 @@ func (s *Server) Serve() error {
 	}
 }
 
-// startConn starts serving nc, or closes it when MaxConnections are open.
-// It runs on the accept loop's goroutine and does not block.
+// startConn starts serving nc, or closes it when MaxConnections
+// connections, or MaxConnectionsPerIP from its IP, are open. It runs on the
+// accept loop's goroutine and does not block.
 func (s *Server) startConn(nc net.Conn) {
-	if limit := s.cfg.MaxConnections; limit > 0 && s.openConns.Load() >= int64(limit) {
-		s.metrics.connRejected()
-		s.logger.Warn("too many connections, closing new connection",
-			"remote", nc.RemoteAddr().String(), "max_connections", limit)
-		_ = nc.Close()
+	ip := clientIP(nc.RemoteAddr())
+	if err := s.limits.admit(ip); err != nil {
+		s.rejectConn(nc, ip, err)
 		return
 	}
-	s.openConns.Add(1)
 	s.metrics.connOpened()
 	c := newConn(s, nc, s.nextConnID.Add(1))
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer s.metrics.connClosed()
-		defer s.openConns.Add(-1)
+		defer s.limits.release(ip)
 		c.run()
 	}()
+}
+
+// rejectConn closes nc, accepted over the limit err names
+// (ErrMaxConnections or ErrMaxConnectionsPerIP), counts it and logs it (one
+// line per rejectLogInterval and limit). It runs on the accept loop's
+// goroutine; closing a fresh socket does not block.
+func (s *Server) rejectConn(nc net.Conn, ip string, err error) {
+	_ = nc.Close()
+	limit, lim, maxCount := limitMaxConnections, &s.maxConnsLog, s.cfg.MaxConnections
+	if errors.Is(err, ErrMaxConnectionsPerIP) {
+		limit, lim, maxCount = limitMaxConnectionsPerIP, &s.maxConnsPerIPLog, s.cfg.MaxConnectionsPerIP
+	}
+	s.metrics.connRejected(limit)
+	if ok, suppressed := lim.allow(time.Now()); ok {
+		s.logger.Warn("connection over a connection limit closed",
+			"limit", limit, "max", maxCount, "remote", nc.RemoteAddr().String(), "ip", ip,
+			"not_logged_since_last_line", suppressed, "log_interval", rejectLogInterval)
+	}
 }
 
 // Close stops accepting, cancels every connection's ctx, closes every

@@ -175,6 +175,16 @@ func (c *Client) WriteRaw(b []byte) error {
 	return err
 }
 
+// ExpectResponse records that a request with correlation id corrID was
+// written with WriteRaw, so that Recv reads its response; use it for frames
+// that Send cannot write, such as one streamed in pieces. Pick a corrID
+// that Send does not use (its ids count up from 0).
+func (c *Client) ExpectResponse(corrID int32) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pending = append(c.pending, corrID)
+}
+
 // WaitClosed waits for the server to close the connection: it returns nil
 // on end of file or a connection reset, an error if bytes arrive instead
 // (unread responses count), and ctx's error if ctx ends first.
