@@ -7,6 +7,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -59,9 +60,36 @@ type Config struct {
 	// MaxFetchWait caps a Fetch's MaxWaitMillis, so an idle consumer's
 	// connection answers at least this often.
 	MaxFetchWait time.Duration
+	// MaxPartitionsPerTopic is kcoord.max.partitions.per.topic: the most
+	// partitions CreateTopics gives one topic (more is INVALID_PARTITIONS),
+	// and the most Metadata describes (a registered topic with more, from
+	// an older kcoord or a lowered limit, is answered INVALID_PARTITIONS
+	// without partitions). 0 means DefaultMaxPartitionsPerTopic.
+	MaxPartitionsPerTopic int32
+	// MaxTopics is kcoord.max.topics: the most topics the registry holds; a
+	// CreateTopics beyond it is POLICY_VIOLATION. 0 means DefaultMaxTopics.
+	MaxTopics int32
+	// MaxPartitions is kcoord.max.partitions: the most partitions of all
+	// registered topics together; a CreateTopics beyond it is
+	// POLICY_VIOLATION. 0 means DefaultMaxPartitions.
+	MaxPartitions int32
+	// CommitUnregisteredTopics is
+	// kcoord.offsets.commit.unregistered.topics.enable: OffsetCommit takes
+	// offsets of topics the registry does not hold (for data planes whose
+	// topics kcoord does not own). When false, as in Kafka, their partitions
+	// are UNKNOWN_TOPIC_OR_PARTITION. A registered topic's partitions beyond
+	// its count are unknown either way.
+	CommitUnregisteredTopics bool
 	// Logger gets handler logs; nil discards them.
 	Logger hclog.Logger
 }
+
+// Defaults of the limits in Config.
+const (
+	DefaultMaxPartitionsPerTopic = 4096
+	DefaultMaxTopics             = 10000
+	DefaultMaxPartitions         = 100000
+)
 
 // Handlers serves the Kafka APIs of one node. Its methods run on the
 // transport's per-connection handler goroutines, concurrently.
@@ -71,6 +99,9 @@ type Handlers struct {
 	topics  Topics
 	shards  []Shard
 	logger  hclog.Logger
+	// createMu serialises CreateTopics, so the registry's limits are
+	// checked and taken atomically on the controller.
+	createMu sync.Mutex
 }
 
 // New returns handlers over shards (indexed by shard id).
@@ -81,6 +112,15 @@ func New(cfg Config, c Cluster, topics Topics, shards []Shard) *Handlers {
 	}
 	if cfg.MaxFetchWait <= 0 {
 		cfg.MaxFetchWait = 30 * time.Second
+	}
+	if cfg.MaxPartitionsPerTopic <= 0 {
+		cfg.MaxPartitionsPerTopic = DefaultMaxPartitionsPerTopic
+	}
+	if cfg.MaxTopics <= 0 {
+		cfg.MaxTopics = DefaultMaxTopics
+	}
+	if cfg.MaxPartitions <= 0 {
+		cfg.MaxPartitions = DefaultMaxPartitions
 	}
 	return &Handlers{cfg: cfg, cluster: c, topics: topics, shards: shards, logger: logger}
 }

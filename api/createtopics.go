@@ -8,14 +8,18 @@ package api
 // partition count); kcoord stores no records for them. Only the metadata
 // group's leader (the controller) creates topics; other nodes answer
 // NOT_CONTROLLER.
+// Limits (kcoord's own; Kafka has none): a topic of more than
+// kcoord.max.partitions.per.topic partitions is INVALID_PARTITIONS; one that
+// would take the registry past kcoord.max.topics topics or
+// kcoord.max.partitions partitions in all is POLICY_VIOLATION. They are
+// checked with ValidateOnly too, against the registry and the topics before
+// it in the same request.
 
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 
-	"github.com/hashicorp/raft"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -42,21 +46,28 @@ func (h *Handlers) createTopics(ctx context.Context, _ *transport.RequestContext
 	for _, t := range req.Topics {
 		seen[t.Topic]++
 	}
+	// The limits are checked against the registry and the topics created
+	// before them in this request; creates are serialised so that two
+	// requests cannot both pass the check with the room for one.
+	h.createMu.Lock()
+	defer h.createMu.Unlock()
+	usage := h.registryUsage()
 	for _, t := range req.Topics {
 		rt := kmsg.NewCreateTopicsResponseTopic()
 		rt.Topic = t.Topic
 		topic, err := h.newTopic(t, seen[t.Topic] > 1)
+		if err == nil {
+			err = h.checkLimits(usage, topic)
+		}
 		if err == nil && !req.ValidateOnly {
 			err = h.topics.Create(ctx, topic)
-		} else if err == nil {
-			if _, exists := h.topics.Topic(t.Topic); exists {
-				err = fsm.ErrTopicExists
-			}
 		}
 		if err != nil {
-			rt.ErrorCode, rt.ErrorMessage = h.topicErrorCode(err), errMessage(err)
+			rt.ErrorCode, rt.ErrorMessage = h.controllerErrorCode(err), errMessage(err)
 			rt.NumPartitions, rt.ReplicationFactor = -1, -1
 		} else {
+			usage.topics++
+			usage.partitions += int64(topic.Partitions)
 			rt.TopicID, rt.NumPartitions, rt.ReplicationFactor = topic.ID, topic.Partitions, topic.ReplicationFactor
 		}
 		resp.Topics = append(resp.Topics, rt)
@@ -64,26 +75,58 @@ func (h *Handlers) createTopics(ctx context.Context, _ *transport.RequestContext
 	return resp, nil
 }
 
-// topicError carries a Kafka error for a request that fails validation.
-type topicError struct {
-	code *kerr.Error
-	msg  string
+// usage is how much of the registry's limits is taken.
+type usage struct {
+	topics     int64
+	partitions int64
 }
 
-func (e *topicError) Error() string { return e.msg }
+// registryUsage counts the registered topics and their partitions.
+func (h *Handlers) registryUsage() *usage {
+	u := &usage{}
+	for _, t := range h.topics.Topics() {
+		u.topics++
+		u.partitions += int64(t.Partitions)
+	}
+	return u
+}
 
-// newTopic validates one requested topic and fills broker defaults.
+// checkLimits refuses a topic that would take the registry past
+// kcoord.max.topics or kcoord.max.partitions. Kafka has no such limits (a
+// KRaft controller refuses one request of more than 10000 records with
+// POLICY_VIOLATION, QuorumController.java MAX_RECORDS_PER_USER_OP), so
+// kcoord answers POLICY_VIOLATION too.
+func (h *Handlers) checkLimits(u *usage, t fsm.Topic) error {
+	if u.topics+1 > int64(h.cfg.MaxTopics) {
+		return refuse(kerr.PolicyViolation, "Topic '%s' would be topic %d, more than kcoord.max.topics (%d).", t.Name, u.topics+1, h.cfg.MaxTopics)
+	}
+	if total := u.partitions + int64(t.Partitions); total > int64(h.cfg.MaxPartitions) {
+		return refuse(kerr.PolicyViolation, "Topic '%s' would take the registry to %d partitions, more than kcoord.max.partitions (%d).", t.Name, total, h.cfg.MaxPartitions)
+	}
+	return nil
+}
+
+// newTopic validates one requested topic and fills broker defaults, with
+// Kafka's rules (ReplicationControlManager.createTopic): -1 partitions or
+// replication factor mean the broker default, 0 and anything below -1 are
+// invalid. A topic that exists is refused before its settings are looked at.
 func (h *Handlers) newTopic(t kmsg.CreateTopicsRequestTopic, duplicate bool) (fsm.Topic, error) {
 	if duplicate {
-		return fsm.Topic{}, &topicError{kerr.InvalidRequest, fmt.Sprintf("topic %q is listed more than once", t.Topic)}
+		return fsm.Topic{}, refuse(kerr.InvalidRequest, "topic %q is listed more than once", t.Topic)
 	}
 	if err := validTopicName(t.Topic); err != nil {
 		return fsm.Topic{}, err
 	}
+	if _, exists := h.topics.Topic(t.Topic); exists {
+		return fsm.Topic{}, refuse(kerr.TopicAlreadyExists, "Topic '%s' already exists.", t.Topic)
+	}
 	topic := fsm.Topic{Name: t.Topic, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor}
 	if len(t.ReplicaAssignment) > 0 {
 		if t.NumPartitions != -1 || t.ReplicationFactor != -1 {
-			return fsm.Topic{}, &topicError{kerr.InvalidRequest, "both a replica assignment and partitions or replication factor were given"}
+			return fsm.Topic{}, refuse(kerr.InvalidRequest, "both a replica assignment and partitions or replication factor were given")
+		}
+		if int64(len(t.ReplicaAssignment)) > int64(h.cfg.MaxPartitionsPerTopic) {
+			return fsm.Topic{}, tooManyPartitions(int64(len(t.ReplicaAssignment)), h.cfg.MaxPartitionsPerTopic)
 		}
 		topic.Partitions = int32(len(t.ReplicaAssignment))
 		topic.ReplicationFactor = int16(len(t.ReplicaAssignment[0].Replicas))
@@ -95,13 +138,16 @@ func (h *Handlers) newTopic(t kmsg.CreateTopicsRequestTopic, duplicate bool) (fs
 		topic.ReplicationFactor = defaultReplicationFactor
 	}
 	if topic.Partitions <= 0 {
-		return fsm.Topic{}, &topicError{kerr.InvalidPartitions, "number of partitions must be larger than 0"}
+		return fsm.Topic{}, refuse(kerr.InvalidPartitions, "Number of partitions was set to an invalid non-positive value.")
+	}
+	if topic.Partitions > h.cfg.MaxPartitionsPerTopic {
+		return fsm.Topic{}, tooManyPartitions(int64(topic.Partitions), h.cfg.MaxPartitionsPerTopic)
 	}
 	if topic.ReplicationFactor <= 0 {
-		return fsm.Topic{}, &topicError{kerr.InvalidReplicationFactor, "replication factor must be larger than 0"}
+		return fsm.Topic{}, refuse(kerr.InvalidReplicationFactor, "Replication factor must be larger than 0, or -1 to use the default value.")
 	}
 	if n := len(h.cluster.Brokers()); int(topic.ReplicationFactor) > n {
-		return fsm.Topic{}, &topicError{kerr.InvalidReplicationFactor, fmt.Sprintf("replication factor %d is larger than the %d available brokers", topic.ReplicationFactor, n)}
+		return fsm.Topic{}, refuse(kerr.InvalidReplicationFactor, "replication factor %d is larger than the %d available brokers", topic.ReplicationFactor, n)
 	}
 	if len(t.Configs) > 0 {
 		topic.Configs = make(map[string]string, len(t.Configs))
@@ -115,9 +161,13 @@ func (h *Handlers) newTopic(t kmsg.CreateTopicsRequestTopic, duplicate bool) (fs
 	return topic, nil
 }
 
+func tooManyPartitions(n int64, limit int32) error {
+	return refuse(kerr.InvalidPartitions, "Number of partitions %d is larger than kcoord.max.partitions.per.topic (%d).", n, limit)
+}
+
 // validTopicName applies Kafka's topic name rules.
 func validTopicName(name string) error {
-	bad := func(msg string) error { return &topicError{kerr.InvalidTopicException, msg} }
+	bad := func(msg string) error { return refuse(kerr.InvalidTopicException, "%s", msg) }
 	switch {
 	case name == "":
 		return bad("topic name is empty")
@@ -132,22 +182,4 @@ func validTopicName(name string) error {
 		}
 	}
 	return nil
-}
-
-// topicErrorCode maps registry errors; a node that does not lead the
-// metadata group is not the controller.
-func (h *Handlers) topicErrorCode(err error) int16 {
-	var te *topicError
-	switch {
-	case errors.As(err, &te):
-		return te.code.Code
-	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost):
-		return kerr.NotController.Code
-	}
-	return h.errorCode(err)
-}
-
-func errMessage(err error) *string {
-	s := err.Error()
-	return &s
 }

@@ -46,7 +46,7 @@ func (h *Handlers) deleteTopics(ctx context.Context, _ *transport.RequestContext
 			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
 		default:
 			if err := h.topics.Delete(ctx, name); err != nil {
-				rt.ErrorCode, rt.ErrorMessage = h.topicErrorCode(err), errMessage(err)
+				rt.ErrorCode, rt.ErrorMessage = h.controllerErrorCode(err), errMessage(err)
 			}
 			if rt.Topic == nil {
 				rt.Topic = &name

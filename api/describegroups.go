@@ -8,6 +8,9 @@ package api
 // An unknown group is Dead with no members (and before v6 no error); the
 // protocol and the members' metadata and assignments are only given when
 // Stable.
+// A group id listed more than once is described once, at its first place
+// (Kafka describes it at every place: a request repeating one group would
+// otherwise be answered with as many copies of all its members).
 
 import (
 	"context"
@@ -25,7 +28,7 @@ func (h *Handlers) describeGroups(_ context.Context, _ *transport.RequestContext
 		return nil, err
 	}
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
-	for _, id := range req.Groups {
+	for _, id := range distinct(req.Groups) {
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group = id
 		rg.AuthorizedOperations = math.MinInt32
@@ -53,4 +56,17 @@ func (h *Handlers) describeGroups(_ context.Context, _ *transport.RequestContext
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp, nil
+}
+
+// distinct returns ids without repeats, in the order of first appearance.
+func distinct(ids []string) []string {
+	seen := make(map[string]bool, len(ids))
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
 }

@@ -3,64 +3,118 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/hashicorp/raft"
 	"github.com/twmb/franz-go/pkg/kerr"
 
+	"github.com/kcoord/kcoord/cluster"
 	"github.com/kcoord/kcoord/fsm"
 	"github.com/kcoord/kcoord/groups"
 	"github.com/kcoord/kcoord/offsets"
 )
 
+// This file is the one place kcoord errors become Kafka error codes.
+//
+// A request (or a part of one) the handlers refuse themselves, before any
+// coordinator or the registry sees it, is a *requestError carrying its
+// Kafka error and message (see refuse). Every other error is matched against
+// codes. The same Raft error means different things in group and in topic
+// answers: in the group APIs the shard leader is the coordinator, in
+// CreateTopics and DeleteTopics the metadata group's leader is the
+// controller; codes gives both.
+
 // codes maps each sentinel error to its Kafka error; the first match wins.
+// controller, when set, is the error in the controller's APIs (CreateTopics,
+// DeleteTopics) instead of code.
 var codes = []struct {
-	err  error
-	code *kerr.Error
+	err        error
+	code       *kerr.Error
+	controller *kerr.Error
 }{
-	{groups.ErrNotCoordinator, kerr.NotCoordinator},
-	{raft.ErrNotLeader, kerr.NotCoordinator},
-	{raft.ErrLeadershipLost, kerr.NotCoordinator},
-	{raft.ErrRaftShutdown, kerr.NotCoordinator},
-	{raft.ErrLeadershipTransferInProgress, kerr.NotCoordinator},
-	{groups.ErrLoadInProgress, kerr.CoordinatorLoadInProgress},
-	{groups.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable},
-	{groups.ErrInvalidGroupID, kerr.InvalidGroupID},
-	{groups.ErrUnknownMemberID, kerr.UnknownMemberID},
-	{groups.ErrMemberIDRequired, kerr.MemberIDRequired},
-	{groups.ErrIllegalGeneration, kerr.IllegalGeneration},
-	{groups.ErrRebalanceInProgress, kerr.RebalanceInProgress},
-	{groups.ErrInconsistentGroupProtocol, kerr.InconsistentGroupProtocol},
-	{groups.ErrInvalidSessionTimeout, kerr.InvalidSessionTimeout},
-	{groups.ErrGroupMaxSizeReached, kerr.GroupMaxSizeReached},
-	{groups.ErrFencedInstanceID, kerr.FencedInstanceID},
-	{groups.ErrNonEmptyGroup, kerr.NonEmptyGroup},
-	{fsm.ErrGroupNotEmpty, kerr.NonEmptyGroup},
-	{groups.ErrGroupIDNotFound, kerr.GroupIDNotFound},
-	{fsm.ErrGroupNotFound, kerr.GroupIDNotFound},
-	{groups.ErrGroupSubscribedToTopic, kerr.GroupSubscribedToTopic},
-	{groups.ErrTimeout, kerr.RequestTimedOut},
-	{raft.ErrEnqueueTimeout, kerr.RequestTimedOut},
-	{context.DeadlineExceeded, kerr.RequestTimedOut},
-	{offsets.ErrMetadataTooLarge, kerr.OffsetMetadataTooLarge},
-	{offsets.ErrInvalidPartition, kerr.UnknownTopicOrPartition},
-	{offsets.ErrInvalidTopic, kerr.UnknownTopicOrPartition},
-	{fsm.ErrTopicExists, kerr.TopicAlreadyExists},
-	{fsm.ErrTopicNotFound, kerr.UnknownTopicOrPartition},
+	{groups.ErrNotCoordinator, kerr.NotCoordinator, nil},
+	{raft.ErrNotLeader, kerr.NotCoordinator, kerr.NotController},
+	{raft.ErrLeadershipLost, kerr.NotCoordinator, kerr.NotController},
+	{raft.ErrRaftShutdown, kerr.NotCoordinator, kerr.NotController},
+	{raft.ErrLeadershipTransferInProgress, kerr.NotCoordinator, kerr.NotController},
+	{groups.ErrLoadInProgress, kerr.CoordinatorLoadInProgress, nil},
+	{groups.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable, nil},
+	{groups.ErrInvalidGroupID, kerr.InvalidGroupID, nil},
+	{groups.ErrUnknownMemberID, kerr.UnknownMemberID, nil},
+	{groups.ErrMemberIDRequired, kerr.MemberIDRequired, nil},
+	{groups.ErrIllegalGeneration, kerr.IllegalGeneration, nil},
+	{groups.ErrRebalanceInProgress, kerr.RebalanceInProgress, nil},
+	{groups.ErrInconsistentGroupProtocol, kerr.InconsistentGroupProtocol, nil},
+	{groups.ErrInvalidSessionTimeout, kerr.InvalidSessionTimeout, nil},
+	{groups.ErrGroupMaxSizeReached, kerr.GroupMaxSizeReached, nil},
+	{groups.ErrFencedInstanceID, kerr.FencedInstanceID, nil},
+	{groups.ErrNonEmptyGroup, kerr.NonEmptyGroup, nil},
+	{fsm.ErrGroupNotEmpty, kerr.NonEmptyGroup, nil},
+	{groups.ErrGroupIDNotFound, kerr.GroupIDNotFound, nil},
+	{fsm.ErrGroupNotFound, kerr.GroupIDNotFound, nil},
+	{groups.ErrGroupSubscribedToTopic, kerr.GroupSubscribedToTopic, nil},
+	{groups.ErrTimeout, kerr.RequestTimedOut, nil},
+	{raft.ErrEnqueueTimeout, kerr.RequestTimedOut, nil},
+	{cluster.ErrApplyTimeout, kerr.RequestTimedOut, nil},
+	{context.DeadlineExceeded, kerr.RequestTimedOut, nil},
+	{offsets.ErrMetadataTooLarge, kerr.OffsetMetadataTooLarge, nil},
+	{offsets.ErrInvalidPartition, kerr.UnknownTopicOrPartition, nil},
+	{offsets.ErrInvalidTopic, kerr.UnknownTopicOrPartition, nil},
+	{fsm.ErrTopicExists, kerr.TopicAlreadyExists, nil},
+	{fsm.ErrTopicNotFound, kerr.UnknownTopicOrPartition, nil},
 }
 
-// errorCode translates an error to its Kafka error code (0 for nil).
-// Anything unmapped is UNKNOWN_SERVER_ERROR and is logged.
+// requestError is a request, or one topic or partition of it, that a
+// handler refuses itself (validation, limits): its Kafka error and the
+// message answered with it where the API carries one.
+type requestError struct {
+	code *kerr.Error
+	msg  string
+}
+
+func (e *requestError) Error() string { return e.msg }
+
+// refuse returns a requestError answered with code and the formatted message.
+func refuse(code *kerr.Error, format string, args ...any) error {
+	return &requestError{code: code, msg: fmt.Sprintf(format, args...)}
+}
+
+// errorCode translates an error in a group API's answer to its Kafka error
+// code (0 for nil). Anything unmapped is UNKNOWN_SERVER_ERROR and is logged.
 func (h *Handlers) errorCode(err error) int16 {
+	return h.translate(err, false)
+}
+
+// controllerErrorCode translates an error in a CreateTopics or DeleteTopics
+// answer: Raft leadership errors of the metadata group are NOT_CONTROLLER.
+func (h *Handlers) controllerErrorCode(err error) int16 {
+	return h.translate(err, true)
+}
+
+func (h *Handlers) translate(err error, controller bool) int16 {
 	if err == nil {
 		return 0
 	}
+	var re *requestError
+	if errors.As(err, &re) {
+		return re.code.Code
+	}
 	for _, c := range codes {
 		if errors.Is(err, c.err) {
+			if controller && c.controller != nil {
+				return c.controller.Code
+			}
 			return c.code.Code
 		}
 	}
 	h.logger.Error("unmapped error", "error", err)
 	return kerr.UnknownServerError.Code
+}
+
+// errMessage is the message answered with an error, where the API has one.
+func errMessage(err error) *string {
+	s := err.Error()
+	return &s
 }
 
 // waitAborted reports whether a blocking call ended because the client's

@@ -8,6 +8,7 @@ package api
 // v9: SkipAssignment in the answer (KIP-814).
 
 import (
+	"bytes"
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -38,7 +39,10 @@ func (h *Handlers) joinGroup(ctx context.Context, rc *transport.RequestContext, 
 		jr.RebalanceTimeoutMs = req.SessionTimeoutMillis
 	}
 	for _, p := range req.Protocols {
-		jr.Protocols = append(jr.Protocols, fsm.Protocol{Name: p.Name, Metadata: p.Metadata})
+		// Cloned: kmsg's byte fields point into the request frame, and a
+		// member's metadata outlives the request (the frame's bytes went
+		// back to queued.max.request.bytes when it was answered).
+		jr.Protocols = append(jr.Protocols, fsm.Protocol{Name: p.Name, Metadata: bytes.Clone(p.Metadata)})
 	}
 	res := h.shardFor(req.Group).Coordinator.Join(ctx, jr)
 	if waitAborted(res.Err) {

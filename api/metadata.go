@@ -11,6 +11,10 @@ package api
 // kcoord stores no records; each partition's "leader" is a live node picked
 // round-robin so consumers have somewhere to send their (always empty)
 // fetches.
+// A registered topic with more partitions than kcoord.max.partitions.per.topic
+// (created by a kcoord without the limit, or before it was lowered) is
+// answered INVALID_PARTITIONS with no partitions, so one such topic cannot
+// make every Metadata request build billions of entries.
 
 import (
 	"context"
@@ -51,7 +55,7 @@ func (h *Handlers) metadata(_ context.Context, _ *transport.RequestContext, kreq
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
 		for _, t := range h.topics.Topics() {
-			resp.Topics = append(resp.Topics, topicMetadata(t, brokers))
+			resp.Topics = append(resp.Topics, h.topicMetadata(t, brokers))
 		}
 		return resp, nil
 	}
@@ -70,17 +74,22 @@ func (h *Handlers) metadata(_ context.Context, _ *transport.RequestContext, kreq
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
-		resp.Topics = append(resp.Topics, topicMetadata(t, brokers))
+		resp.Topics = append(resp.Topics, h.topicMetadata(t, brokers))
 	}
 	return resp, nil
 }
 
 // topicMetadata describes one registered topic.
-func topicMetadata(t fsm.Topic, brokers []cluster.Broker) kmsg.MetadataResponseTopic {
+func (h *Handlers) topicMetadata(t fsm.Topic, brokers []cluster.Broker) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic, mt.TopicID = &name, t.ID
 	mt.AuthorizedOperations = math.MinInt32
+	if t.Partitions > h.cfg.MaxPartitionsPerTopic {
+		mt.ErrorCode = kerr.InvalidPartitions.Code
+		return mt
+	}
+	mt.Partitions = make([]kmsg.MetadataResponseTopicPartition, 0, max(t.Partitions, 0))
 	for p := int32(0); p < t.Partitions; p++ {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition, mp.Leader, mp.LeaderEpoch = p, -1, 0

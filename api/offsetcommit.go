@@ -7,13 +7,21 @@ package api
 // v5: retention removed (KIP-211: offsets live as long as the group). v6:
 // leader epoch. v7: group.instance.id. v8: flexible. v9: no change for
 // classic groups. (v10 replaces names with topic ids; not served.)
-// Each partition is validated on its own; the valid ones are committed
+// The checks run in Kafka's order (KafkaApis.handleOffsetCommitRequest):
+// first the topic registry, where a partition of a topic that is not
+// registered, or beyond its topic's partition count, is
+// UNKNOWN_TOPIC_OR_PARTITION (unless
+// kcoord.offsets.commit.unregistered.topics.enable takes unregistered
+// topics); when no partition is left the coordinator never sees the request,
+// so no group is checked or created. Then the coordinator: each remaining
+// partition is validated on its own, and the valid ones are committed
 // through Raft together and answered once on a quorum.
 
 import (
 	"context"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcoord/kcoord/fsm"
@@ -39,17 +47,25 @@ func (h *Handlers) offsetCommit(_ context.Context, _ *transport.RequestContext, 
 	now := time.Now().UnixMilli()
 	defaultRetention := h.cfg.OffsetsRetention.Milliseconds()
 
-	// codes[i][j] is the answer for req.Topics[i].Partitions[j]; valid
-	// partitions wait for the commit's outcome (pending).
+	// codes[i][j] is the answer for req.Topics[i].Partitions[j]. The
+	// partitions that pass the registry check go to the coordinator
+	// (known); of those, the valid ones wait for the commit's outcome
+	// (pending).
 	type slot struct{ i, j int }
 	var (
-		valid   []fsm.OffsetCommitPartition
-		pending []slot
-		codes   = make([][]int16, len(req.Topics))
+		valid          []fsm.OffsetCommitPartition
+		known, pending []slot
+		codes          = make([][]int16, len(req.Topics))
 	)
 	for i, t := range req.Topics {
 		codes[i] = make([]int16, len(t.Partitions))
+		topic, registered := h.topics.Topic(t.Topic)
 		for j, p := range t.Partitions {
+			if !h.committable(topic, registered, p.Partition) {
+				codes[i][j] = kerr.UnknownTopicOrPartition.Code
+				continue
+			}
+			known = append(known, slot{i, j})
 			op := offsets.Partition{Topic: t.Topic, Partition: p.Partition, Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata, Timestamp: -1}
 			if req.Version == 1 {
 				op.Timestamp = p.Timestamp
@@ -65,7 +81,7 @@ func (h *Handlers) offsetCommit(_ context.Context, _ *transport.RequestContext, 
 			pending = append(pending, slot{i, j})
 		}
 	}
-	if len(valid) > 0 || req.Group == "" {
+	if len(valid) > 0 || len(known) > 0 && req.Group == "" {
 		err := h.shardFor(req.Group).Coordinator.Commit(groups.CommitRequest{
 			GroupID:    req.Group,
 			MemberID:   req.MemberID,
@@ -74,15 +90,15 @@ func (h *Handlers) offsetCommit(_ context.Context, _ *transport.RequestContext, 
 			Offsets:    valid,
 		})
 		code := h.errorCode(err)
-		for _, s := range pending {
-			codes[s.i][s.j] = code
-		}
+		answered := pending
 		if req.Group == "" {
-			for i := range codes {
-				for j := range codes[i] {
-					codes[i][j] = code
-				}
-			}
+			// The coordinator refuses everything it was given; the
+			// partitions refused as unknown keep that answer, as
+			// Kafka merges the two.
+			answered = known
+		}
+		for _, s := range answered {
+			codes[s.i][s.j] = code
 		}
 	}
 	for i, t := range req.Topics {
@@ -96,4 +112,14 @@ func (h *Handlers) offsetCommit(_ context.Context, _ *transport.RequestContext, 
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
+}
+
+// committable reports whether a partition passes the registry check of an
+// OffsetCommit: it is one of a registered topic's partitions, or its topic
+// is not registered and CommitUnregisteredTopics takes such topics.
+func (h *Handlers) committable(t fsm.Topic, registered bool, partition int32) bool {
+	if !registered {
+		return h.cfg.CommitUnregisteredTopics
+	}
+	return partition >= 0 && partition < t.Partitions
 }

@@ -10,6 +10,11 @@ package api
 // topic ids; not served.)
 // Offsets are read from the shard FSM on its leader: an acknowledged commit
 // is applied there before it was acknowledged.
+// A group listed more than once in a v8+ request is answered once, at its
+// first place, for the topics of all its entries (every committed partition
+// when one entry asks for all). Kafka answers every entry; a request of
+// a thousand copies of one group would otherwise be answered with a
+// thousand copies of all its offsets.
 
 import (
 	"context"
@@ -27,17 +32,10 @@ func (h *Handlers) offsetFetch(_ context.Context, _ *transport.RequestContext, k
 	}
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version >= 8 {
-		for _, g := range req.Groups {
-			var topics []offsets.FetchTopic
-			if g.Topics != nil {
-				topics = make([]offsets.FetchTopic, 0, len(g.Topics))
-				for _, t := range g.Topics {
-					topics = append(topics, offsets.FetchTopic{Topic: t.Topic, Partitions: t.Partitions})
-				}
-			}
+		for _, g := range distinctFetchGroups(req.Groups) {
 			rg := kmsg.NewOffsetFetchResponseGroup()
-			rg.Group = g.Group
-			fetched, err := h.fetchOffsets(g.Group, topics)
+			rg.Group = g.group
+			fetched, err := h.fetchOffsets(g.group, g.topics)
 			rg.ErrorCode = h.errorCode(err)
 			for _, ft := range fetched {
 				rt := kmsg.NewOffsetFetchResponseGroupTopic()
@@ -102,6 +100,42 @@ func unknownOffsets(topics []offsets.FetchTopic) []offsets.FetchedTopic {
 			ft.Partitions = append(ft.Partitions, offsets.Fetched{Partition: p, Offset: offsets.Unknown, LeaderEpoch: -1})
 		}
 		out = append(out, ft)
+	}
+	return out
+}
+
+// fetchGroup is one distinct group of a v8+ OffsetFetch and what is asked of
+// it: nil topics mean every committed partition.
+type fetchGroup struct {
+	group  string
+	topics []offsets.FetchTopic
+}
+
+// distinctFetchGroups lists each group of a v8+ OffsetFetch once, in the
+// order of first appearance, with the topics of all its entries one after
+// the other; an entry with null topics (all) makes the group's answer all.
+func distinctFetchGroups(groups []kmsg.OffsetFetchRequestGroup) []fetchGroup {
+	out := make([]fetchGroup, 0, len(groups))
+	at := make(map[string]int, len(groups))
+	all := make(map[string]bool)
+	for _, g := range groups {
+		i, seen := at[g.Group]
+		if !seen {
+			i = len(out)
+			at[g.Group] = i
+			out = append(out, fetchGroup{group: g.Group, topics: make([]offsets.FetchTopic, 0, len(g.Topics))})
+		}
+		if g.Topics == nil {
+			all[g.Group] = true
+		}
+		for _, t := range g.Topics {
+			out[i].topics = append(out[i].topics, offsets.FetchTopic{Topic: t.Topic, Partitions: t.Partitions})
+		}
+	}
+	for i := range out {
+		if all[out[i].group] {
+			out[i].topics = nil
+		}
 	}
 	return out
 }

@@ -6,6 +6,7 @@ package api
 // (KIP-559).
 
 import (
+	"bytes"
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -30,7 +31,8 @@ func (h *Handlers) syncGroup(ctx context.Context, _ *transport.RequestContext, k
 	if len(req.GroupAssignment) > 0 {
 		sr.Assignments = make(map[string][]byte, len(req.GroupAssignment))
 		for _, a := range req.GroupAssignment {
-			sr.Assignments[a.MemberID] = a.MemberAssignment
+			// Cloned: the assignment outlives the request frame it points into.
+			sr.Assignments[a.MemberID] = bytes.Clone(a.MemberAssignment)
 		}
 	}
 	res := h.shardFor(req.Group).Coordinator.Sync(ctx, sr)

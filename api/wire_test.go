@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -126,6 +127,7 @@ func joinRequest(group, member string) *kmsg.JoinGroupRequest {
 // old and new versions of every API it uses.
 func TestJoinSyncCommitFetchAcrossVersions(t *testing.T) {
 	w := startWire(t, nil)
+	w.createTopic("t", 3)
 	for _, v := range []struct {
 		name                              string
 		join, sync, hb, commit, fetch, lv int16
@@ -246,6 +248,7 @@ func fetchOffsets(t *testing.T, w *wire, group, topic string, partitions []int32
 
 func TestOffsetCommitValidation(t *testing.T) {
 	w := startWire(t, func(c *server.Config) { c.OffsetMetadataMaxBytes = 8 })
+	w.createTopic("t", 2)
 	cr := kmsg.NewPtrOffsetCommitRequest()
 	cr.Group, cr.Generation = "admin", -1
 	ct := kmsg.NewOffsetCommitRequestTopic()
@@ -275,6 +278,8 @@ func TestOffsetCommitValidation(t *testing.T) {
 
 func TestOffsetFetchAllAndManyGroups(t *testing.T) {
 	w := startWire(t, nil)
+	w.createTopic("x", 3)
+	w.createTopic("y", 3)
 	for _, g := range []string{"a", "b"} {
 		cr := kmsg.NewPtrOffsetCommitRequest()
 		cr.Group, cr.Generation = g, -1
@@ -412,6 +417,7 @@ func TestListOffsetsAndFetchAreEmpty(t *testing.T) {
 
 func TestGroupAdminAPIs(t *testing.T) {
 	w := startWire(t, nil)
+	w.createTopic("t", 1)
 	jr := joinRequest("live", "")
 	join := do[*kmsg.JoinGroupResponse](w, jr, 3)
 	sr := kmsg.NewPtrSyncGroupRequest()
@@ -480,6 +486,7 @@ func commitAdmin(t *testing.T, w *wire, group, topic string, partitions ...int32
 
 func TestOffsetDelete(t *testing.T) {
 	w := startWire(t, nil)
+	w.createTopic("t", 2)
 	commitAdmin(t, w, "g", "t", 0, 1)
 	req := kmsg.NewPtrOffsetDeleteRequest()
 	req.Group = "g"
@@ -505,6 +512,7 @@ func TestOffsetsExpireAfterRetention(t *testing.T) {
 		c.OffsetsRetention = 300 * time.Millisecond
 		c.OffsetsRetentionCheckInterval = 50 * time.Millisecond
 	})
+	w.createTopic("t", 1)
 	commitAdmin(t, w, "short-lived", "t", 0)
 	if got := fetchOffsets(t, w, "short-lived", "t", []int32{0}, 8); got[0].Offset != 10 {
 		t.Fatalf("just committed: %+v", got)
@@ -520,5 +528,101 @@ func TestOffsetsExpireAfterRetention(t *testing.T) {
 	dg.Groups = []string{"short-lived"}
 	if st := do[*kmsg.DescribeGroupsResponse](w, dg, 5).Groups[0].State; st != "Dead" {
 		t.Fatalf("a group with no offsets left is removed; state %s", st)
+	}
+}
+
+// TestCreateTopicsOfMaxInt32PartitionsIsRefusedAndMetadataStillAnswers: a
+// topic of 2^31-1 partitions used to be registered, and every Metadata
+// request after it built two billion partitions and never answered.
+func TestCreateTopicsOfMaxInt32PartitionsIsRefusedAndMetadataStillAnswers(t *testing.T) {
+	w := startWire(t, nil)
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.TimeoutMillis = 5000
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = "huge", math.MaxInt32, 1
+	req.Topics = append(req.Topics, rt)
+	resp := do[*kmsg.CreateTopicsResponse](w, req, 7)
+	// Stop here if it was accepted: a Metadata request would then try to
+	// describe every partition.
+	code(t, resp.Topics[0].ErrorCode, kerr.InvalidPartitions)
+	if msg := resp.Topics[0].ErrorMessage; msg == nil || !strings.Contains(*msg, "kcoord.max.partitions.per.topic") {
+		t.Fatalf("the message does not name the limit: %v", msg)
+	}
+
+	// A liveness bound, not a timing: Metadata answers.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	md := kmsg.NewPtrMetadataRequest()
+	md.SetVersion(12)
+	r, err := w.c.Do(ctx, md)
+	if err != nil {
+		t.Fatalf("Metadata after the refused create: %v", err)
+	}
+	if topics := r.(*kmsg.MetadataResponse).Topics; len(topics) != 0 {
+		t.Fatalf("topics registered: %+v", topics)
+	}
+}
+
+// TestOffsetFetchAnswersARepeatedGroupOnce: a v8 request naming one group
+// many times gets one answer for it, at its first place, with the
+// partitions of all its entries.
+func TestOffsetFetchAnswersARepeatedGroupOnce(t *testing.T) {
+	w := startWire(t, nil)
+	w.createTopic("t", 3)
+	commitAdmin(t, w, "g", "t", 0, 1, 2)
+	req := kmsg.NewPtrOffsetFetchRequest()
+	for _, spec := range []struct {
+		group      string
+		partitions []int32
+	}{{"g", []int32{0}}, {"other", nil}, {"g", []int32{1}}, {"g", []int32{1}}} {
+		rg := kmsg.NewOffsetFetchRequestGroup()
+		rg.Group = spec.group
+		if spec.partitions != nil {
+			gt := kmsg.NewOffsetFetchRequestGroupTopic()
+			gt.Topic, gt.Partitions = "t", spec.partitions
+			rg.Topics = append(rg.Topics, gt)
+		}
+		req.Groups = append(req.Groups, rg)
+	}
+	resp := do[*kmsg.OffsetFetchResponse](w, req, 8)
+	if len(resp.Groups) != 2 || resp.Groups[0].Group != "g" || resp.Groups[1].Group != "other" {
+		t.Fatalf("groups answered: %+v", resp.Groups)
+	}
+	var got []int32
+	for _, rt := range resp.Groups[0].Topics {
+		for _, rp := range rt.Partitions {
+			if rp.Offset != 10 {
+				t.Errorf("t/%d offset %d, want 10", rp.Partition, rp.Offset)
+			}
+			got = append(got, rp.Partition)
+		}
+	}
+	if len(got) != 3 || got[0] != 0 || got[1] != 1 || got[2] != 1 {
+		t.Fatalf("partitions of g: %v, want [0 1 1] (the entries' partitions)", got)
+	}
+
+	// Null topics (every committed offset) in any entry: all, once.
+	req.Groups[1].Group = "g"
+	resp = do[*kmsg.OffsetFetchResponse](w, req, 8)
+	if len(resp.Groups) != 1 || len(resp.Groups[0].Topics) != 1 || len(resp.Groups[0].Topics[0].Partitions) != 3 {
+		t.Fatalf("a repeated group with an entry asking for all: %+v", resp.Groups)
+	}
+}
+
+// TestDescribeGroupsDescribesARepeatedGroupOnce: one answer per distinct
+// group id, in the order of first appearance.
+func TestDescribeGroupsDescribesARepeatedGroupOnce(t *testing.T) {
+	w := startWire(t, nil)
+	jr := joinRequest("live", "")
+	join := do[*kmsg.JoinGroupResponse](w, jr, 3)
+	code(t, join.ErrorCode, nil)
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups = []string{"live", "never", "live", "live", "never"}
+	desc := do[*kmsg.DescribeGroupsResponse](w, dg, 5)
+	if len(desc.Groups) != 2 || desc.Groups[0].Group != "live" || desc.Groups[1].Group != "never" {
+		t.Fatalf("groups described: %+v", desc.Groups)
+	}
+	if len(desc.Groups[0].Members) != 1 {
+		t.Fatalf("live: %+v", desc.Groups[0])
 	}
 }

@@ -1,7 +1,8 @@
 package conformance
 
 // Member and generation checks of Heartbeat, SyncGroup and OffsetCommit;
-// commits outside group management; offset.metadata.max.bytes.
+// commits outside group management; offset.metadata.max.bytes; commits of
+// unknown topics and partitions.
 var errorScenarios = []Scenario{
 	{
 		Name: "heartbeat_errors",
@@ -132,6 +133,55 @@ var errorScenarios = []Scenario{
 				`X OffsetFetch v8: m NONE [t1/0=-1 epoch=-1 meta=""]`,
 				"the commit with too much metadata was not stored (GroupMetadataManager.scala storeOffsets); "+
 					"kfake stored it"),
+		},
+	},
+	{
+		// Kafka checks an OffsetCommit's topics and partitions against
+		// its metadata before the coordinator sees the request
+		// (KafkaApis.scala handleOffsetCommitRequest: authorization, then
+		// metadataCache.contains and getPartitionInfo, then
+		// groupCoordinator.commitOffsets with the partitions left). A
+		// commit of unknown partitions only never reaches the group: no
+		// group is created and no member is checked.
+		Name: "offset_commit_unknown_topics_and_partitions",
+		Steps: []Step{
+			// Every partition unknown: a topic that does not exist, and
+			// partitions out of a topic's range.
+			Do("X", Commit(8, "", -1, At("nope", 0, 1), At("nope", 1, 1))),
+			Do("X", Commit(8, "", -1, At("t1", 3, 1), At("t1", -1, 1))),
+			Do("X", Describe(5, "g")).Kafka(
+				`X DescribeGroups v5: g NONE state=Dead proto=""/"" members=[]`,
+				"a commit of unknown partitions only is answered by "+kafkaApis+" handleOffsetCommitRequest "+
+					"(authorizedTopicsRequest.isEmpty) and never creates the group; kfake creates it before "+
+					"checking the topics"),
+			Do("X", List(4)).Kafka(
+				"X ListGroups v4: NONE groups=[]",
+				"no group was created ("+kafkaApis+" handleOffsetCommitRequest)"),
+			// Nor is a member checked, nor the group id.
+			Do("X", Commit(8, "A-bogus", 5, At("nope", 0, 1))).Kafka(
+				"X OffsetCommit v8: nope/0=UNKNOWN_TOPIC_OR_PARTITION",
+				"the topics are checked before the coordinator sees the member ("+kafkaApis+
+					" handleOffsetCommitRequest); kfake checks the member and generation first"),
+			Do("X", Commit(8, "", -1, InGroup(""), At("nope", 0, 1))),
+			Do("X", List(4)).Kafka(
+				"X ListGroups v4: NONE groups=[]",
+				"the commit to group \"\" never reached the coordinator ("+kafkaApis+
+					" handleOffsetCommitRequest); kfake created the group"),
+			// Some unknown: the others are committed.
+			Do("X", Commit(8, "", -1, At("t1", 0, 5), At("t1", 3, 6), At("nope", 0, 7), At("t2", 2, 8))),
+			Do("X", FetchAll(7)),
+			Do("X", List(4)).Kafka(
+				`X ListGroups v4: NONE groups=[g("",Empty)]`,
+				"only g was created, by the commit with known partitions ("+kafkaApis+" handleOffsetCommitRequest)"),
+			// The coordinator answers the known partitions, the unknown
+			// ones keep UNKNOWN_TOPIC_OR_PARTITION (responseBuilder.merge).
+			Do("X", Commit(8, "A-bogus", 5, At("nope", 0, 1), At("t1", 0, 9))).Kafka(
+				"X OffsetCommit v8: nope/0=UNKNOWN_TOPIC_OR_PARTITION t1/0=UNKNOWN_MEMBER_ID",
+				"the unknown partition is answered by "+kafkaApis+" handleOffsetCommitRequest, the known one by "+
+					"the coordinator, which checks a commit with a generation to an Empty group as a member's "+
+					"(GroupCoordinator.scala validateOffsetCommit: validateCurrentMember => UNKNOWN_MEMBER_ID); "+
+					"kfake answers ILLEGAL_GENERATION for both"),
+			Do("X", Fetch(8, Of("t1", 0, 3), Of("nope", 0))),
 		},
 	},
 }

@@ -157,6 +157,7 @@ func BenchmarkFailover(b *testing.B) {
 		servers := server.StartTestCluster(b, 3, nil)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		group := fmt.Sprintf("failover-bench-%d", i)
+		createTopic(ctx, b, newAdmin(b, servers[0].KafkaAddr().String()), "t", 1)
 		var victim int
 		for {
 			if err := tryRawCommit(ctx, servers[0].KafkaAddr().String(), group, "", -1, "t", 0); err == nil {

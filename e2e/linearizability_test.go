@@ -42,6 +42,7 @@ func TestCommitsAndFetchesAreLinearizableAcrossFailover(t *testing.T) {
 	}
 
 	ctx := testContext(t, 60*time.Second)
+	createTopic(ctx, t, newAdmin(t, servers[0].KafkaAddr().String()), topic, 1)
 	start := time.Now()
 	var (
 		mu      sync.Mutex

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kcoord/kcoord/cluster"
+	"github.com/kcoord/kcoord/groups"
 )
 
 // Config is everything `kcoord serve` needs to run one node. The CLI fills it
@@ -68,10 +69,43 @@ type Config struct {
 	// Raft, when set, adjusts the cluster configuration before the node
 	// starts (Raft timings, balance interval); tests use it. Not a flag.
 	Raft func(*cluster.Config) `yaml:"-"`
+	// Groups, when set, adjusts every shard's coordinator configuration
+	// after the Kafka names have filled it (benchmarks compare read
+	// modes with it). Not a flag.
+	Groups func(*groups.Config) `yaml:"-"`
 
 	// SocketRequestMaxBytes is socket.request.max.bytes: the largest request
 	// frame accepted, in bytes; a larger one closes the connection.
 	SocketRequestMaxBytes int32
+	// MaxConnections is max.connections: the most Kafka connections served
+	// at once, as a count.
+	MaxConnections int32
+	// MaxConnectionsPerIP is max.connections.per.ip: the most Kafka
+	// connections served at once from one client IP address, as a count.
+	MaxConnectionsPerIP int32
+	// QueuedMaxRequestBytes is queued.max.request.bytes: the most bytes of
+	// requests read and not yet answered, over all connections, before the
+	// listener stops reading; -1 means unbounded. At least
+	// SocketRequestMaxBytes otherwise.
+	QueuedMaxRequestBytes int64
+
+	// MaxPartitionsPerTopic is kcoord.max.partitions.per.topic: the most
+	// partitions one topic may have (CreateTopics beyond it answers
+	// INVALID_PARTITIONS).
+	MaxPartitionsPerTopic int32
+	// MaxTopics is kcoord.max.topics: the most topics the registry holds
+	// (CreateTopics beyond it answers POLICY_VIOLATION).
+	MaxTopics int32
+	// MaxPartitions is kcoord.max.partitions: the most partitions of all
+	// registered topics together (CreateTopics beyond it answers
+	// POLICY_VIOLATION).
+	MaxPartitions int32
+	// OffsetsCommitUnregisteredTopics is
+	// kcoord.offsets.commit.unregistered.topics.enable: OffsetCommit takes
+	// offsets of topics that are not in the registry, for data planes whose
+	// topics kcoord does not own. Off, as in Kafka, they are
+	// UNKNOWN_TOPIC_OR_PARTITION.
+	OffsetsCommitUnregisteredTopics bool
 }
 
 // DefaultConfig returns the configuration of `kcoord serve` with no flags: a
@@ -96,6 +130,12 @@ func DefaultConfig() Config {
 		OffsetMetadataMaxBytes:        4096,
 		OffsetsCommitTimeout:          5 * time.Second,
 		SocketRequestMaxBytes:         104857600,
+		MaxConnections:                2147483647,
+		MaxConnectionsPerIP:           2147483647,
+		QueuedMaxRequestBytes:         209715200,
+		MaxPartitionsPerTopic:         4096,
+		MaxTopics:                     10000,
+		MaxPartitions:                 100000,
 	}
 }
 
@@ -150,6 +190,24 @@ func (c *Config) Validate() error {
 	}
 	if c.SocketRequestMaxBytes < 1 {
 		errs = append(errs, errors.New("socket.request.max.bytes must be positive"))
+	}
+	if c.MaxConnections < 1 {
+		errs = append(errs, errors.New("max.connections must be at least 1"))
+	}
+	if c.MaxConnectionsPerIP < 1 {
+		errs = append(errs, errors.New("max.connections.per.ip must be at least 1"))
+	}
+	if c.QueuedMaxRequestBytes != -1 && c.QueuedMaxRequestBytes < int64(c.SocketRequestMaxBytes) {
+		errs = append(errs, fmt.Errorf("queued.max.request.bytes must be -1 (unbounded) or at least socket.request.max.bytes (%d)", c.SocketRequestMaxBytes))
+	}
+	if c.MaxPartitionsPerTopic < 1 {
+		errs = append(errs, errors.New("kcoord.max.partitions.per.topic must be at least 1"))
+	}
+	if c.MaxTopics < 1 {
+		errs = append(errs, errors.New("kcoord.max.topics must be at least 1"))
+	}
+	if c.MaxPartitions < 1 {
+		errs = append(errs, errors.New("kcoord.max.partitions must be at least 1"))
 	}
 	return errors.Join(errs...)
 }

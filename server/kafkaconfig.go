@@ -8,16 +8,23 @@ import (
 	"time"
 )
 
-// kafkaKey maps one Kafka broker config name to a Config field. Values are
-// integers, as in Kafka; min and max bound what SetKafkaConfig accepts (max is
-// the range of the Kafka type: SHORT, INT or LONG, or what a time.Duration
-// can hold). Validate checks the relations between fields.
+// kafkaKey maps one Kafka broker config name to a Config field; exactly one
+// of the field pointers is set. Numbers are integers, as in Kafka; min and
+// max bound what SetKafkaConfig accepts (max is the range of the Kafka type:
+// SHORT, INT or LONG, or what a time.Duration can hold). Booleans are
+// Kafka's BOOLEAN: true or false, in any case. Validate checks the relations
+// between fields.
+//
+// Names starting with "kcoord." are kcoord's own settings, which Kafka has
+// no equivalent of.
 type kafkaKey struct {
 	name     string
 	min, max int64
 	unit     time.Duration // 0: a plain number, else the unit of a duration
 	int32p   func(c *Config) *int32
+	int64p   func(c *Config) *int64
 	durp     func(c *Config) *time.Duration
+	boolp    func(c *Config) *bool
 	help     string
 }
 
@@ -26,7 +33,8 @@ const (
 	maxMinutes = int64(math.MaxInt64 / int64(time.Minute))
 )
 
-// kafkaKeys lists the supported keys in the order of design.md's table.
+// kafkaKeys lists the supported keys: design.md's table in its order, then
+// the listener's limits, then kcoord's own.
 var kafkaKeys = []kafkaKey{
 	{name: "offsets.topic.num.partitions", min: 1, max: math.MaxInt32,
 		int32p: func(c *Config) *int32 { return &c.OffsetsTopicNumPartitions },
@@ -61,6 +69,27 @@ var kafkaKeys = []kafkaKey{
 	{name: "socket.request.max.bytes", min: 1, max: math.MaxInt32,
 		int32p: func(c *Config) *int32 { return &c.SocketRequestMaxBytes },
 		help:   "largest request frame accepted; a larger one closes the connection"},
+	{name: "max.connections", min: 1, max: math.MaxInt32,
+		int32p: func(c *Config) *int32 { return &c.MaxConnections },
+		help:   "Kafka connections served at once"},
+	{name: "max.connections.per.ip", min: 1, max: math.MaxInt32,
+		int32p: func(c *Config) *int32 { return &c.MaxConnectionsPerIP },
+		help:   "Kafka connections served at once from one client IP"},
+	{name: "queued.max.request.bytes", min: -1, max: math.MaxInt64,
+		int64p: func(c *Config) *int64 { return &c.QueuedMaxRequestBytes },
+		help:   "bytes of requests read and not yet answered before the listener stops reading; -1 unbounded"},
+	{name: "kcoord.max.partitions.per.topic", min: 1, max: math.MaxInt32,
+		int32p: func(c *Config) *int32 { return &c.MaxPartitionsPerTopic },
+		help:   "partitions one topic may have; CreateTopics beyond it is INVALID_PARTITIONS"},
+	{name: "kcoord.max.topics", min: 1, max: math.MaxInt32,
+		int32p: func(c *Config) *int32 { return &c.MaxTopics },
+		help:   "topics the registry holds; CreateTopics beyond it is POLICY_VIOLATION"},
+	{name: "kcoord.max.partitions", min: 1, max: math.MaxInt32,
+		int32p: func(c *Config) *int32 { return &c.MaxPartitions },
+		help:   "partitions of all registered topics together; CreateTopics beyond it is POLICY_VIOLATION"},
+	{name: "kcoord.offsets.commit.unregistered.topics.enable",
+		boolp: func(c *Config) *bool { return &c.OffsetsCommitUnregisteredTopics },
+		help:  "OffsetCommit takes topics not in the registry (else UNKNOWN_TOPIC_OR_PARTITION, as in Kafka)"},
 }
 
 func lookupKafkaKey(key string) (kafkaKey, bool) {
@@ -89,12 +118,24 @@ func KafkaConfigHelp(key string) string {
 }
 
 // SetKafkaConfig sets the field behind a Kafka broker config name from its
-// value as Kafka writes it (an integer; durations in the unit the name ends
-// with). It rejects unknown names and values Kafka would reject.
+// value as Kafka writes it (an integer, durations in the unit the name ends
+// with; or a boolean). It rejects unknown names and values Kafka would
+// reject.
 func (c *Config) SetKafkaConfig(key, value string) error {
 	k, ok := lookupKafkaKey(key)
 	if !ok {
 		return fmt.Errorf("unknown Kafka config %q (supported: %s)", key, strings.Join(KafkaConfigKeys(), ", "))
+	}
+	if k.boolp != nil {
+		switch strings.ToLower(strings.TrimSpace(value)) {
+		case "true":
+			*k.boolp(c) = true
+		case "false":
+			*k.boolp(c) = false
+		default:
+			return fmt.Errorf("invalid value %q for Kafka config %s: want true or false", value, key)
+		}
+		return nil
 	}
 	n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
 	if err != nil {
@@ -103,9 +144,12 @@ func (c *Config) SetKafkaConfig(key, value string) error {
 	if n < k.min || n > k.max {
 		return fmt.Errorf("invalid value %q for Kafka config %s: must be between %d and %d", value, key, k.min, k.max)
 	}
-	if k.durp != nil {
+	switch {
+	case k.durp != nil:
 		*k.durp(c) = time.Duration(n) * k.unit
-	} else {
+	case k.int64p != nil:
+		*k.int64p(c) = n
+	default:
 		*k.int32p(c) = int32(n)
 	}
 	return nil
@@ -118,8 +162,13 @@ func (c *Config) KafkaConfig(key string) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if k.durp != nil {
+	switch {
+	case k.boolp != nil:
+		return strconv.FormatBool(*k.boolp(c)), true
+	case k.durp != nil:
 		return strconv.FormatInt(int64(*k.durp(c)/k.unit), 10), true
+	case k.int64p != nil:
+		return strconv.FormatInt(*k.int64p(c), 10), true
 	}
 	return strconv.FormatInt(int64(*k.int32p(c)), 10), true
 }

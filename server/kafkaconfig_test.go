@@ -7,7 +7,8 @@ import (
 	"time"
 )
 
-// The defaults of design.md's table, which are Kafka's.
+// The defaults of design.md's table and the listener's limits, which are
+// Kafka's except queued.max.request.bytes (Kafka: -1), then kcoord's own.
 var kafkaDefaults = map[string]string{
 	"offsets.topic.num.partitions":        "50",
 	"offsets.topic.replication.factor":    "3",
@@ -20,6 +21,14 @@ var kafkaDefaults = map[string]string{
 	"offset.metadata.max.bytes":           "4096",
 	"offsets.commit.timeout.ms":           "5000",
 	"socket.request.max.bytes":            "104857600",
+	"max.connections":                     "2147483647",
+	"max.connections.per.ip":              "2147483647",
+	"queued.max.request.bytes":            "209715200",
+
+	"kcoord.max.partitions.per.topic":                  "4096",
+	"kcoord.max.topics":                                "10000",
+	"kcoord.max.partitions":                            "100000",
+	"kcoord.offsets.commit.unregistered.topics.enable": "false",
 }
 
 func TestKafkaConfigKeysAndDefaults(t *testing.T) {
@@ -67,6 +76,15 @@ func TestSetKafkaConfig(t *testing.T) {
 		{"offsets.commit.timeout.ms", "250", func(c Config) bool { return c.OffsetsCommitTimeout == 250*time.Millisecond }},
 		{"socket.request.max.bytes", "1048576", func(c Config) bool { return c.SocketRequestMaxBytes == 1<<20 }},
 		{"group.max.size", " 7 ", func(c Config) bool { return c.GroupMaxSize == 7 }},
+		{"max.connections", "1000", func(c Config) bool { return c.MaxConnections == 1000 }},
+		{"max.connections.per.ip", "10", func(c Config) bool { return c.MaxConnectionsPerIP == 10 }},
+		{"queued.max.request.bytes", "-1", func(c Config) bool { return c.QueuedMaxRequestBytes == -1 }},
+		{"queued.max.request.bytes", "10000000000", func(c Config) bool { return c.QueuedMaxRequestBytes == 10_000_000_000 }},
+		{"kcoord.max.partitions.per.topic", "64", func(c Config) bool { return c.MaxPartitionsPerTopic == 64 }},
+		{"kcoord.max.topics", "5", func(c Config) bool { return c.MaxTopics == 5 }},
+		{"kcoord.max.partitions", "2147483647", func(c Config) bool { return c.MaxPartitions == 2147483647 }},
+		{"kcoord.offsets.commit.unregistered.topics.enable", "true", func(c Config) bool { return c.OffsetsCommitUnregisteredTopics }},
+		{"kcoord.offsets.commit.unregistered.topics.enable", "false", func(c Config) bool { return !c.OffsetsCommitUnregisteredTopics }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
@@ -107,6 +125,14 @@ func TestSetKafkaConfigErrors(t *testing.T) {
 		{"offsets.commit.timeout.ms", "0", []string{"offsets.commit.timeout.ms"}},
 		{"socket.request.max.bytes", "-5", []string{"socket.request.max.bytes", `"-5"`}},
 		{"offset.metadata.max.bytes", "99999999999999999999", []string{"not an integer"}},
+		{"max.connections", "0", []string{"max.connections", "between 1 and"}},
+		{"max.connections.per.ip", "-1", []string{"max.connections.per.ip", "between 1 and"}},
+		{"queued.max.request.bytes", "-2", []string{"queued.max.request.bytes", "between -1 and 9223372036854775807"}},
+		{"kcoord.max.partitions.per.topic", "0", []string{"kcoord.max.partitions.per.topic", "between 1 and 2147483647"}},
+		{"kcoord.max.topics", "-1", []string{"kcoord.max.topics"}},
+		{"kcoord.max.partitions", "2147483648", []string{"kcoord.max.partitions"}},
+		{"kcoord.offsets.commit.unregistered.topics.enable", "yes", []string{"kcoord.offsets.commit.unregistered.topics.enable", `"yes"`, "true or false"}},
+		{"kcoord.offsets.commit.unregistered.topics.enable", "1", []string{"true or false"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.key+"="+tt.value, func(t *testing.T) {
@@ -124,5 +150,41 @@ func TestSetKafkaConfigErrors(t *testing.T) {
 				t.Errorf("a rejected value changed the config: %+v", c)
 			}
 		})
+	}
+}
+
+func TestKafkaConfigBooleanIgnoresCase(t *testing.T) {
+	c := DefaultConfig()
+	if err := c.SetKafkaConfig("kcoord.offsets.commit.unregistered.topics.enable", " TRUE "); err != nil {
+		t.Fatal(err)
+	}
+	if !c.OffsetsCommitUnregisteredTopics {
+		t.Fatal("TRUE did not turn it on")
+	}
+	if got, _ := c.KafkaConfig("kcoord.offsets.commit.unregistered.topics.enable"); got != "true" {
+		t.Fatalf("KafkaConfig = %q, want true", got)
+	}
+}
+
+func TestValidateQueuedMaxRequestBytes(t *testing.T) {
+	for _, tt := range []struct {
+		queued int64
+		ok     bool
+	}{
+		{-1, true},
+		{104857600, true},
+		{209715200, true},
+		{104857599, false},
+		{0, false},
+	} {
+		c := DefaultConfig()
+		c.QueuedMaxRequestBytes = tt.queued
+		err := c.Validate()
+		if tt.ok && err != nil {
+			t.Errorf("queued.max.request.bytes %d: %v", tt.queued, err)
+		}
+		if !tt.ok && (err == nil || !strings.Contains(err.Error(), "queued.max.request.bytes")) {
+			t.Errorf("queued.max.request.bytes %d: Validate = %v, want an error naming it", tt.queued, err)
+		}
 	}
 }

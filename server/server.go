@@ -84,6 +84,8 @@ func (s *Server) Start() error {
 	tcfg := transport.DefaultConfig()
 	tcfg.Addr, tcfg.MaxRequestBytes = s.cfg.KafkaAddr, s.cfg.SocketRequestMaxBytes
 	tcfg.Logger, tcfg.Registerer = s.logger.Named("kafka"), s.reg
+	tcfg.MaxConnections, tcfg.MaxConnectionsPerIP = int(s.cfg.MaxConnections), int(s.cfg.MaxConnectionsPerIP)
+	tcfg.QueuedMaxRequestBytes = s.cfg.QueuedMaxRequestBytes
 	kafka, err := transport.NewServer(tcfg, mux)
 	if err != nil {
 		return err
@@ -100,11 +102,15 @@ func (s *Server) Start() error {
 		return err
 	}
 	h := api.New(api.Config{
-		NodeID:                 s.cfg.NodeID,
-		ClusterID:              "kcoord",
-		OffsetMetadataMaxBytes: s.cfg.OffsetMetadataMaxBytes,
-		OffsetsRetention:       s.cfg.OffsetsRetention,
-		Logger:                 s.logger.Named("api"),
+		NodeID:                   s.cfg.NodeID,
+		ClusterID:                "kcoord",
+		OffsetMetadataMaxBytes:   s.cfg.OffsetMetadataMaxBytes,
+		OffsetsRetention:         s.cfg.OffsetsRetention,
+		MaxPartitionsPerTopic:    s.cfg.MaxPartitionsPerTopic,
+		MaxTopics:                s.cfg.MaxTopics,
+		MaxPartitions:            s.cfg.MaxPartitions,
+		CommitUnregisteredTopics: s.cfg.OffsetsCommitUnregisteredTopics,
+		Logger:                   s.logger.Named("api"),
 	}, s.node, &topicRegistry{shard: s.node.Shard(cluster.MetaShard), fsm: s.meta, timeout: s.cfg.OffsetsCommitTimeout}, s.apiShards())
 	h.Register(mux)
 	s.serve = make(chan error, 1)
@@ -128,6 +134,9 @@ func (s *Server) startNode(advertised string) error {
 	gcfg.MinSessionTimeout, gcfg.MaxSessionTimeout = s.cfg.GroupMinSessionTimeout, s.cfg.GroupMaxSessionTimeout
 	gcfg.MaxSize, gcfg.WriteTimeout = s.cfg.GroupMaxSize, s.cfg.OffsetsCommitTimeout
 	gcfg.Logger = s.logger.Named("groups")
+	if s.cfg.Groups != nil {
+		s.cfg.Groups(&gcfg)
+	}
 	for i := range s.states {
 		s.states[i] = fsm.NewShardFSM(int32(i), s.logger.Named("fsm"))
 		c, err := groups.NewCoordinator(gcfg, int32(i), &shardLog{s: s, shard: int32(i)}, s.states[i])
