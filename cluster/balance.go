@@ -13,9 +13,10 @@ import (
 // balance round, so a returning node is not hit by a storm of elections.
 const maxTransfersPerRound = 16
 
-// balanceLoop spreads group-shard leadership evenly over the live nodes:
-// every BalanceInterval a node that leads more than its share hands the
-// excess to the nodes that lead least (50 shards on 3 nodes end 16/17/17).
+// balanceLoop spreads group-shard leadership evenly over the live nodes
+// that hold replicas: every BalanceInterval a node that leads more than its
+// share hands the excess to the nodes that lead least (50 shards on 3
+// nodes end 16/17/17).
 // Runs on its own goroutine until shutdown.
 func (n *Node) balanceLoop() {
 	t := time.NewTicker(n.cfg.BalanceInterval)
@@ -39,7 +40,15 @@ func (n *Node) balanceLeaders() {
 	if since := time.Since(time.Unix(0, n.lastLeaderGain.Load())); since < n.cfg.BalanceInterval {
 		return
 	}
-	live := n.members.brokers()
+	// Only live nodes that are voters of this node's shards share the
+	// leaderships: a member that joined with Join alone holds no replica.
+	voters := n.voterIDs()
+	var live []Broker
+	for _, b := range n.members.brokers() {
+		if slices.Contains(voters, b.NodeID) {
+			live = append(live, b)
+		}
+	}
 	if len(live) < 2 {
 		return
 	}

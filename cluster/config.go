@@ -9,14 +9,27 @@ import (
 	"github.com/hashicorp/raft"
 )
 
+// The log store kinds of Config.LogStore.
+const (
+	// LogStoreNode is one bolt file per node for every shard's Raft log and
+	// stable store (package nodestore), with group commit: appends that
+	// arrive together from different shards share one transaction and one
+	// fsync.
+	LogStoreNode = "node"
+	// LogStoreShard is raft-boltdb, one file per shard: each shard's
+	// appends pay their own transaction and fsyncs.
+	LogStoreShard = "shard"
+)
+
 // MetaShard is the shard id of the metadata Raft group (topic registry,
 // later users, ACLs and shard placement). Group shards are 0..Shards-1.
 const MetaShard int32 = -1
 
-// Config configures a Node. Start from DefaultConfig. Zero-valued Raft
-// timings and sizes (HeartbeatTimeout through TransportMaxPool) and a nil
-// Logger take their defaults in NewNode and Validate; NodeID, Shards and
-// BootstrapExpect are used as given.
+// Config configures a Node. Start from DefaultConfig. Zero-valued durations
+// and sizes (Raft timings, gossip intervals, JoinTimeout, ...), an empty
+// LogStore and a nil Logger take their defaults in NewNode and Validate;
+// NodeID, Shards and BootstrapExpect are used as given (BootstrapExpect 0
+// means "join, never bootstrap", not "default").
 type Config struct {
 	// NodeID is this node's id: the Kafka broker id and the Raft server id
 	// (its decimal string) in every shard.
@@ -44,14 +57,38 @@ type Config struct {
 	// can never change for a DataDir.
 	Shards int32
 
-	// BootstrapExpect is the number of nodes that must see each other before
-	// the first bootstrap. 1: on first start the node bootstraps every shard
-	// as a single-voter cluster. N > 1: once N nodes see each other through
-	// gossip (GossipAddr must be set), each bootstraps the shards it is
-	// placed on (see placement), exactly once per cluster. 0 never
-	// bootstraps: the shards wait to be added to an existing cluster (or
-	// bootstrapped by hand with Raft.BootstrapCluster).
+	// BootstrapExpect says whether and how this node may bootstrap a new
+	// cluster, the first time it starts on an empty DataDir:
+	//
+	//   - 0: never. The node joins an existing cluster through Join: it
+	//     adopts the cluster's id from its seeds and holds no replica until
+	//     a shard leader adds it (or a test bootstraps it by hand with
+	//     Raft.BootstrapCluster). `kcoord serve --join` without
+	//     --bootstrap-expect gives 0.
+	//   - 1: alone, as a cluster of one (every shard a single voter). With
+	//     Join, only if the seeds show no live cluster (no peer holding Raft
+	//     state): a node that finds one joins it instead.
+	//   - N > 1: together with N-1 others (GossipAddr must be set): once
+	//     exactly N nodes, all expecting N, all advertise the same view of
+	//     each other (and none holds state), each bootstraps the shards it is
+	//     placed on (see placement) under one cluster id. More nodes than N
+	//     starting at once is an error, logged once: nobody bootstraps.
+	//
+	// A node whose shards hold Raft state, or that has a cluster id, never
+	// bootstraps, whatever BootstrapExpect says.
 	BootstrapExpect int
+
+	// JoinTimeout (wall-clock duration) bounds how long NewNode waits, on an
+	// empty DataDir with Join set, for a seed to answer before any shard's
+	// Raft starts: the node must learn its peers' views first, to refuse to
+	// start when its id is a voter of theirs (ErrEmptyDataDirVoter) and to
+	// adopt their cluster id. When no seed answers in time, NewNode goes on
+	// and records the data dir as awaiting peers (see node.json): the node
+	// keeps joining in the background, accepts no Raft traffic of any
+	// cluster until gossip confirms it holds no seat there, and never
+	// adopts the id of a cluster that lists it as a voter (it logs the same
+	// advice as ErrEmptyDataDirVoter instead). Default 10s.
+	JoinTimeout time.Duration
 
 	// LogStore is where a new data dir keeps the shards' Raft logs:
 	// LogStoreNode (default: one file, group commit across shards) or
@@ -71,6 +108,7 @@ type Config struct {
 	// bound to 0.0.0.0).
 	AdvertiseGossipAddr string
 	// Join lists gossip seeds (host:port); joining retries until one answers.
+	// Needs GossipAddr.
 	Join []string
 	// GossipProbeInterval (wall-clock duration) is memberlist's failure
 	// probe interval. Default 1s.
@@ -152,10 +190,15 @@ type Config struct {
 	// so a fresh or restarted single node is ready in milliseconds whatever
 	// the timeouts. Multi-voter shards are never nudged.
 	DisableElectionNudge bool
+
+	// hiddenPeers (tests only) are node ids this node's gossip treats as
+	// unreachable: their alive messages are dropped, as if a network
+	// partition hid them, so tests can give nodes different views.
+	hiddenPeers []int32
 }
 
 // DefaultConfig returns the configuration of `kcoord serve` with no flags: a
-// single node (id 1, bootstrap-expect 1) with 50 shards, Raft on
+// single node (id 1, BootstrapExpect 1, no gossip) with 50 shards, Raft on
 // 127.0.0.1:9093, Kafka advertised at 127.0.0.1:9092, data in ./kcoord-data,
 // and LAN-suited Raft timings (those of hashicorp/raft's DefaultConfig). The
 // FSM constructors must still be set.
@@ -184,6 +227,7 @@ func DefaultConfig() Config {
 		GossipProbeInterval:    time.Second,
 		GossipPushPullInterval: 5 * time.Second,
 		BalanceInterval:        5 * time.Second,
+		JoinTimeout:            10 * time.Second,
 	}
 }
 
@@ -245,6 +289,9 @@ func (c Config) withDefaults() Config {
 	if c.BalanceInterval == 0 {
 		c.BalanceInterval = d.BalanceInterval
 	}
+	if c.JoinTimeout == 0 {
+		c.JoinTimeout = d.JoinTimeout
+	}
 	return c
 }
 
@@ -280,6 +327,10 @@ func (c *Config) Validate() error {
 		return bad("BootstrapExpect %d is negative", cc.BootstrapExpect)
 	case cc.BootstrapExpect > 1 && cc.GossipAddr == "":
 		return bad("BootstrapExpect %d needs GossipAddr: nodes find each other through gossip", cc.BootstrapExpect)
+	case len(cc.Join) > 0 && cc.GossipAddr == "":
+		return bad("Join needs GossipAddr: seeds are gossip addresses")
+	case cc.JoinTimeout < 0:
+		return bad("JoinTimeout %v is negative", cc.JoinTimeout)
 	case cc.LogStore != LogStoreNode && cc.LogStore != LogStoreShard:
 		return bad("LogStore %q is neither %q nor %q", cc.LogStore, LogStoreNode, LogStoreShard)
 	case cc.ReplicationFactor < 1:

@@ -1,31 +1,57 @@
-// Package cluster runs a kcoord node's Raft groups: one hashicorp/raft
-// instance per group shard (0..Shards-1, where a group lives on shard
-// PartitionFor(groupID, Shards), bit-exact with Kafka) plus the metadata
-// shard MetaShard, all sharing one TCP port.
+// Package cluster runs a kcoord node: one hashicorp/raft instance per group
+// shard (0..Shards-1, where a group lives on shard PartitionFor(groupID,
+// Shards), bit-exact with Kafka) plus the metadata shard MetaShard, all
+// sharing one TCP port; memberlist gossip that finds the other nodes; and
+// the rules that keep a data dir in one cluster for life.
 //
 // # Pieces
 //
-//   - Node (node.go): lifecycle. NewNode opens each shard's stores
-//     (raft-boltdb file DataDir/shards/<id>/raft.db behind raft.LogCache, file
-//     snapshots beside it; DataDir/meta for MetaShard), starts its Raft, and
-//     bootstraps a single-voter configuration on a fresh DataDir with
-//     BootstrapExpect 1. Ready/WaitReady, LeaderOf, Brokers and Shutdown.
+//   - Node (node.go): lifecycle. NewNode opens every shard's stores (by
+//     default one node-wide bolt file with group commit across shards,
+//     DataDir/raft.db, package nodestore; or raft-boltdb per shard, see
+//     Config.LogStore; a data dir keeps the kind it was created with; file
+//     snapshots in DataDir/shards/<id> and DataDir/meta), joins gossip,
+//     decides what the node is to its cluster, then starts every shard's
+//     Raft. Ready/WaitReady, LeaderOf, Brokers, ClusterID, AdoptClusterID,
+//     Leave, TransferLeadership and Shutdown.
+//   - Identity (identity.go): DataDir/node.json records the node id, shard
+//     count, log store kind and cluster id (version 2; version 1, without a
+//     cluster id, still loads).
+//   - Gossip (gossip.go): memberlist. Each node's meta carries its id,
+//     addresses, whether it holds state, its BootstrapExpect, its cluster
+//     id, its bootstrap proposal and view, and the voters of its shard
+//     configurations. Broadcasts and push/pull carry the leader table
+//     (leaders.go: who leads each shard as of which term; the higher term
+//     wins). Peers whose cluster id differs are refused.
+//   - Bootstrap (bootstrap.go, placement.go): with BootstrapExpect N > 1,
+//     nodes bootstrap once exactly N nodes advertise the same view, each
+//     writing the configuration of the shards rendezvous placement gives it,
+//     under the cluster id proposed by the lowest node id. BootstrapExpect 1
+//     bootstraps alone; 0 never bootstraps (a node added with Join).
+//   - Membership (membership.go): before Raft starts on an empty data dir,
+//     the node checks its seeds' views: ErrEmptyDataDirVoter for a wiped
+//     voter, adoption of the seeds' cluster id otherwise. Later it adopts
+//     the id of the stateful peers, or mints one for a cluster bootstrapped
+//     before ids existed.
 //   - Shard (shard.go): one Raft group; Apply/ApplyAsync/Barrier wrap raft's
-//     with context, FSM error translation and futures that always complete.
+//     with context, FSM error translation and futures that always complete;
+//     Leadership, Leads and ConfirmLeadership (leadership.go, readindex.go).
 //   - Mux and StreamLayer (mux.go): one listener for every shard. Each
-//     connection starts with a header naming its shard (and the dialer's
-//     advertised address); the accept loop hands it to that shard's
+//     connection starts with a header naming its shard, the dialer's
+//     advertised address and (version 2) its cluster id; the accept loop
+//     drops a header of another cluster and hands the rest to the shard's
 //     raft.StreamLayer, used by raft.NewNetworkTransportWithConfig.
+//   - Leadership balance (balance.go): a node leading more than its share
+//     of group shards hands the excess to voters that lead fewer.
 //   - Faults (faults.go): drop, delay and partition hooks in the Mux for
 //     in-process cluster tests.
 //   - JavaStringHashCode and PartitionFor (hash.go).
 //
-// # Seams for multi-node
+// # Goroutines
 //
-// Membership (Brokers, LeaderOf's node-to-broker mapping) lives in an
-// internal member table holding only this node for now; memberlist will
-// fill it. BootstrapExpect > 1 returns ErrMultiNodeBootstrap. A node started
-// with BootstrapExpect 0 never bootstraps: its shards wait to be added to an
-// existing configuration (the in-process tests bootstrap three such nodes by
-// hand with Raft.BootstrapCluster).
+// NewNode runs on the caller's goroutine. With gossip, each node then runs a
+// cluster loop (meta refresh, bootstrap, cluster id adoption), a balance
+// loop and a join loop (until a seed answers); each shard runs a leadership
+// goroutine that calls Config.OnLeadership; memberlist calls the gossip
+// delegates on its own goroutines. Node methods are safe for concurrent use.
 package cluster

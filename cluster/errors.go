@@ -39,4 +39,25 @@ var (
 	// ErrFaultInjected is returned by dials and writes refused by an injected
 	// fault (see Faults).
 	ErrFaultInjected = errors.New("cluster: connection dropped by injected fault")
+
+	// ErrEmptyDataDirVoter is returned by NewNode when DataDir is empty (new
+	// or wiped: no node.json) but the node's id holds seats (is a voter) in
+	// the shard configurations of a live cluster its seeds belong to. Raft
+	// with an empty log under that id could vote a second time in a term it
+	// already voted in, and forget entries it acknowledged: two leaders, or a
+	// lost commit. The error message says what to do: restore the data dir,
+	// or start the node as a new one with another node id (the old id's
+	// seats must then be removed from the shards' configurations).
+	ErrEmptyDataDirVoter = errors.New("cluster: empty data dir, but this node id is a voter of a live cluster")
+
+	// ErrClusterIDMismatch is returned by Node.AdoptClusterID for an id other
+	// than the one DataDir records: a data dir belongs to one cluster for
+	// life.
+	ErrClusterIDMismatch = errors.New("cluster: data dir belongs to another cluster")
+
+	// ErrAmbiguousJoin is returned by NewNode on a fresh data dir when the
+	// peers reached through Join that hold Raft state advertise different
+	// cluster ids: the seeds name nodes of more than one cluster, and the
+	// node cannot tell which one to join.
+	ErrAmbiguousJoin = errors.New("cluster: the seeds belong to more than one cluster")
 )

@@ -1,11 +1,14 @@
 package cluster
 
 import (
+	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -15,17 +18,61 @@ import (
 	"github.com/hashicorp/memberlist"
 )
 
-// nodeMeta is what every node gossips about itself (memberlist node meta,
-// at most 512 bytes).
+// metaVersion is the version of the gossip node meta this code advertises.
+//
+// The meta is a JSON object (memberlist node meta, at most 512 bytes):
+//
+//	{"v":2,"id":1,"kafka":"10.0.0.1:9092","raft":"10.0.0.1:9093","state":true,"expect":3,
+//	 "cid":"<uuid>","prop":"<uuid>","view":[1,2,3],"agreed":"<hex>","voters":[1,2,3]}
+//
+// Version 1 (no "v", the first release) has id, kafka, raft, state and
+// expect only. Each release ignores the fields it does not know, so mixed
+// versions read each other; a version-1 peer simply has no cluster id,
+// proposal, view, agreement or voters (it is never refused, and never takes part in
+// a bootstrap with version-2 nodes).
+const metaVersion = 2
+
+// nodeMeta is what every node gossips about itself.
 type nodeMeta struct {
-	ID    int32  `json:"id"`
-	Kafka string `json:"kafka"`
-	Raft  string `json:"raft"`
+	// Version is metaVersion; 0 from a version-1 node.
+	Version int    `json:"v,omitempty"`
+	ID      int32  `json:"id"`
+	Kafka   string `json:"kafka"`
+	Raft    string `json:"raft"`
 	// HasState is set once the node's shards hold Raft state (bootstrapped,
-	// or restarted with data): the cluster exists, nobody bootstraps again.
+	// added by a leader, or restarted with data): the cluster exists.
 	HasState bool `json:"state"`
-	// Expect is the node's --bootstrap-expect.
+	// Expect is the node's BootstrapExpect (--bootstrap-expect; 0: join only).
 	Expect int `json:"expect"`
+	// ClusterID is the cluster id the node's data dir records; empty while
+	// it has none. Nodes refuse peers whose non-empty id differs from theirs.
+	ClusterID string `json:"cid,omitempty"`
+	// Proposal is the cluster id this node proposes for a bootstrap it takes
+	// part in (a fresh node with Expect > 1); the bootstrap uses the
+	// proposal of the lowest node id of the agreed view.
+	Proposal string `json:"prop,omitempty"`
+	// View is, while the node takes part in a bootstrap, the sorted ids of
+	// the nodes it sees (itself included; join-only nodes without state
+	// left out); after it bootstrapped, the view it bootstrapped with.
+	View []int32 `json:"view,omitempty"`
+	// Agreement is, after the node bootstrapped, the digest of the
+	// agreement it acted on (see agreementDigest): a peer still deciding
+	// on the same agreement bootstraps the same configuration.
+	Agreement string `json:"agreed,omitempty"`
+	// Voters is the sorted union of the node ids that are voters in this
+	// node's shard configurations: a fresh node whose id is in a stateful
+	// peer's Voters is a wiped voter (ErrEmptyDataDirVoter).
+	Voters []int32 `json:"voters,omitempty"`
+}
+
+// decodeMeta parses a peer's gossip meta; ok is false when it is not a
+// kcoord meta.
+func decodeMeta(b []byte) (nodeMeta, bool) {
+	var nm nodeMeta
+	if json.Unmarshal(b, &nm) != nil || nm.Raft == "" {
+		return nodeMeta{}, false
+	}
+	return nm, true
 }
 
 // leaderMsg is a gossip broadcast: node leads shard as of term.
@@ -34,34 +81,56 @@ type leaderMsg struct {
 	Entry leaderEntry `json:"e"`
 }
 
-// gossip runs memberlist for a Node: membership (Brokers, raft addresses)
-// and the leader table. memberlist calls the delegate methods on its own
-// goroutines.
+// errRefusedPeer is what the memberlist delegates return for a peer they
+// refuse; memberlist logs it (at debug, see startGossip) and drops the peer.
+var errRefusedPeer = errors.New("cluster: peer refused")
+
+// gossip runs memberlist for a Node: membership (Brokers, raft addresses),
+// the leader table, and the metas that bootstrap and cluster ids are decided
+// on. memberlist calls the delegate methods (NodeMeta, NotifyAlive,
+// NotifyMerge, NotifyJoin, ...) on its own goroutines, some with its node
+// lock held: they must not call back into memberlist.
 type gossip struct {
 	n       *Node
 	ml      *memberlist.Memberlist
+	name    string // this node's memberlist name
 	queue   *memberlist.TransmitLimitedQueue
 	logger  hclog.Logger
-	changed chan struct{} // poked on membership changes (bootstrap waits on it)
+	changed chan struct{} // poked on membership and meta changes (the cluster loop waits on it)
+	// joined is closed when a Join first succeeds: the seeds' members and
+	// their metas are known from then on.
+	joined     chan struct{}
+	joinedOnce sync.Once
 
-	// known holds the last meta of every live node, from memberlist's
+	metaMu sync.Mutex
+	self   nodeMeta // what NodeMeta advertises
+	big    bool     // the meta was too large once (logged)
+
+	// known holds the last meta of every live peer, from memberlist's
 	// events (reading memberlist's own node list races with its updates).
-	mu    sync.Mutex
-	known map[string]nodeMeta // by memberlist node name
+	mu      sync.Mutex
+	known   map[string]nodeMeta // by memberlist node name
+	refused map[string]bool     // name + cluster id of refused peers, logged already
 }
 
-// startGossip creates the memberlist and joins the seeds (best effort: a
-// node that finds no seed yet keeps retrying in the background).
-func (n *Node) startGossip() error {
+// startGossip creates the memberlist and starts joining the seeds in the
+// background (a node that finds no seed yet keeps retrying). self is the
+// meta to advertise from the start. Called by NewNode before any shard's
+// Raft starts.
+func (n *Node) startGossip(self nodeMeta) error {
 	cfg := n.cfg
 	host, portStr, err := net.SplitHostPort(cfg.GossipAddr)
 	if err != nil {
 		return fmt.Errorf("cluster: gossip addr: %w", err)
 	}
 	port, _ := strconv.Atoi(portStr)
-	g := &gossip{n: n, logger: n.logger.Named("gossip"), changed: make(chan struct{}, 1), known: make(map[string]nodeMeta)}
+	g := &gossip{
+		n: n, logger: n.logger.Named("gossip"), changed: make(chan struct{}, 1), joined: make(chan struct{}),
+		self: self, known: make(map[string]nodeMeta), refused: make(map[string]bool),
+	}
 	mc := memberlist.DefaultLANConfig()
 	mc.Name = "kcoord-" + strconv.Itoa(int(cfg.NodeID))
+	g.name = mc.Name
 	mc.BindAddr, mc.BindPort = host, port
 	if cfg.AdvertiseGossipAddr != "" {
 		ah, ap, err := net.SplitHostPort(cfg.AdvertiseGossipAddr)
@@ -77,7 +146,7 @@ func (n *Node) startGossip() error {
 	mc.PushPullInterval = cfg.GossipPushPullInterval
 	mc.GossipInterval = 100 * time.Millisecond
 	mc.ProbeInterval = cfg.GossipProbeInterval
-	mc.Delegate, mc.Events = g, g
+	mc.Delegate, mc.Events, mc.Alive, mc.Merge = g, g, g, g
 	mc.Logger = log.New(io.Discard, "", 0)
 	if g.logger.IsDebug() {
 		mc.Logger = g.logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
@@ -103,14 +172,21 @@ func (n *Node) startGossip() error {
 }
 
 // joinLoop joins the seeds, retrying until one answers or the node stops.
+// Runs on its own goroutine.
 func (g *gossip) joinLoop(seeds []string) {
 	for delay := 100 * time.Millisecond; !g.n.closed.Load(); delay = min(2*delay, 2*time.Second) {
 		if _, err := g.ml.Join(seeds); err == nil {
+			g.joinedOnce.Do(func() { close(g.joined) })
+			g.poke()
 			return
 		} else {
 			g.logger.Debug("join failed; retrying", "seeds", seeds, "error", err)
 		}
-		time.Sleep(delay)
+		select {
+		case <-time.After(delay):
+		case <-g.n.stop:
+			return
+		}
 	}
 }
 
@@ -120,14 +196,46 @@ func (g *gossip) addr() string {
 	return net.JoinHostPort(ln.Addr.String(), strconv.Itoa(int(ln.Port)))
 }
 
-func (g *gossip) meta() nodeMeta {
-	return nodeMeta{ID: g.n.cfg.NodeID, Kafka: g.n.cfg.KafkaAddr, Raft: g.n.mux.advertise, HasState: g.n.hasState.Load() || g.n.holdsShards(), Expect: g.n.cfg.BootstrapExpect}
+// selfMeta is the meta this node advertises.
+func (g *gossip) selfMeta() nodeMeta {
+	g.metaMu.Lock()
+	defer g.metaMu.Unlock()
+	return g.self
 }
 
-// announce re-gossips this node's meta after it changed.
+// updateSelf changes the advertised meta and reports whether it changed;
+// the caller announces it.
+func (g *gossip) updateSelf(f func(*nodeMeta)) bool {
+	g.metaMu.Lock()
+	defer g.metaMu.Unlock()
+	next := g.self
+	next.View, next.Voters = slices.Clone(next.View), slices.Clone(next.Voters)
+	f(&next)
+	if metaEqual(next, g.self) {
+		return false
+	}
+	g.self = next
+	return true
+}
+
+func metaEqual(a, b nodeMeta) bool {
+	return a.Version == b.Version && a.ID == b.ID && a.Kafka == b.Kafka && a.Raft == b.Raft &&
+		a.HasState == b.HasState && a.Expect == b.Expect && a.ClusterID == b.ClusterID &&
+		a.Proposal == b.Proposal && a.Agreement == b.Agreement && slices.Equal(a.View, b.View) && slices.Equal(a.Voters, b.Voters)
+}
+
+// announceWait is how long announce waits for memberlist to send the new
+// meta; the broadcast stays queued after that (memberlist confirms only once
+// it has been retransmitted to enough peers, which takes several gossip
+// intervals).
+const announceWait = 20 * time.Millisecond
+
+// announce re-gossips this node's meta after it changed. Call it from the
+// cluster loop or NewNode, never from a memberlist delegate (memberlist's
+// node lock).
 func (g *gossip) announce() {
-	if err := g.ml.UpdateNode(time.Second); err != nil {
-		g.logger.Warn("gossip meta update failed", "error", err)
+	if err := g.ml.UpdateNode(announceWait); err != nil && !g.n.closed.Load() {
+		g.logger.Trace("gossip meta update queued, not yet confirmed", "error", err)
 	}
 }
 
@@ -137,18 +245,37 @@ func (g *gossip) broadcastLeader(shard int32, e leaderEntry) {
 	g.queue.QueueBroadcast(simpleBroadcast(b))
 }
 
-// peers returns the live nodes' metas, this node's current one included.
+// peers returns the live nodes' metas, this node's current one first.
 func (g *gossip) peers() []nodeMeta {
-	self := g.meta()
-	out := []nodeMeta{self}
+	self := g.selfMeta()
+	return append([]nodeMeta{self}, g.others()...)
+}
+
+// others returns the live peers' metas (not this node's), by node id.
+func (g *gossip) others() []nodeMeta {
 	g.mu.Lock()
-	defer g.mu.Unlock()
+	out := make([]nodeMeta, 0, len(g.known))
 	for _, nm := range g.known {
-		if nm.ID != self.ID {
+		if nm.ID != g.n.cfg.NodeID {
 			out = append(out, nm)
 		}
 	}
+	g.mu.Unlock()
+	slices.SortFunc(out, func(a, b nodeMeta) int { return cmp.Compare(a.ID, b.ID) })
 	return out
+}
+
+// view is the sorted ids of the nodes this node sees, itself included, that
+// count for a bootstrap: join-only nodes without state are left out.
+func (g *gossip) view() []int32 {
+	ids := []int32{g.n.cfg.NodeID}
+	for _, p := range g.others() {
+		if p.Expect > 0 || p.HasState {
+			ids = append(ids, p.ID)
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }
 
 func (g *gossip) poke() {
@@ -166,14 +293,110 @@ func (g *gossip) leave(timeout time.Duration) {
 	_ = g.ml.Shutdown()
 }
 
-// NodeMeta implements memberlist.Delegate.
+// NodeMeta implements memberlist.Delegate. A meta over the limit (very long
+// addresses, or very many voters) drops its voters, then its view, and
+// says so once.
 func (g *gossip) NodeMeta(limit int) []byte {
-	b, _ := json.Marshal(g.meta())
+	g.metaMu.Lock()
+	defer g.metaMu.Unlock()
+	m := g.self
+	m.Version = metaVersion
+	b, _ := json.Marshal(m)
+	full := len(b)
 	if len(b) > limit {
-		g.logger.Error("gossip meta too large", "bytes", len(b), "limit", limit)
+		m.Voters = nil
+		b, _ = json.Marshal(m)
+	}
+	if len(b) > limit {
+		m.View = nil
+		b, _ = json.Marshal(m)
+	}
+	if full > limit && !g.big {
+		g.big = true
+		g.logger.Error("gossip meta too large: advertising less", "bytes", full, "limit", limit,
+			"voters_dropped", true, "view_dropped", m.View == nil, "still_too_large", len(b) > limit)
+	}
+	if len(b) > limit {
 		return nil
 	}
 	return b
+}
+
+// foreign reports whether a peer's meta names a cluster other than this
+// node's (both non-empty). A node without a cluster id refuses nobody.
+func (g *gossip) foreign(nm nodeMeta) bool {
+	local := g.n.ClusterID()
+	return local != "" && nm.ClusterID != "" && nm.ClusterID != local
+}
+
+// hidden reports whether a test hides the peer from this node.
+func (g *gossip) hidden(nm nodeMeta) bool { return slices.Contains(g.n.cfg.hiddenPeers, nm.ID) }
+
+// refuse logs, once per peer and cluster id, that a peer of another cluster
+// is refused.
+func (g *gossip) refuse(name string, nm nodeMeta) {
+	key := name + "\x00" + nm.ClusterID
+	g.mu.Lock()
+	first := !g.refused[key]
+	g.refused[key] = true
+	g.mu.Unlock()
+	if first {
+		g.logger.Error("refusing gossip peer of another cluster", "peer", nm.ID, "peer_name", name, "peer_raft", nm.Raft,
+			"peer_cluster_id", nm.ClusterID, "cluster_id", g.n.ClusterID())
+	}
+}
+
+// NotifyAlive implements memberlist.AliveDelegate: a peer of another
+// cluster (or one a test hides) never becomes a member. Called by
+// memberlist with its node lock held.
+func (g *gossip) NotifyAlive(peer *memberlist.Node) error {
+	if peer.Name == g.name {
+		return nil
+	}
+	nm, ok := decodeMeta(peer.Meta)
+	switch {
+	case !ok:
+		return nil
+	case g.hidden(nm):
+		return errRefusedPeer
+	case g.foreign(nm):
+		g.refuse(peer.Name, nm)
+		return fmt.Errorf("%w: cluster id %s, this node's is %s", errRefusedPeer, nm.ClusterID, g.n.ClusterID())
+	}
+	return nil
+}
+
+// NotifyMerge implements memberlist.MergeDelegate: a join (push/pull with a
+// seed, either side) that would bring in a node of another cluster is
+// cancelled, so the joining node's Join fails.
+func (g *gossip) NotifyMerge(peers []*memberlist.Node) error {
+	for _, p := range peers {
+		if nm, ok := decodeMeta(p.Meta); ok && p.Name != g.name && g.foreign(nm) {
+			g.refuse(p.Name, nm)
+			return fmt.Errorf("%w: %s is of cluster %s, this node's is %s", errRefusedPeer, p.Name, nm.ClusterID, g.n.ClusterID())
+		}
+	}
+	return nil
+}
+
+// purgeForeign forgets the peers of another cluster: called when this node
+// adopts a cluster id, since peers it accepted while it had none may now
+// be foreign.
+func (g *gossip) purgeForeign() {
+	var gone []nodeMeta
+	g.mu.Lock()
+	for name, nm := range g.known {
+		if g.foreign(nm) {
+			delete(g.known, name)
+			gone = append(gone, nm)
+		}
+	}
+	g.mu.Unlock()
+	for _, nm := range gone {
+		g.logger.Error("forgetting gossip peer of another cluster", "peer", nm.ID, "peer_cluster_id", nm.ClusterID, "cluster_id", g.n.ClusterID())
+		g.n.members.remove(nm.ID)
+		g.n.leaders.forgetNode(nm.ID)
+	}
 }
 
 // NotifyMsg implements memberlist.Delegate: a leader broadcast.
@@ -210,22 +433,30 @@ func (g *gossip) NotifyUpdate(node *memberlist.Node) { g.upsert(node) }
 
 // NotifyLeave implements memberlist.EventDelegate.
 func (g *gossip) NotifyLeave(node *memberlist.Node) {
-	var nm nodeMeta
-	if json.Unmarshal(node.Meta, &nm) != nil || nm.ID == g.n.cfg.NodeID {
-		return
-	}
 	g.mu.Lock()
+	nm, known := g.known[node.Name]
 	delete(g.known, node.Name)
 	g.mu.Unlock()
+	if !known || nm.ID == g.n.cfg.NodeID {
+		return
+	}
 	g.logger.Info("node left", "node_id", nm.ID)
 	g.n.members.remove(nm.ID)
 	g.n.leaders.forgetNode(nm.ID)
 	g.poke()
 }
 
+// upsert records a live peer's meta (not a foreign or hidden one).
 func (g *gossip) upsert(node *memberlist.Node) {
-	var nm nodeMeta
-	if json.Unmarshal(node.Meta, &nm) != nil || nm.Raft == "" {
+	if node.Name == g.name {
+		return
+	}
+	nm, ok := decodeMeta(node.Meta)
+	if !ok || g.hidden(nm) {
+		return
+	}
+	if g.foreign(nm) {
+		g.refuse(node.Name, nm)
 		return
 	}
 	g.mu.Lock()

@@ -154,6 +154,7 @@ type testNode struct {
 	cfg  Config
 	fsms map[int32]*kvFSM
 	lead *leadershipLog
+	logs *logCapture // set by helpers that capture the node's log
 }
 
 func (tn *testNode) fsm(shard int32) *kvFSM { return tn.fsms[shard] }
@@ -209,4 +210,148 @@ func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// logCapture keeps what a logger wrote, for tests that check log lines.
+type logCapture struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (c *logCapture) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf.Write(p)
+}
+
+// lines returns the captured lines containing every one of subs.
+func (c *logCapture) lines(subs ...string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for _, l := range strings.Split(c.buf.String(), "\n") {
+		all := l != ""
+		for _, s := range subs {
+			all = all && strings.Contains(l, s)
+		}
+		if all {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// capture makes cfg's logger write to a logCapture as well as to t.Log.
+func capture(t testing.TB, cfg *Config) *logCapture {
+	c := &logCapture{}
+	w := &testWriter{t: t}
+	t.Cleanup(w.stop)
+	level := hclog.Info
+	if l := os.Getenv("KCOORD_TEST_LOG"); l != "" {
+		level = hclog.LevelFromString(l)
+	}
+	cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: t.Name(), Output: io.MultiWriter(w, c), Level: level}).With("node", cfg.NodeID)
+	return c
+}
+
+// gossipConfig is testConfig for a node that finds its peers through gossip
+// on loopback, with short Raft and gossip timings. Leadership balance is off
+// (an hour), so leaders stay where elections put them.
+func gossipConfig(t testing.TB, dir string, nodeID int32, shards int32) Config {
+	cfg := testConfig(t, dir, nodeID, shards)
+	cfg.GossipAddr = "127.0.0.1:0"
+	cfg.HeartbeatTimeout = 200 * time.Millisecond
+	cfg.ElectionTimeout = 200 * time.Millisecond
+	cfg.LeaderLeaseTimeout = 100 * time.Millisecond
+	cfg.CommitTimeout = 10 * time.Millisecond
+	cfg.TransportTimeout = 2 * time.Second
+	cfg.GossipProbeInterval = 200 * time.Millisecond
+	cfg.GossipPushPullInterval = time.Second
+	cfg.BalanceInterval = time.Hour
+	cfg.JoinTimeout = 5 * time.Second
+	return cfg
+}
+
+// startGossipCluster starts n nodes (ids 1..n) that bootstrap together
+// through gossip with BootstrapExpect n, the way `kcoord serve
+// --bootstrap-expect n` does: node 1 first, the others joining it. It waits
+// until all are ready and every shard has a leader.
+func startGossipCluster(t *testing.T, n int, shards int32) []*testNode {
+	t.Helper()
+	nodes := make([]*testNode, n)
+	for i := range nodes {
+		cfg := gossipConfig(t, t.TempDir(), int32(i+1), shards)
+		cfg.BootstrapExpect = n
+		if i > 0 {
+			cfg.Join = []string{nodes[0].GossipAddr()}
+		}
+		logs := capture(t, &cfg)
+		nodes[i] = startTestNode(t, cfg)
+		nodes[i].logs = logs
+	}
+	for _, tn := range nodes {
+		waitReady(t, tn.Node, 20*time.Second)
+		eventually(t, 5*time.Second, fmt.Sprintf("node %d records the cluster id", tn.ID()), func() bool {
+			return tn.ClusterID() != "" && tn.ClusterID() == nodes[0].ClusterID()
+		})
+	}
+	return nodes
+}
+
+// shardLeaders returns, for every shard (MetaShard included), the one node
+// among nodes that leads it and its term; it fails the test when a shard
+// has no leader or more than one.
+func shardLeaders(t *testing.T, nodes []*testNode, shards int32) map[int32]leaderEntry {
+	t.Helper()
+	out := map[int32]leaderEntry{}
+	for _, id := range allShardIDs(shards) {
+		var leaders []int32
+		for _, tn := range nodes {
+			if tn.Shard(id).IsLeader() {
+				leaders = append(leaders, tn.ID())
+				out[id] = leaderEntry{Node: tn.ID(), Term: tn.Shard(id).Term()}
+			}
+		}
+		if len(leaders) != 1 {
+			t.Fatalf("shard %d: leaders %v, want exactly one", id, leaders)
+		}
+	}
+	return out
+}
+
+// waitShardLeaders waits until every shard has exactly one leader among
+// nodes, and returns them.
+func waitShardLeaders(t *testing.T, nodes []*testNode, shards int32) map[int32]leaderEntry {
+	t.Helper()
+	eventually(t, 10*time.Second, "one leader per shard", func() bool {
+		for _, id := range allShardIDs(shards) {
+			count := 0
+			for _, tn := range nodes {
+				if tn.Shard(id).IsLeader() {
+					count++
+				}
+			}
+			if count != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	return shardLeaders(t, nodes, shards)
+}
+
+// brokerIDs is the node ids of a node's Brokers.
+func brokerIDs(n *Node) []int32 {
+	var ids []int32
+	for _, b := range n.Brokers() {
+		ids = append(ids, b.NodeID)
+	}
+	return ids
+}
+
+// withFSMs sets kvFSM constructors on cfg (for NewNode called directly).
+func withFSMs(cfg Config) Config {
+	cfg.NewShardFSM = func(int32) raft.FSM { return newKVFSM() }
+	cfg.NewMetaFSM = func() raft.FSM { return newKVFSM() }
+	return cfg
 }

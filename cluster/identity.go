@@ -8,13 +8,28 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	uuid "github.com/hashicorp/go-uuid"
 )
 
-// identityFile, in DataDir, records the node id and shard count the data dir
-// was initialised with. Its presence also means the node has started before,
-// so it never bootstraps again.
+// identityFile, in DataDir, records who the data dir belongs to: the node id,
+// the shard count, the log store kind and the cluster id. NewNode writes it
+// before any shard's Raft runs on a fresh data dir, so its absence means the
+// data dir is empty: new, or wiped (see ErrEmptyDataDirVoter).
 const identityFile = "node.json"
 
+// identityVersion is the version of node.json this code writes.
+//
+//   - 1: version, node_id, shards, log_store.
+//   - 2: adds cluster_id and awaiting_peers (both omitted when empty).
+//
+// A version-1 file loads as a version 2 without a cluster id: the node adopts
+// the id of the cluster it belongs to (see Node.adoptFromPeers), and the file
+// is rewritten as version 2 when that happens. A file of a newer version is
+// refused: it may mean something this code does not know.
+const identityVersion = 2
+
+// identity is the content of node.json.
 type identity struct {
 	Version int   `json:"version"`
 	NodeID  int32 `json:"node_id"`
@@ -22,6 +37,19 @@ type identity struct {
 	// LogStore is LogStoreNode or LogStoreShard; empty (written before the
 	// choice existed) means LogStoreShard.
 	LogStore string `json:"log_store,omitempty"`
+	// ClusterID is the id of the cluster this data dir belongs to (a UUID):
+	// written when the node bootstraps a cluster or adopts the id of the
+	// cluster it joined. Empty: not known yet.
+	ClusterID string `json:"cluster_id,omitempty"`
+	// AwaitingPeers is set when the data dir was initialised before any
+	// seed could confirm that this node id holds no seat (is no voter) in
+	// the seeds' cluster: no Join was given, or no seed answered within
+	// JoinTimeout. Until that is confirmed, or the node bootstraps a cluster
+	// itself, it adopts no cluster id that lists it as a voter, and its Raft
+	// accepts no connection that names a cluster (see Mux.SetClusterPending).
+	// The flag survives restarts, so a wiped node that could not ask its
+	// seeds stays unable to vote.
+	AwaitingPeers bool `json:"awaiting_peers,omitempty"`
 }
 
 // readIdentity returns the identity recorded in dataDir, and whether there was
@@ -38,12 +66,17 @@ func readIdentity(dataDir string) (identity, bool, error) {
 	if err := json.Unmarshal(b, &id); err != nil {
 		return identity{}, false, fmt.Errorf("cluster: parse %s: %w", identityFile, err)
 	}
+	if id.Version > identityVersion {
+		return identity{}, false, fmt.Errorf("cluster: %s has version %d; this kcoord reads versions up to %d (was the data dir written by a newer kcoord?)",
+			filepath.Join(dataDir, identityFile), id.Version, identityVersion)
+	}
 	return id, true, nil
 }
 
 // writeIdentity records id in dataDir durably (write, fsync, rename, fsync
-// the directory).
+// the directory), as the current version.
 func writeIdentity(dataDir string, id identity) error {
+	id.Version = identityVersion
 	b, err := json.MarshalIndent(id, "", "  ")
 	if err != nil {
 		return err
@@ -74,10 +107,114 @@ func writeIdentity(dataDir string, id identity) error {
 	return nil
 }
 
+// newClusterID returns a fresh random cluster id (a version-4 UUID string).
+func newClusterID() (string, error) {
+	id, err := uuid.GenerateUUID()
+	if err != nil {
+		return "", fmt.Errorf("cluster: generate cluster id: %w", err)
+	}
+	return id, nil
+}
+
 // shardDir is where a shard keeps its Raft log, stable store and snapshots.
 func shardDir(dataDir string, shard int32) string {
 	if shard == MetaShard {
 		return filepath.Join(dataDir, "meta")
 	}
 	return filepath.Join(dataDir, "shards", strconv.Itoa(int(shard)))
+}
+
+// ClusterID is the id of the cluster this node belongs to, as its data dir
+// records it: set when the node bootstraps a cluster or adopts the id of
+// the cluster it joined; "" until then (a fresh node that has not joined
+// yet, or a data dir from before cluster ids until the cluster mints one).
+// Any goroutine may call it; it does not block.
+func (n *Node) ClusterID() string {
+	id, _ := n.clusterID.Load().(string)
+	return id
+}
+
+// AdoptClusterID records id as this node's cluster id when it learned it
+// other than through gossip, e.g. from the stamp in the metadata FSM. The id
+// the data dir records already: nothing to do. Another id than the recorded
+// one: ErrClusterIDMismatch, and nothing changes. No id recorded yet: id is
+// written to node.json (with fsync) before AdoptClusterID returns, and used
+// from then on by gossip (asynchronously) and by Raft connections. Any
+// goroutine may call it, an FSM's Apply included: it waits on neither Raft
+// nor gossip.
+func (n *Node) AdoptClusterID(id string) error {
+	if id == "" {
+		return fmt.Errorf("cluster: AdoptClusterID: empty cluster id")
+	}
+	if n.closed.Load() {
+		return ErrShutdown
+	}
+	return n.setClusterID(id, true)
+}
+
+// setClusterID makes id this node's cluster id: in memory (ClusterID, the
+// mux, gossip) and, when persist, in node.json. It refuses a different id
+// than the one recorded with ErrClusterIDMismatch.
+func (n *Node) setClusterID(id string, persist bool) error {
+	n.idMu.Lock()
+	defer n.idMu.Unlock()
+	if cur := n.ident.ClusterID; cur != "" && cur != id {
+		return fmt.Errorf("%w: %s records cluster %s, not %s", ErrClusterIDMismatch, n.cfg.DataDir, cur, id)
+	}
+	changed := n.ident.ClusterID != id
+	n.ident.ClusterID, n.ident.AwaitingPeers = id, false
+	if persist {
+		if err := n.persistIdentityLocked(); err != nil {
+			return err
+		}
+	}
+	if changed {
+		n.clusterID.Store(id)
+		n.mux.SetClusterID(id)
+		if g := n.gossip; g != nil {
+			g.purgeForeign()
+			g.poke() // the cluster loop re-gossips the meta
+		}
+	}
+	return nil
+}
+
+// persistIdentity writes node.json if it differs from what the file holds.
+func (n *Node) persistIdentity() error {
+	n.idMu.Lock()
+	defer n.idMu.Unlock()
+	return n.persistIdentityLocked()
+}
+
+func (n *Node) persistIdentityLocked() error {
+	want := n.ident
+	want.Version = identityVersion
+	if want == n.onDisk {
+		return nil
+	}
+	if err := writeIdentity(n.cfg.DataDir, want); err != nil {
+		return err
+	}
+	n.onDisk = want
+	return nil
+}
+
+// awaitingPeers reports whether the data dir still awaits the seeds'
+// confirmation that this node id holds no seat in their cluster.
+func (n *Node) awaitingPeers() bool {
+	n.idMu.Lock()
+	defer n.idMu.Unlock()
+	return n.ident.AwaitingPeers
+}
+
+// setAwaitingPeers records (and persists, if node.json exists) whether the
+// data dir awaits that confirmation.
+func (n *Node) setAwaitingPeers(awaiting bool) error {
+	n.idMu.Lock()
+	defer n.idMu.Unlock()
+	n.ident.AwaitingPeers = awaiting && n.ident.ClusterID == ""
+	if n.onDisk == (identity{}) {
+		return nil // NewNode writes it
+	}
+	return n.persistIdentityLocked()
 }

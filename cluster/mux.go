@@ -17,19 +17,27 @@ import (
 // Stream header. Every Raft connection through a Mux starts with
 //
 //	byte  0     headerMagic ('k')
-//	byte  1     headerVersion (1)
+//	byte  1     header version: 1, or 2 when the dialer knows its cluster id
 //	bytes 2-5   shard id, int32 big endian (MetaShard is -1)
 //	bytes 6-7   length n of the dialer's advertised Raft address, uint16 big endian
 //	bytes 8-    the dialer's advertised Raft address (n <= maxHeaderAddr bytes)
+//	version 2 only:
+//	byte  8+n   length m of the dialer's cluster id (m <= maxHeaderClusterID)
+//	bytes 9+n-  the dialer's cluster id
 //
 // followed by raft's NetworkTransport protocol. The dialer's address lets the
-// acceptor attribute the connection to a peer (logs, Faults); it is not
-// authenticated.
+// acceptor attribute the connection to a peer (logs, Faults); the cluster id
+// lets it refuse a peer of another cluster (see SetClusterID). Neither is
+// authenticated. A mux without a cluster id dials version 1, which kcoord
+// releases before cluster ids accept; every mux accepts both versions (a
+// version-1 header names no cluster).
 const (
-	headerMagic   byte = 'k'
-	headerVersion byte = 1
-	headerFixed        = 8
-	maxHeaderAddr      = 1024
+	headerMagic        byte = 'k'
+	headerV1           byte = 1
+	headerV2           byte = 2
+	headerFixed             = 8
+	maxHeaderAddr           = 1024
+	maxHeaderClusterID      = 255
 )
 
 // defaultHeaderTimeout bounds how long an accepted connection may take to
@@ -47,7 +55,6 @@ type Mux struct {
 	ln            net.Listener
 	advertise     string
 	headerTimeout time.Duration
-	header        func(shard int32) []byte
 	logger        hclog.Logger
 	faults        *Faults
 
@@ -56,6 +63,12 @@ type Mux struct {
 	layers  map[int32]*StreamLayer
 	conns   map[*muxConn]struct{}
 	pending map[net.Conn]struct{} // accepted, header not read yet
+	// clusterID is sent in dialed headers and required of accepted ones
+	// that name a cluster; clusterPending refuses every header naming a
+	// cluster while clusterID is empty.
+	clusterID      string
+	clusterPending bool
+	refused        map[string]bool // peer + "\x00" + cluster id, logged already
 
 	closeCh chan struct{}
 	wg      sync.WaitGroup // accept loop and handshakes
@@ -98,21 +111,10 @@ func newMux(ln net.Listener, advertise string, logger hclog.Logger, headerTimeou
 		layers:        make(map[int32]*StreamLayer),
 		conns:         make(map[*muxConn]struct{}),
 		pending:       make(map[net.Conn]struct{}),
+		refused:       make(map[string]bool),
 		closeCh:       make(chan struct{}),
 	}
 	m.faults = &Faults{mux: m, rules: make(map[uint64]Fault)}
-	adv := []byte(advertise)
-	if len(adv) > maxHeaderAddr {
-		adv = adv[:maxHeaderAddr]
-	}
-	m.header = func(shard int32) []byte {
-		h := make([]byte, headerFixed+len(adv))
-		h[0], h[1] = headerMagic, headerVersion
-		binary.BigEndian.PutUint32(h[2:], uint32(shard))
-		binary.BigEndian.PutUint16(h[6:], uint16(len(adv)))
-		copy(h[headerFixed:], adv)
-		return h
-	}
 	m.wg.Add(1)
 	go m.acceptLoop()
 	return m
@@ -120,6 +122,89 @@ func newMux(ln net.Listener, advertise string, logger hclog.Logger, headerTimeou
 
 // Addr is the advertised address of the mux.
 func (m *Mux) Addr() net.Addr { return muxAddr(m.advertise) }
+
+// SetClusterID sets the cluster id this mux names in the header of every
+// connection it dials (from now on), and refuses, on accept, a header that
+// names another non-empty cluster id: one log line per peer and id names
+// both ids. Headers naming no cluster (version 1, or a peer that has no id
+// yet) are accepted. An id longer than 255 bytes is not sent. Any goroutine
+// may call it; the Node calls it when it learns its cluster id.
+func (m *Mux) SetClusterID(id string) {
+	m.mu.Lock()
+	m.clusterID = id
+	m.mu.Unlock()
+}
+
+// ClusterID is the cluster id set by SetClusterID ("" before).
+func (m *Mux) ClusterID() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.clusterID
+}
+
+// SetClusterPending makes a mux without a cluster id refuse every accepted
+// connection whose header names a cluster: its node does not know yet
+// whether it belongs to that cluster, and its Raft, with an empty log, must
+// not answer that cluster's vote requests (see ErrEmptyDataDirVoter). It has
+// no effect once SetClusterID has set an id. Any goroutine may call it.
+func (m *Mux) SetClusterPending(pending bool) {
+	m.mu.Lock()
+	m.clusterPending = pending
+	m.mu.Unlock()
+}
+
+// header is the stream header of a connection this mux dials for shard.
+func (m *Mux) header(shard int32) []byte {
+	adv := []byte(m.advertise)
+	if len(adv) > maxHeaderAddr {
+		adv = adv[:maxHeaderAddr]
+	}
+	cid := []byte(m.ClusterID())
+	if len(cid) > maxHeaderClusterID {
+		cid = nil
+	}
+	version := headerV1
+	size := headerFixed + len(adv)
+	if len(cid) > 0 {
+		version = headerV2
+		size += 1 + len(cid)
+	}
+	h := make([]byte, size)
+	h[0], h[1] = headerMagic, version
+	binary.BigEndian.PutUint32(h[2:], uint32(shard))
+	binary.BigEndian.PutUint16(h[6:], uint16(len(adv)))
+	copy(h[headerFixed:], adv)
+	if version == headerV2 {
+		h[headerFixed+len(adv)] = byte(len(cid))
+		copy(h[headerFixed+len(adv)+1:], cid)
+	}
+	return h
+}
+
+// admits reports whether a connection whose header names peerCluster may
+// reach this node's Raft, and logs a refusal once per peer and id. Called
+// by the handshake goroutines.
+func (m *Mux) admits(peer, peerCluster string, shard int32) bool {
+	m.mu.Lock()
+	local, pending := m.clusterID, m.clusterPending
+	ok := peerCluster == "" || peerCluster == local || (local == "" && !pending)
+	key := peer + "\x00" + peerCluster
+	first := !ok && !m.refused[key]
+	if first {
+		m.refused[key] = true
+	}
+	m.mu.Unlock()
+	switch {
+	case !first:
+	case local != "":
+		m.logger.Error("refusing raft connections from a node of another cluster", "peer", peer,
+			"peer_cluster_id", peerCluster, "cluster_id", local, "shard", shard)
+	default:
+		m.logger.Error("refusing raft connections: this node has not confirmed that it belongs to the peer's cluster",
+			"peer", peer, "peer_cluster_id", peerCluster, "cluster_id", "none yet", "shard", shard)
+	}
+	return ok
+}
 
 // Faults returns the fault injector of this mux (for tests).
 func (m *Mux) Faults() *Faults { return m.faults }
@@ -227,7 +312,7 @@ func (m *Mux) acceptLoop() {
 // shard's StreamLayer.
 func (m *Mux) handshake(c net.Conn) {
 	defer m.wg.Done()
-	shard, peer, err := readHeader(c, m.headerTimeout)
+	shard, peer, peerCluster, err := readHeader(c, m.headerTimeout)
 
 	m.mu.Lock()
 	delete(m.pending, c)
@@ -241,6 +326,9 @@ func (m *Mux) handshake(c net.Conn) {
 		return
 	case err != nil:
 		m.logger.Warn("raft mux rejected connection", "remote", c.RemoteAddr().String(), "error", err)
+		_ = c.Close()
+		return
+	case !m.admits(peer, peerCluster, shard):
 		_ = c.Close()
 		return
 	case l == nil:
@@ -267,30 +355,47 @@ func (m *Mux) handshake(c net.Conn) {
 	}
 }
 
-func readHeader(c net.Conn, timeout time.Duration) (shard int32, peer string, err error) {
+// readHeader reads the stream header of an accepted connection: the shard,
+// the dialer's advertised address and its cluster id ("" in version 1).
+func readHeader(c net.Conn, timeout time.Duration) (shard int32, peer, clusterID string, err error) {
 	if err := c.SetReadDeadline(time.Now().Add(timeout)); err != nil {
-		return 0, "", err
+		return 0, "", "", err
 	}
 	var fixed [headerFixed]byte
 	if _, err := io.ReadFull(c, fixed[:]); err != nil {
-		return 0, "", fmt.Errorf("%w: %v", ErrBadHeader, err)
+		return 0, "", "", fmt.Errorf("%w: %v", ErrBadHeader, err)
 	}
-	if fixed[0] != headerMagic || fixed[1] != headerVersion {
-		return 0, "", fmt.Errorf("%w: magic/version %#x/%d", ErrBadHeader, fixed[0], fixed[1])
+	if fixed[0] != headerMagic || (fixed[1] != headerV1 && fixed[1] != headerV2) {
+		return 0, "", "", fmt.Errorf("%w: magic/version %#x/%d", ErrBadHeader, fixed[0], fixed[1])
 	}
 	shard = int32(binary.BigEndian.Uint32(fixed[2:]))
 	n := binary.BigEndian.Uint16(fixed[6:])
 	if n > maxHeaderAddr {
-		return 0, "", fmt.Errorf("%w: address length %d", ErrBadHeader, n)
+		return 0, "", "", fmt.Errorf("%w: address length %d", ErrBadHeader, n)
 	}
-	addr := make([]byte, n)
+	extra := 0
+	if fixed[1] == headerV2 {
+		extra = 1
+	}
+	addr := make([]byte, int(n)+extra)
 	if _, err := io.ReadFull(c, addr); err != nil {
-		return 0, "", fmt.Errorf("%w: %v", ErrBadHeader, err)
+		return 0, "", "", fmt.Errorf("%w: %v", ErrBadHeader, err)
+	}
+	if extra > 0 {
+		cid := make([]byte, addr[n])
+		if _, err := io.ReadFull(c, cid); err != nil {
+			return 0, "", "", fmt.Errorf("%w: %v", ErrBadHeader, err)
+		}
+		if len(cid) == 0 {
+			return 0, "", "", fmt.Errorf("%w: version 2 with an empty cluster id", ErrBadHeader)
+		}
+		clusterID = string(cid)
+		addr = addr[:n]
 	}
 	if err := c.SetReadDeadline(time.Time{}); err != nil {
-		return 0, "", err
+		return 0, "", "", err
 	}
-	return shard, string(addr), nil
+	return shard, string(addr), clusterID, nil
 }
 
 // track registers a connection of layer l, unless l or the mux is closed or a

@@ -280,6 +280,8 @@ func TestReadHeaderRejects(t *testing.T) {
 		"long address":  "k\x01\x00\x00\x00\x00\xff\xff",
 		"silent":        "",
 		"short":         "k\x01\x00",
+		"v2 empty id":   "k\x02\x00\x00\x00\x00\x00\x00\x00",
+		"v2 short id":   "k\x02\x00\x00\x00\x00\x00\x00\x05ab",
 	} {
 		c, err := net.Dial("tcp", m.Addr().String())
 		if err != nil {
@@ -292,5 +294,114 @@ func TestReadHeaderRejects(t *testing.T) {
 			t.Errorf("%s: header timeout not applied", name)
 		}
 		_ = c.Close()
+	}
+}
+
+// TestMuxRefusesAnotherCluster: a mux with a cluster id drops connections
+// whose header names another one (logging it once per peer, with both ids)
+// and accepts its own and headers naming none; a pending mux without an id
+// drops every header naming a cluster.
+func TestMuxRefusesAnotherCluster(t *testing.T) {
+	newMux := func(id string) (*Mux, *logCapture) {
+		cfg := Config{NodeID: 0}
+		logs := capture(t, &cfg)
+		m, err := ListenMux("127.0.0.1:0", "", cfg.Logger)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = m.Close() })
+		m.SetClusterID(id)
+		return m, logs
+	}
+	const idA, idB = "6f1d2c1e-0000-4000-8000-00000000000a", "6f1d2c1e-0000-4000-8000-00000000000b"
+	a, _ := newMux(idA)
+	b, bLogs := newMux(idB)
+	none, _ := newMux("")
+	sameB, _ := newMux(idB)
+	bLayer := listen(t, b, 1)
+	dialB := func(from *Mux) (net.Conn, error) {
+		l, err := from.Listen(1)
+		if errors.Is(err, ErrShardRegistered) {
+			l = from.layers[1]
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return l.Dial(raft.ServerAddress(b.Addr().String()), time.Second)
+	}
+
+	for range 2 {
+		c, err := dialB(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		expectClosed(t, c)
+	}
+	eventually(t, 2*time.Second, "the refusal is logged", func() bool {
+		return len(bLogs.lines("refusing raft connections from a node of another cluster", idA, idB, a.Addr().String())) > 0
+	})
+	if got := len(bLogs.lines("refusing raft connections")); got != 1 {
+		t.Errorf("refusal logged %d times, want once per peer", got)
+	}
+	for name, from := range map[string]*Mux{"same cluster": sameB, "no cluster id (version 1)": none} {
+		acc := acceptAsync(bLayer)
+		c, err := dialB(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exchange(t, c, recvConn(t, acc), name)
+		_ = c.Close()
+	}
+
+	// Without an id of its own a mux accepts anyone, unless pending.
+	open, _ := newMux("")
+	openLayer := listen(t, open, 2)
+	acc := acceptAsync(openLayer)
+	la := listen(t, a, 2)
+	c, err := la.Dial(raft.ServerAddress(open.Addr().String()), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exchange(t, c, recvConn(t, acc), "to a node without id")
+	open.SetClusterPending(true)
+	c, err = la.Dial(raft.ServerAddress(open.Addr().String()), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expectClosed(t, c)
+	acc = acceptAsync(openLayer)
+	c, err = listen(t, none, 2).Dial(raft.ServerAddress(open.Addr().String()), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exchange(t, c, recvConn(t, acc), "no id to a pending node")
+	// Once it has an id, pending no longer matters.
+	open.SetClusterID(idA)
+	acc = acceptAsync(openLayer)
+	c, err = la.Dial(raft.ServerAddress(open.Addr().String()), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exchange(t, c, recvConn(t, acc), "same cluster after the id is set")
+}
+
+// TestMuxHeaderVersions: a mux without a cluster id dials the version-1
+// header earlier releases read; with one, version 2 carrying it.
+func TestMuxHeaderVersions(t *testing.T) {
+	m := newTestMux(t)
+	h := m.header(MetaShard)
+	if h[1] != headerV1 || len(h) != headerFixed+len(m.advertise) {
+		t.Fatalf("header without id: version %d, %d bytes", h[1], len(h))
+	}
+	m.SetClusterID("c1")
+	h = m.header(MetaShard)
+	want := append(append([]byte{headerMagic, headerV2, 0xff, 0xff, 0xff, 0xff, 0, byte(len(m.advertise))}, m.advertise...), 2, 'c', '1')
+	if string(h) != string(want) {
+		t.Fatalf("header with id: %q, want %q", h, want)
+	}
+	client, server := net.Pipe()
+	go func() { _, _ = client.Write(h) }()
+	shard, peer, cid, err := readHeader(server, time.Second)
+	if err != nil || shard != MetaShard || peer != m.advertise || cid != "c1" {
+		t.Errorf("readHeader = %d, %q, %q, %v", shard, peer, cid, err)
 	}
 }

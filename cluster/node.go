@@ -17,6 +17,8 @@ import (
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
+
+	"github.com/kcoord/kcoord/nodestore"
 )
 
 const (
@@ -40,7 +42,9 @@ type Broker struct {
 }
 
 // Node is one kcoord node: a Raft instance per group shard plus the metadata
-// shard, all sharing one TCP port through a Mux.
+// shard, all sharing one TCP port through a Mux, and (with GossipAddr) the
+// memberlist gossip that finds peers, bootstraps the cluster and carries
+// the leader table.
 type Node struct {
 	cfg    Config
 	logger hclog.Logger
@@ -51,9 +55,9 @@ type Node struct {
 
 	members memberTable
 	leaders leaderTable
-	gossip  *gossip // nil without GossipAddr; set before any shard starts reporting
+	gossip  *gossip // nil without GossipAddr; set before any shard starts
 	// hasState is set once this node's shards hold Raft state
-	// (bootstrapped, or restarted with data).
+	// (bootstrapped, replicated to, or restarted with data).
 	hasState atomic.Bool
 	stop     chan struct{} // closed by Shutdown: background loops end
 	// lastLeaderGain is when this node last won a shard's leadership (Unix
@@ -63,19 +67,48 @@ type Node struct {
 	// logStore is LogStoreNode (nodeStore holds every shard's log) or
 	// LogStoreShard (one raft-boltdb file per shard).
 	logStore  string
-	nodeStore *NodeStore
+	nodeStore *nodestore.Store
+	// opened are the shard stores NewNode opened and has not yet handed to
+	// a running shard; abort closes them.
+	opened []*shardStores
+
+	// idMu serialises changes of ident and its writes to node.json.
+	idMu sync.Mutex
+	// ident is node.json as this node knows it; onDisk is what the file
+	// holds (the zero value before the first write of a fresh data dir).
+	ident, onDisk identity
+	// clusterID mirrors ident.ClusterID for lock-free readers (gossip
+	// delegates, ClusterID).
+	clusterID atomic.Value // string
+	// boot is the multi-node bootstrap state; the cluster loop owns it.
+	boot bootState
+	// placed are the shards a multi-node bootstrap placed on this node
+	// (nil without one): Ready waits until each one's configuration has
+	// arrived, including those a peer bootstrapped first.
+	placed atomic.Pointer[[]*Shard]
+	// once holds the keys of once-only log lines (refusals, bootstrap
+	// problems).
+	once sync.Map
 
 	closed       atomic.Bool
 	shutdownOnce sync.Once
 	shutdownErr  error
 }
 
-// NewNode opens the Raft stores under cfg.DataDir, binds cfg.RaftAddr and
-// starts a Raft instance per shard plus MetaShard. On the first start of a
-// DataDir with BootstrapExpect 1, every shard without Raft state
-// (raft.HasExistingState) is bootstrapped as a single-voter cluster; once
-// DataDir/node.json records the node, it never bootstraps again. NewNode
-// does not wait for leaders: see WaitReady.
+// NewNode opens the Raft stores under cfg.DataDir, binds cfg.RaftAddr,
+// joins gossip, decides what the node is to its cluster, and starts a Raft
+// instance per shard plus MetaShard. It does not wait for leaders: see
+// WaitReady.
+//
+// On an empty DataDir (no node.json) with Join set, it first waits (at most
+// JoinTimeout) for a seed to answer, and only then starts Raft: it refuses
+// to start (ErrEmptyDataDirVoter) when its node id is a voter of the seeds'
+// live cluster, returns ErrAmbiguousJoin when the seeds belong to more than
+// one cluster, and adopts the cluster id of the seeds' cluster. With
+// BootstrapExpect 1 and no live cluster found, every shard is bootstrapped
+// as a single-voter cluster under a new cluster id. Once node.json records
+// the node, NewNode never bootstraps again; a multi-node bootstrap happens
+// later, in the cluster loop (see BootstrapExpect).
 func NewNode(cfg Config) (*Node, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -98,62 +131,77 @@ func NewNode(cfg Config) (*Node, error) {
 		// A data dir keeps the log store it was created with; node.json
 		// from before the choice existed means per-shard files.
 		logStore = cmp.Or(id.LogStore, LogStoreShard)
+	} else {
+		id = identity{Version: identityVersion, NodeID: cfg.NodeID, Shards: cfg.Shards, LogStore: logStore}
 	}
 
 	mux, err := ListenMux(cfg.RaftAddr, cfg.AdvertiseRaftAddr, cfg.Logger.Named("raft-mux"))
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, logger: logger, mux: mux, stop: make(chan struct{}), logStore: logStore}
+	n := &Node{cfg: cfg, logger: logger, mux: mux, stop: make(chan struct{}), logStore: logStore, ident: id}
+	if initialised {
+		n.onDisk = id
+	}
+	n.clusterID.Store(id.ClusterID)
+	mux.SetClusterID(id.ClusterID)
 	if logStore == LogStoreNode {
-		if n.nodeStore, err = OpenNodeStore(filepath.Join(cfg.DataDir, "raft.db")); err != nil {
-			_ = mux.Close()
+		if n.nodeStore, err = nodestore.Open(filepath.Join(cfg.DataDir, "raft.db"), nodestore.Options{
+			Timeout: boltOpenTimeout,
+			Logger:  logger.Named("nodestore"),
+		}); err != nil {
+			n.abort()
 			return nil, fmt.Errorf("cluster: %w", err)
 		}
 	}
+	if err := n.openShards(); err != nil {
+		n.abort()
+		return nil, err
+	}
+	// Until it knows its cluster, a node without Raft state lets no
+	// cluster's Raft traffic reach its (empty) logs.
+	mux.SetClusterPending(id.ClusterID == "" && !n.hasState.Load())
 	n.members.set(Broker{NodeID: cfg.NodeID, KafkaAddr: cfg.KafkaAddr}, mux.advertise)
+	if cfg.BootstrapExpect > 1 && !n.hasState.Load() && id.ClusterID == "" {
+		if err := n.boot.begin(); err != nil {
+			n.abort()
+			return nil, err
+		}
+	}
 	if cfg.GossipAddr != "" {
-		if err := n.startGossip(); err != nil {
-			_ = mux.Close()
-			if n.nodeStore != nil {
-				_ = n.nodeStore.Close()
-			}
+		if err := n.startGossip(n.initialMeta()); err != nil {
+			n.abort()
 			return nil, err
 		}
 	}
 
-	bootstrap := !initialised && cfg.BootstrapExpect == 1
-	ids := make([]int32, 0, cfg.Shards+1)
-	fsms := make([]raft.FSM, 0, cfg.Shards+1)
-	ids = append(ids, MetaShard)
-	fsms = append(fsms, cfg.NewMetaFSM())
-	for i := range cfg.Shards {
-		ids = append(ids, i)
-		fsms = append(fsms, cfg.NewShardFSM(i))
-	}
-	start := time.Now()
-	n.all = make([]*Shard, len(ids))
-	errs := make([]error, len(ids))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, startParallelism)
-	for i := range ids {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			n.all[i], errs[i] = n.startShard(ids[i], fsms[i], bootstrap)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	bootstrapAlone, err := n.prepare(!initialised)
+	if err != nil {
 		n.abort()
 		return nil, err
 	}
-	n.meta, n.shards = n.all[0], n.all[1:]
-
-	if !initialised {
-		if err := writeIdentity(cfg.DataDir, identity{Version: 1, NodeID: cfg.NodeID, Shards: cfg.Shards, LogStore: logStore}); err != nil {
+	if n.ClusterID() != "" {
+		n.boot = bootState{} // it joined the seeds' cluster: no bootstrap to take part in
+	}
+	if !initialised && !bootstrapAlone {
+		// Written before any Raft runs: from now on the data dir is not
+		// empty, and AwaitingPeers says whether its check against the
+		// seeds is still to be done.
+		if err := n.persistIdentity(); err != nil {
+			n.abort()
+			return nil, err
+		}
+	}
+	start := time.Now()
+	if err := n.startShards(bootstrapAlone); err != nil {
+		n.abort()
+		return nil, err
+	}
+	if !initialised && bootstrapAlone {
+		// Written after the bootstrap: a crash in between leaves no
+		// node.json, and the next start bootstraps again (shards that
+		// hold state already are skipped).
+		if err := n.persistIdentity(); err != nil {
 			n.abort()
 			return nil, err
 		}
@@ -167,27 +215,53 @@ func NewNode(cfg Config) (*Node, error) {
 			n.hasState.Store(true)
 		}
 	}
+	if n.gossip == nil && n.hasState.Load() && n.ClusterID() == "" {
+		n.mintIfLowestVoter(nil) // a single node from before cluster ids
+	}
 	if g := n.gossip; g != nil {
-		g.announce()
-		if cfg.BootstrapExpect > 1 && !n.hasState.Load() {
-			go n.bootstrapLoop()
-		}
+		n.refreshMeta()
+		go n.clusterLoop()
 		go n.balanceLoop()
 	}
-	logger.Info("node started", "node_id", cfg.NodeID, "raft_addr", mux.advertise, "kafka_addr", cfg.KafkaAddr,
-		"shards", cfg.Shards, "bootstrapped", bootstrapped, "elapsed", time.Since(start))
+	logger.Info("node started", "node_id", cfg.NodeID, "cluster_id", cmp.Or(n.ClusterID(), "none yet"),
+		"raft_addr", mux.advertise, "kafka_addr", cfg.KafkaAddr, "shards", cfg.Shards,
+		"bootstrapped", bootstrapped, "elapsed", time.Since(start))
 	return n, nil
 }
 
-// startShard opens the stores of one shard, bootstraps it if allowed and it
-// has no state, and starts its Raft.
-func (n *Node) startShard(id int32, fsm raft.FSM, bootstrap bool) (s *Shard, err error) {
-	cfg := &n.cfg
-	defer func() {
+// shardStores are a shard's opened stores, before its Raft starts.
+type shardStores struct {
+	id       int32
+	dir      string
+	store    shardLogStore
+	logs     *raft.LogCache
+	snaps    *raft.FileSnapshotStore
+	existing bool // raft.HasExistingState
+}
+
+// openShards opens the stores of every shard (MetaShard first) and records
+// whether any holds Raft state. Called by NewNode before gossip starts, so
+// the node's first gossip meta says whether it holds state.
+func (n *Node) openShards() error {
+	ids := []int32{MetaShard}
+	for i := range n.cfg.Shards {
+		ids = append(ids, i)
+	}
+	for _, id := range ids {
+		st, err := n.openShard(id)
 		if err != nil {
-			err = fmt.Errorf("cluster: start shard %d: %w", id, err)
+			return fmt.Errorf("cluster: open shard %d: %w", id, err)
 		}
-	}()
+		n.opened = append(n.opened, st)
+		if st.existing {
+			n.hasState.Store(true)
+		}
+	}
+	return nil
+}
+
+func (n *Node) openShard(id int32) (*shardStores, error) {
+	cfg := &n.cfg
 	dir := shardDir(cfg.DataDir, id)
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, err
@@ -196,59 +270,106 @@ func (n *Node) startShard(id int32, fsm raft.FSM, bootstrap bool) (s *Shard, err
 	if err != nil {
 		return nil, err
 	}
-	var trans *raft.NetworkTransport
+	st := &shardStores{id: id, dir: dir, store: store}
+	if st.logs, err = raft.NewLogCache(logCacheSize, store); err == nil {
+		st.snaps, err = raft.NewFileSnapshotStoreWithLogger(dir, cfg.SnapshotRetain, cfg.RaftLogger.Named("snapshots").With("shard", id))
+	}
+	if err == nil {
+		st.existing, err = raft.HasExistingState(st.logs, store, st.snaps)
+	}
+	if err != nil {
+		_ = store.Close()
+		return nil, err
+	}
+	return st, nil
+}
+
+// startShards starts the Raft of every opened shard, bootstrapping each
+// one without state as a single-voter cluster when bootstrapAlone.
+func (n *Node) startShards(bootstrapAlone bool) error {
+	cfg := &n.cfg
+	stores := n.opened
+	fsms := make([]raft.FSM, len(stores))
+	for i, st := range stores {
+		if st.id == MetaShard {
+			fsms[i] = cfg.NewMetaFSM()
+		} else {
+			fsms[i] = cfg.NewShardFSM(st.id)
+		}
+	}
+	n.all = make([]*Shard, len(stores))
+	errs := make([]error, len(stores))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, startParallelism)
+	for i := range stores {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			n.all[i], errs[i] = n.startShard(stores[i], fsms[i], bootstrapAlone)
+			if errs[i] == nil {
+				stores[i] = nil // the shard owns its store now
+			}
+		}()
+	}
+	wg.Wait()
+	n.all = slices.DeleteFunc(n.all, func(s *Shard) bool { return s == nil })
+	n.opened = slices.DeleteFunc(stores, func(st *shardStores) bool { return st == nil })
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	n.meta, n.shards = n.all[0], n.all[1:]
+	return nil
+}
+
+// startShard bootstraps a shard if allowed and it has no state, and starts
+// its Raft. On success the shard owns st's store.
+func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Shard, err error) {
+	cfg := &n.cfg
+	id := st.id
 	defer func() {
 		if err != nil {
-			if trans != nil {
-				_ = trans.Close()
-			}
-			_ = store.Close()
+			err = fmt.Errorf("cluster: start shard %d: %w", id, err)
 		}
 	}()
-	logs, err := raft.NewLogCache(logCacheSize, store)
-	if err != nil {
-		return nil, err
-	}
-	snaps, err := raft.NewFileSnapshotStoreWithLogger(dir, cfg.SnapshotRetain, cfg.RaftLogger.Named("snapshots").With("shard", id))
-	if err != nil {
-		return nil, err
-	}
 	layer, err := n.mux.Listen(id)
 	if err != nil {
 		return nil, err
 	}
-	trans = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  layer,
 		MaxPool: cfg.TransportMaxPool,
 		Timeout: cfg.TransportTimeout,
 		Logger:  cfg.RaftLogger.Named("net").With("shard", id),
 	})
+	defer func() {
+		if err != nil {
+			_ = trans.Close()
+		}
+	}()
 
 	rc := cfg.raftConfig(id)
 	notifyCh := make(chan bool, notifyBuffer)
 	rc.NotifyCh = notifyCh
 
-	existing, err := raft.HasExistingState(logs, store, snaps)
-	if err != nil {
-		return nil, err
-	}
 	bootstrapped := false
 	switch {
-	case !existing && bootstrap:
+	case !st.existing && bootstrap:
 		conf := raft.Configuration{Servers: []raft.Server{{
 			Suffrage: raft.Voter,
 			ID:       rc.LocalID,
 			Address:  raft.ServerAddress(n.mux.advertise),
 		}}}
-		if err := raft.BootstrapCluster(rc, logs, store, snaps, trans, conf); err != nil {
+		if err := raft.BootstrapCluster(rc, st.logs, st.store, st.snaps, trans, conf); err != nil {
 			return nil, fmt.Errorf("bootstrap: %w", err)
 		}
 		bootstrapped = true
-	case !existing:
-		n.logger.Info("shard has no raft state; waiting to be added to a cluster", "shard", id)
+	case !st.existing:
+		n.logger.Debug("shard has no raft state; waiting for a bootstrap or a leader", "shard", id)
 	}
 
-	r, err := raft.NewRaft(rc, fsm, logs, store, snaps, trans)
+	r, err := raft.NewRaft(rc, fsm, st.logs, st.store, st.snaps, trans)
 	if err != nil {
 		return nil, err
 	}
@@ -259,12 +380,12 @@ func (n *Node) startShard(id int32, fsm raft.FSM, bootstrap bool) (s *Shard, err
 		logger:       n.logger,
 		localID:      rc.LocalID,
 		leaseTimeout: rc.LeaderLeaseTimeout,
-		store:        store,
+		store:        st.store,
 		trans:        trans,
 		notifyCh:     notifyCh,
 		leaderDone:   make(chan struct{}),
 		bootstrapped: bootstrapped,
-		hadState:     existing,
+		hadState:     st.existing,
 		pending:      make(map[*shardFuture]struct{}),
 	}
 	go s.leadershipLoop(func(id int32, leader bool) {
@@ -307,12 +428,18 @@ func (n *Node) openShardStore(id int32, dir string) (shardLogStore, error) {
 }
 
 // nopCloser is a node-store view: the node closes the shared file.
-type nopCloser struct{ *ShardStore }
+type nopCloser struct{ *nodestore.ShardStore }
 
 func (nopCloser) Close() error { return nil }
 
-// abort stops whatever NewNode started.
+// abort stops whatever NewNode started: gossip, running shards, stores not
+// handed to a shard yet, the mux.
 func (n *Node) abort() {
+	n.closed.Store(true)
+	close(n.stop)
+	if n.gossip != nil {
+		n.gossip.leave(200 * time.Millisecond) // peers need not wait for a failure probe
+	}
 	var wg sync.WaitGroup
 	for _, s := range n.all {
 		if s != nil {
@@ -321,6 +448,9 @@ func (n *Node) abort() {
 		}
 	}
 	wg.Wait()
+	for _, st := range n.opened {
+		_ = st.store.Close()
+	}
 	_ = n.mux.Close()
 	if n.nodeStore != nil {
 		_ = n.nodeStore.Close()
@@ -408,11 +538,40 @@ func (n *Node) localLeadership(s *Shard, leader bool) {
 	}
 }
 
-// Ready reports whether this node holds Raft state (the cluster is
-// bootstrapped) and every shard it replicates, MetaShard included, has a
-// known leader.
+// Ready reports whether this node can serve. A node holding replicas is
+// ready when every shard it replicates, MetaShard included, has a known
+// leader (and, right after a multi-node bootstrap, every shard placed on it
+// has its configuration). A member without replicas (joined with Join after the cluster
+// formed) is ready once it has the cluster's id and knows a live leader of
+// every shard from the leader table: it answers Metadata and
+// FindCoordinator and redirects group requests.
 func (n *Node) Ready() bool {
-	return !n.closed.Load() && n.holdsShards() && n.leaderless() == 0
+	if n.closed.Load() {
+		return false
+	}
+	if p := n.placed.Load(); p != nil {
+		for _, s := range *p {
+			if !s.replicated() {
+				return false
+			}
+		}
+	}
+	if n.holdsShards() {
+		return n.leaderless() == 0
+	}
+	return n.gossip != nil && n.ClusterID() != "" && n.unknownLeaders() == 0
+}
+
+// unknownLeaders counts the shards, MetaShard included, whose leader this
+// node does not know.
+func (n *Node) unknownLeaders() int {
+	count := 0
+	for _, s := range n.all {
+		if _, ok := n.LeaderOf(s.ID); !ok {
+			count++
+		}
+	}
+	return count
 }
 
 // holdsShards reports whether any shard of this node has a configuration
@@ -455,10 +614,13 @@ func (n *Node) WaitReady(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			if !n.holdsShards() {
-				return fmt.Errorf("cluster: this node holds no shard yet (the cluster is not bootstrapped): %w", ctx.Err())
+			switch {
+			case n.holdsShards():
+				return fmt.Errorf("cluster: %d of %d shards have no leader: %w", n.leaderless(), len(n.all), ctx.Err())
+			case n.ClusterID() == "":
+				return fmt.Errorf("cluster: this node holds no shard and has joined no cluster yet (not bootstrapped, no seed's cluster adopted): %w", ctx.Err())
 			}
-			return fmt.Errorf("cluster: %d of %d shards have no leader: %w", n.leaderless(), len(n.all), ctx.Err())
+			return fmt.Errorf("cluster: this node holds no shard, and %d of %d shards have no known leader: %w", n.unknownLeaders(), len(n.all), ctx.Err())
 		case <-t.C:
 		}
 	}
@@ -525,8 +687,9 @@ type member struct {
 	raftAddr string
 }
 
-// memberTable is the node's view of live nodes. With a single node it holds
-// only itself; memberlist will maintain it.
+// memberTable is the node's view of live nodes: itself, plus the peers of
+// its cluster that gossip reports alive (NotifyJoin/NotifyLeave). Any
+// goroutine may use it.
 type memberTable struct {
 	mu sync.RWMutex
 	m  map[int32]member

@@ -350,6 +350,8 @@ func TestConfigValidate(t *testing.T) {
 		{"negative node id", func(c *Config) { c.NodeID = -1 }, ErrInvalidConfig},
 		{"multi-node bootstrap without gossip", func(c *Config) { c.BootstrapExpect = 3 }, ErrInvalidConfig},
 		{"negative bootstrap", func(c *Config) { c.BootstrapExpect = -1 }, ErrInvalidConfig},
+		{"seeds without gossip", func(c *Config) { c.Join = []string{"127.0.0.1:7946"} }, ErrInvalidConfig},
+		{"negative join timeout", func(c *Config) { c.JoinTimeout = -time.Second }, ErrInvalidConfig},
 		{"no shard fsm", func(c *Config) { c.NewShardFSM = nil }, ErrInvalidConfig},
 		{"no meta fsm", func(c *Config) { c.NewMetaFSM = nil }, ErrInvalidConfig},
 		{"lease above heartbeat", func(c *Config) { c.LeaderLeaseTimeout = 2 * time.Second }, ErrInvalidConfig},

@@ -14,9 +14,10 @@ import (
 )
 
 const (
-	envPrefix      = "KCOORD_"
-	flagConfig     = "config"
-	flagConfigFile = "config-file"
+	envPrefix           = "KCOORD_"
+	flagConfig          = "config"
+	flagConfigFile      = "config-file"
+	flagBootstrapExpect = "bootstrap-expect"
 )
 
 // serveOptions holds what `kcoord serve` reads from its flags. The node's
@@ -46,7 +47,9 @@ func addServeFlags(fs *pflag.FlagSet) *serveOptions {
 	fs.StringVar(&c.AdvertiseGossipAddr, "advertise-gossip-addr", c.AdvertiseGossipAddr, "gossip host:port other nodes reach (default: the listener's, or a private IP when it binds 0.0.0.0)")
 	fs.StringVar(&c.HTTPAddr, "http-addr", c.HTTPAddr, "host:port of /healthz, /readyz, /metrics and the status page (empty: off)")
 	fs.StringSliceVar(&c.Join, "join", c.Join, "gossip seeds, host:port,... (repeatable)")
-	fs.IntVar(&c.BootstrapExpect, "bootstrap-expect", c.BootstrapExpect, "nodes that must see each other before the first bootstrap")
+	fs.IntVar(&c.BootstrapExpect, flagBootstrapExpect, c.BootstrapExpect, "nodes that must see each other before the first bootstrap; unset with --join, the node joins an existing cluster and never bootstraps")
+	// The default depends on --join (see resolve); say so in the help.
+	fs.Lookup(flagBootstrapExpect).DefValue = "1 without --join, none with it"
 	fs.StringArrayVarP(&o.kafka, flagConfig, "c", nil, "Kafka config key=value (repeatable; also comma-separated)")
 	fs.StringVar(&o.configFile, flagConfigFile, "", "YAML file of Kafka config keys and serve flag names")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
@@ -67,6 +70,10 @@ func envName(flag string) string {
 // flag not given on the command line (flag > env > file > default), applies
 // the Kafka config pairs in the same order of precedence, and validates.
 // An empty environment variable counts as unset.
+//
+// --bootstrap-expect defaults to 1 without --join and to none (0: join an
+// existing cluster, never bootstrap) with it; a value given anywhere (flag,
+// environment or config file) wins, and must be at least 1.
 func (o *serveOptions) resolve(fs *pflag.FlagSet, lookupEnv func(string) (string, bool)) (server.Config, error) {
 	env := func(flag string) (string, bool) {
 		v, ok := lookupEnv(envName(flag))
@@ -112,6 +119,13 @@ func (o *serveOptions) resolve(fs *pflag.FlagSet, lookupEnv func(string) (string
 		}
 	}
 	cfg.Join = join
+	switch {
+	case !fs.Changed(flagBootstrapExpect) && len(cfg.Join) > 0:
+		cfg.BootstrapExpect = 0 // join only
+	case cfg.BootstrapExpect < 1:
+		return server.Config{}, fmt.Errorf("--%s %d: must be at least 1 (leave it unset with --join to join an existing cluster)",
+			flagBootstrapExpect, cfg.BootstrapExpect)
+	}
 	for _, kv := range file.kafka {
 		if err := cfg.SetKafkaConfig(kv[0], kv[1]); err != nil {
 			return server.Config{}, fmt.Errorf("config file %s: %w", path, err)

@@ -227,3 +227,64 @@ func TestResolveEmptyFile(t *testing.T) {
 		t.Errorf("empty file changed the config: %+v", cfg)
 	}
 }
+
+// TestJoinWithoutBootstrapExpectJoinsOnly: --join without --bootstrap-expect
+// (from any source) joins an existing cluster and never bootstraps
+// (BootstrapExpect 0); a bootstrap-expect given anywhere wins; with no flags
+// at all the node bootstraps alone.
+func TestJoinWithoutBootstrapExpectJoinsOnly(t *testing.T) {
+	tests := []struct {
+		name string
+		file string
+		env  map[string]string
+		args []string
+		want int
+	}{
+		{"no flags", "", nil, nil, 1},
+		{"--join", "", nil, []string{"--join", "a:7946"}, 0},
+		{"--join with --bootstrap-expect 3", "", nil, []string{"--join", "a:7946", "--bootstrap-expect", "3"}, 3},
+		{"--join with --bootstrap-expect 1", "", nil, []string{"--join", "a:7946", "--bootstrap-expect=1"}, 1},
+		{"KCOORD_JOIN", "", map[string]string{"KCOORD_JOIN": "a:7946"}, nil, 0},
+		{"KCOORD_JOIN with KCOORD_BOOTSTRAP_EXPECT", "", map[string]string{"KCOORD_JOIN": "a:7946", "KCOORD_BOOTSTRAP_EXPECT": "3"}, nil, 3},
+		{"join in the file", "join: [a:7946]", nil, nil, 0},
+		{"join and bootstrap-expect in the file", "join: [a:7946]\nbootstrap-expect: 2", nil, nil, 2},
+		{"env join, file bootstrap-expect", "bootstrap-expect: 1", map[string]string{"KCOORD_JOIN": "a:7946"}, nil, 1},
+		{"bootstrap-expect without join", "", nil, []string{"--bootstrap-expect", "3"}, 3},
+		{"an empty join list", "join: []", nil, nil, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := tt.args
+			if tt.file != "" {
+				args = append([]string{"--config-file", writeFile(t, tt.file)}, args...)
+			}
+			cfg, _, err := resolveArgs(args, tt.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.BootstrapExpect != tt.want {
+				t.Errorf("BootstrapExpect = %d, want %d", cfg.BootstrapExpect, tt.want)
+			}
+		})
+	}
+	for _, args := range [][]string{{"--join", "a:7946", "--bootstrap-expect", "0"}, {"--bootstrap-expect", "-1"}} {
+		if _, _, err := resolveArgs(args, nil); err == nil || !strings.Contains(err.Error(), "leave it unset with --join") {
+			t.Errorf("%v: %v, want an error saying to leave it unset", args, err)
+		}
+	}
+}
+
+// TestServerConfigOfJoinOnlyNode: the server takes a join-only node's
+// configuration (BootstrapExpect 0: join, never bootstrap) as it is.
+func TestServerConfigOfJoinOnlyNode(t *testing.T) {
+	cfg, _, err := resolveArgs([]string{"--join", "a:7946"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.BootstrapExpect != 0 || cfg.Raft != nil {
+		t.Fatalf("join-only node: bootstrap-expect %d", cfg.BootstrapExpect)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatalf("server rejects a join-only node: %v", err)
+	}
+}

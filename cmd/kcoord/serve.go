@@ -27,6 +27,13 @@ gossip, and the HTTP endpoints /healthz, /readyz, /metrics and a status page.
 With no flags at all it is a ready single node: Kafka on 127.0.0.1:9092, data
 in ./kcoord-data.
 
+A new cluster of N nodes bootstraps once N nodes started with
+--bootstrap-expect N see each other. A node started with --join and no
+--bootstrap-expect joins an existing cluster and never bootstraps. A data dir
+belongs to one cluster for life: nodes refuse peers of another cluster, and a
+node whose data dir is empty but whose id is a voter of the cluster refuses to
+start.
+
 Every flag can also be set from an environment variable named after it
 (--data-dir → KCOORD_DATA_DIR; -c/--config → KCOORD_CONFIG, a comma-separated
 key=value list), and from the YAML --config-file, whose keys are Kafka config
@@ -131,7 +138,12 @@ func serve(ctx context.Context, cfg server.Config, logger hclog.Logger, shutdown
 		defer cancel()
 		return errors.Join(fmt.Errorf("start: %w", err), n.Shutdown(sctx))
 	}
-	logger.Info("serving", "node_id", cfg.NodeID, "kafka_addr", fmt.Sprint(n.KafkaAddr()), "http_addr", addrString(httpLn))
+	bootstrap := fmt.Sprint(cfg.BootstrapExpect)
+	if cfg.BootstrapExpect == 0 {
+		bootstrap = "none (joins an existing cluster)"
+	}
+	logger.Info("serving", "node_id", cfg.NodeID, "kafka_addr", fmt.Sprint(n.KafkaAddr()), "http_addr", addrString(httpLn),
+		"bootstrap_expect", bootstrap)
 
 	httpErr := make(chan error, 1)
 	var httpSrv *http.Server
