@@ -40,7 +40,8 @@ type Config struct {
 	// Join lists gossip seeds as host:port.
 	Join []string
 	// BootstrapExpect is how many nodes must see each other before the first
-	// bootstrap of the Raft groups (1: bootstrap alone).
+	// bootstrap of the Raft groups (1: bootstrap alone). 0, only with Join,
+	// joins an existing cluster and never bootstraps.
 	BootstrapExpect int
 
 	// OffsetsTopicNumPartitions is offsets.topic.num.partitions: the number of
@@ -158,8 +159,11 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s %q: %w", name, addr, err))
 		}
 	}
-	if c.BootstrapExpect < 1 {
-		errs = append(errs, errors.New("bootstrap-expect must be at least 1"))
+	switch {
+	case c.BootstrapExpect < 0:
+		errs = append(errs, errors.New("bootstrap-expect must not be negative"))
+	case c.BootstrapExpect == 0 && len(c.Join) == 0:
+		errs = append(errs, errors.New("bootstrap-expect must be at least 1 without --join (0 joins an existing cluster)"))
 	}
 	if c.OffsetsTopicNumPartitions < 1 {
 		errs = append(errs, errors.New("offsets.topic.num.partitions must be at least 1"))

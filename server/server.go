@@ -202,10 +202,12 @@ func (s *Server) onLeadership(shard int32, leader bool) {
 		}
 		if shard == cluster.MetaShard {
 			s.retryWhileLeading(sh, l.Epoch, "metadata barrier", func() error { return s.loadMeta(sh, l.Epoch) })
+			s.stampClusterID(sh, l.Epoch, s.meta.ClusterID)
 			return
 		}
 		c := s.coords[shard]
 		s.retryWhileLeading(sh, l.Epoch, "coordinator activation", func() error { return c.Activate(l.Epoch) })
+		s.stampClusterID(sh, l.Epoch, s.states[shard].ClusterID)
 	}()
 }
 
