@@ -498,7 +498,8 @@ func dcGoTool() string {
 	return filepath.Join(os.Getenv("GOROOT"), "bin", "go")
 }
 
-// dcFreePort is a TCP port on 127.0.0.1 that was free a moment ago.
+// dcFreePort is a TCP port on 127.0.0.1 that was free a moment ago (see
+// freeAddr).
 func dcFreePort(t *testing.T) int {
 	t.Helper()
 	_, port, err := net.SplitHostPort(freeAddr(t, false))
