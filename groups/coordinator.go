@@ -69,7 +69,7 @@ type Coordinator struct {
 	committed  atomic.Uint64 // partitions committed
 	rebalances atomic.Uint64 // rebalances completed (group became Stable)
 	expired    atomic.Uint64 // members removed for missing their session or rebalance deadline
-	groups map[string]*group
+	groups     map[string]*group
 }
 
 // NewCoordinator returns an inactive coordinator for shard, writing through
