@@ -25,6 +25,8 @@ const (
 	// default, in bytes: twice DefaultMaxRequestBytes. Kafka's default is
 	// -1 (unbounded); kcoord bounds request memory out of the box.
 	DefaultQueuedMaxRequestBytes int64 = 2 * int64(DefaultMaxRequestBytes)
+	// DefaultPoolExemptFrameBytes is the default PoolExemptFrameBytes.
+	DefaultPoolExemptFrameBytes int32 = 64 << 10
 	// DefaultMaxConnections is Kafka's max.connections default, a count.
 	DefaultMaxConnections = math.MaxInt32
 	// DefaultMaxConnectionsPerIP is Kafka's max.connections.per.ip
@@ -73,6 +75,12 @@ type Config struct {
 	// Kafka requires, so that every accepted frame can be served.
 	QueuedMaxRequestBytes int64
 
+	// PoolExemptFrameBytes is the largest frame, in bytes, read outside
+	// the QueuedMaxRequestBytes pool and allocated only as its bytes arrive
+	// (see frame.go for why). 0 means
+	// DefaultPoolExemptFrameBytes; 1 counts every frame (tests).
+	PoolExemptFrameBytes int32
+
 	// MaxConnections is max.connections: the most connections served at
 	// once, as a count. A connection accepted beyond it is closed at once,
 	// counted in kcoord_transport_connections_rejected_total and logged at
@@ -110,6 +118,7 @@ func DefaultConfig() Config {
 		QueuedMaxRequestBytes: DefaultQueuedMaxRequestBytes,
 		MaxConnections:        DefaultMaxConnections,
 		MaxConnectionsPerIP:   DefaultMaxConnectionsPerIP,
+		PoolExemptFrameBytes:  DefaultPoolExemptFrameBytes,
 		IdleTimeout:           DefaultIdleTimeout,
 	}
 }
@@ -136,6 +145,9 @@ func (c *Config) Validate() error {
 	if c.MaxConnectionsPerIP < 0 {
 		return fmt.Errorf("%w: MaxConnectionsPerIP %d is negative", ErrInvalidConfig, c.MaxConnectionsPerIP)
 	}
+	if c.PoolExemptFrameBytes < 0 {
+		return fmt.Errorf("%w: PoolExemptFrameBytes %d is negative", ErrInvalidConfig, c.PoolExemptFrameBytes)
+	}
 	d := c.withDefaults()
 	if q := d.QueuedMaxRequestBytes; q != UnboundedQueuedMaxRequestBytes && q < int64(d.MaxRequestBytes) {
 		return fmt.Errorf("%w: QueuedMaxRequestBytes (queued.max.request.bytes) %d must be -1 or at least MaxRequestBytes (socket.request.max.bytes) %d",
@@ -160,6 +172,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxConnectionsPerIP == 0 {
 		c.MaxConnectionsPerIP = DefaultMaxConnectionsPerIP
+	}
+	if c.PoolExemptFrameBytes == 0 {
+		c.PoolExemptFrameBytes = DefaultPoolExemptFrameBytes
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = DefaultIdleTimeout

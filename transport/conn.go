@@ -127,25 +127,29 @@ func (c *conn) readRequest(br *bufio.Reader) (*inbound, error) {
 		return nil, err
 	}
 	pool := c.srv.pool
-	if err := pool.acquire(c.ctx, int64(size)); err != nil {
-		if errors.Is(err, ErrFrameExceedsQueuedMaxRequestBytes) {
-			return nil, &frameError{reason: reasonFrameExceedsPool, size: size, err: err}
+	var held int64 // bytes this frame holds in the pool
+	if size > c.srv.cfg.PoolExemptFrameBytes {
+		if err := pool.acquire(c.ctx, int64(size)); err != nil {
+			if errors.Is(err, ErrFrameExceedsQueuedMaxRequestBytes) {
+				return nil, &frameError{reason: reasonFrameExceedsPool, size: size, err: err}
+			}
+			return nil, err // ctx ended: the connection is closing
 		}
-		return nil, err // ctx ended: the connection is closing
+		held = int64(size)
 	}
-	body, err := readFrameBody(br, size, pool.bounded())
+	body, err := readFrameBody(br, size, held > 0 && pool.bounded())
 	if err != nil {
-		pool.release(int64(size))
+		pool.release(held)
 		return nil, err
 	}
 	received := time.Now()
 	in, err := decodeRequest(c.srv.mux, body)
 	if err != nil {
-		pool.release(int64(size))
+		pool.release(held)
 		return nil, err
 	}
 	in.received = received
-	in.poolBytes = int64(size)
+	in.poolBytes = held
 	return in, nil
 }
 

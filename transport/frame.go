@@ -70,6 +70,18 @@ type inbound struct {
 	poolBytes int64
 }
 
+// Config.PoolExemptFrameBytes (default 64 KiB) is the largest frame read
+// outside the memory pool (queued.max.request.bytes). The pool reserves a frame's size once its
+// size prefix is read, before the body arrives; were every frame reserved,
+// two connections announcing 100 MiB frames and sending nothing more
+// would hold a 200 MiB pool and stop every other connection, heartbeats
+// included, until they idled out. Frames up to this size (heartbeats,
+// commits, fetches, joins: nearly every request a group sends) are read
+// without a reservation and allocated only as their bytes arrive
+// (readFrameBody), so they keep flowing whatever holds the pool; each
+// connection reads one frame at a time, so announced-but-unsent bytes are
+// bounded by that much per connection.
+
 // bodyChunk is how much body readFrameBody allocates before bytes arrive
 // when the frame's bytes are not reserved in a bounded pool: a client
 // announcing a large frame then gets its memory only as it sends it.

@@ -146,6 +146,9 @@ func (p *memoryPool) acquire(ctx context.Context, sizeBytes int64) error {
 // release returns sizeBytes acquired earlier and grants the waiters that
 // now fit, oldest first. It never blocks beyond the pool's mutex.
 func (p *memoryPool) release(sizeBytes int64) {
+	if sizeBytes == 0 {
+		return // a frame read outside the pool (poolExemptFrameBytes)
+	}
 	if !p.bounded() {
 		p.usedBytes.Add(-sizeBytes)
 		return

@@ -76,6 +76,7 @@ func TestQueuedRequestBytesHeldUntilResponseWritten(t *testing.T) {
 	release := make(chan struct{})
 	srv, _ := startServer(t, holdMux(release, nil), func(c *Config) {
 		c.MaxRequestBytes, c.QueuedMaxRequestBytes = 1<<20, 1<<20
+		c.PoolExemptFrameBytes = 1 // every frame counts
 	})
 	cl := dial(t, srv)
 	reqs := []*kmsg.HeartbeatRequest{heartbeat(4, "hold", 0), heartbeat(4, "ok", 1), heartbeat(4, "ok", 2)}
@@ -103,6 +104,7 @@ func TestQueuedRequestBytesReturnedOnEveryFailure(t *testing.T) {
 	fail := make(chan struct{})
 	srv, _ := startServer(t, holdMux(nil, fail), func(c *Config) {
 		c.MaxRequestBytes, c.QueuedMaxRequestBytes = 1<<20, 1<<20
+		c.PoolExemptFrameBytes = 1 // every frame counts
 	})
 	const partialFrameBytes = 512 << 10
 	cases := []struct {
@@ -190,6 +192,7 @@ func mustSend(t *testing.T, cl *Client, req kmsg.Request) int64 {
 func TestIdleTimeoutMidFrameReturnsQueuedBytes(t *testing.T) {
 	srv, _ := startServer(t, holdMux(nil, nil), func(c *Config) {
 		c.MaxRequestBytes, c.QueuedMaxRequestBytes = 1<<20, 1<<20
+		c.PoolExemptFrameBytes = 1 // every frame counts
 		c.IdleTimeout = 100 * time.Millisecond
 	})
 	cl := dial(t, srv)
@@ -212,6 +215,7 @@ func TestConnectionWaitingForQueuedBytesReadsNothingWhileOthersProceed(t *testin
 	reg := prometheus.NewRegistry()
 	srv, _ := startServer(t, holdMux(release, nil), func(c *Config) {
 		c.MaxRequestBytes, c.QueuedMaxRequestBytes = 1<<20, 1<<20
+		c.PoolExemptFrameBytes = 1 // every frame counts
 		c.Registerer = reg
 	})
 	holder := dial(t, srv)
@@ -276,6 +280,7 @@ func TestWaitForQueuedBytesEndsWhenItsConnectionCloses(t *testing.T) {
 	defer close(release)
 	srv, _ := startServer(t, holdMux(release, fail), func(c *Config) {
 		c.MaxRequestBytes, c.QueuedMaxRequestBytes = 1<<20, 1<<20
+		c.PoolExemptFrameBytes = 1 // every frame counts
 	})
 	holder := dial(t, srv)
 	if _, err := sendLargeJoinGroup(holder, "hold", 700<<10, 0); err != nil {
@@ -303,6 +308,7 @@ func TestWaitForQueuedBytesEndsWhenServerCloses(t *testing.T) {
 	defer close(release)
 	srv, logs := startServer(t, holdMux(release, nil), func(c *Config) {
 		c.MaxRequestBytes, c.QueuedMaxRequestBytes = 1<<20, 1<<20
+		c.PoolExemptFrameBytes = 1 // every frame counts
 	})
 	holder := dial(t, srv)
 	if _, err := sendLargeJoinGroup(holder, "hold", 700<<10, 0); err != nil {
@@ -388,5 +394,41 @@ func TestFrameLargerThanQueuedMaxRequestBytesClosesWithOneLogLine(t *testing.T) 
 	}
 	if _, err := dial(t, srv).Do(testCtx(t), heartbeat(4, "ok", 1)); err != nil {
 		t.Fatalf("a frame that fits: %v", err)
+	}
+}
+
+// TestAnnouncedLargeFramesDoNotStopSmallRequests: with the default limits,
+// two connections that announce 100 MiB frames and then send nothing hold
+// the whole 200 MiB pool, yet heartbeats on other connections are still
+// answered, since frames up to PoolExemptFrameBytes are read outside the
+// pool; a large frame still waits for the pool.
+func TestAnnouncedLargeFramesDoNotStopSmallRequests(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	srv, _ := startServer(t, holdMux(release, nil), nil)
+	maxBytes := srv.cfg.MaxRequestBytes
+	for range 2 {
+		stalled := dial(t, srv)
+		var prefix [5]byte
+		binary.BigEndian.PutUint32(prefix[:4], uint32(maxBytes))
+		if err := stalled.WriteRaw(prefix[:]); err != nil { // a size and one byte of body
+			t.Fatal(err)
+		}
+	}
+	poolHolds(t, srv, 2*int64(maxBytes), "two announced frames holding the pool")
+
+	waitingForPool(t, srv, dial(t, srv), 1<<20)
+	live := dial(t, srv)
+	for i := range 3 {
+		resp, err := live.Do(testCtx(t), heartbeat(4, "g", int32(i)))
+		if err != nil {
+			t.Fatalf("heartbeat %d while the pool is held: %v", i, err)
+		}
+		if resp.(*kmsg.HeartbeatResponse).ErrorCode != 0 {
+			t.Fatalf("heartbeat %d: %+v", i, resp)
+		}
+	}
+	if got := srv.pool.usedBytes.Load(); got != 2*int64(maxBytes) {
+		t.Fatalf("pool holds %d bytes, want the two announced frames' %d", got, 2*int64(maxBytes))
 	}
 }
