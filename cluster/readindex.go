@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // readIndex batches a shard's leadership confirmations, so that a read
-// served from the leader's state costs about one heartbeat round trip
-// however many reads arrive together.
+// served from the leader's state costs about one round trip (see
+// confirmRound) however many reads arrive together.
 //
 // Reads that arrive while a round is in flight wait for the next round, never
 // the current one: a round that started before a read was invoked could
@@ -21,7 +22,8 @@ type readIndex struct {
 	running bool       // a round's goroutine is live
 	next    *readRound // the round queued reads will share; nil when none is queued
 
-	rounds atomic.Uint64 // rounds run, for tests and metrics
+	rounds    atomic.Uint64 // rounds run, for tests and metrics
+	committed atomic.Uint64 // rounds that committed a barrier (after a pause)
 }
 
 // readRound is one confirmation round; done closes once err is set.
@@ -31,7 +33,7 @@ type readRound struct {
 }
 
 // join queues the caller for the next round, starting the round goroutine
-// if none runs. verify runs one round (raft's VerifyLeader) and is called on
+// if none runs. verify runs one round (Shard.confirmRound) and is called on
 // that goroutine.
 func (ri *readIndex) join(verify func() error) *readRound {
 	ri.mu.Lock()
@@ -66,21 +68,22 @@ func (ri *readIndex) run(verify func() error) {
 }
 
 // ConfirmLeadership returns nil once a quorum of the shard's voters has
-// confirmed, after the call began, that this node still leads in epoch: the
-// read index of a linearizable read. State the caller reads from this
+// confirmed, after the call began, that this node still leads in epoch
+// (confirmRound): the read index of a linearizable read. State the caller reads from this
 // node's FSM or coordinator after it returns nil holds every write
 // acknowledged before the call. It returns ErrNotLeading when the
 // leadership of epoch is gone (or is lost during the round: a paused leader
 // that resumes learns of the newer term from the first follower that
 // answers), or ctx's error.
 //
-// Any goroutine may call it; it blocks for about one heartbeat round trip,
-// never holding a lock the leadership goroutine or Raft needs.
+// Any goroutine may call it; it blocks for about one round trip (one
+// commit right after a pause), never holding a lock the leadership
+// goroutine or Raft needs.
 func (s *Shard) ConfirmLeadership(ctx context.Context, epoch uint64) error {
 	if !s.Leads(epoch) {
 		return ErrNotLeading
 	}
-	rd := s.reads.join(func() error { return s.Raft.VerifyLeader().Error() })
+	rd := s.reads.join(s.confirmRound)
 	select {
 	case <-rd.done:
 	case <-ctx.Done():
@@ -94,6 +97,27 @@ func (s *Shard) ConfirmLeadership(ctx context.Context, epoch uint64) error {
 	}
 	return nil
 }
+
+// confirmRound runs one confirmation round. Normally that is raft's
+// VerifyLeader: the leader heartbeats every follower at once and counts
+// their answers, about one round trip. Right after this process was
+// paused (pauseWatch) it is a barrier entry of this term committed by a
+// quorum instead, about one commit: VerifyLeader would also count answers
+// to heartbeats sent before the pause, which can predate a newer leader's
+// election, while a barrier cannot commit on answers older than itself.
+// Once a barrier applied, the FSM also holds every entry committed before
+// it.
+func (s *Shard) confirmRound() error {
+	if processPauses().recent() {
+		s.reads.committed.Add(1)
+		return s.Barrier(confirmRoundTimeout)
+	}
+	return s.Raft.VerifyLeader().Error()
+}
+
+// confirmRoundTimeout bounds how long a committed confirmation round waits
+// to enter Raft's queue.
+const confirmRoundTimeout = 5 * time.Second
 
 // ReadRounds is how many leadership confirmation rounds the shard has run
 // (each serves every read queued behind it).
