@@ -25,6 +25,8 @@ type Cluster interface {
 	ShardFor(groupID string) int32
 	Brokers() []cluster.Broker
 	LeaderOf(shard int32) (cluster.Broker, bool)
+	// ClusterID is the cluster's id, "" before bootstrap agreed on one.
+	ClusterID() string
 }
 
 // Topics is the topic registry in the metadata Raft group.
@@ -50,8 +52,6 @@ type Shard struct {
 type Config struct {
 	// NodeID is this broker's id.
 	NodeID int32
-	// ClusterID is reported in Metadata.
-	ClusterID string
 	// OffsetMetadataMaxBytes is offset.metadata.max.bytes, in bytes.
 	OffsetMetadataMaxBytes int32
 	// OffsetsRetention is offsets.retention.minutes as a duration; used for

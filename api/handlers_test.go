@@ -28,6 +28,7 @@ var testBroker = cluster.Broker{NodeID: 1, KafkaAddr: "127.0.0.1:9092"}
 func (fakeCluster) ShardFor(string) int32                 { return 0 }
 func (fakeCluster) Brokers() []cluster.Broker             { return []cluster.Broker{testBroker} }
 func (fakeCluster) LeaderOf(int32) (cluster.Broker, bool) { return testBroker, true }
+func (fakeCluster) ClusterID() string                     { return "6f1d2c1e-0000-4000-8000-000000000001" }
 
 // memTopics is a topic registry in memory; writeErr, when set, fails every
 // Create and Delete as a Raft write would.

@@ -44,8 +44,9 @@ func (h *Handlers) metadata(_ context.Context, _ *transport.RequestContext, kreq
 		rb.NodeID, rb.Host, rb.Port = b.NodeID, host, port
 		resp.Brokers = append(resp.Brokers, rb)
 	}
-	clusterID := h.cfg.ClusterID
-	resp.ClusterID = &clusterID
+	if id := h.cluster.ClusterID(); id != "" {
+		resp.ClusterID = &id // null until the cluster has one, as a KRaft broker before its meta.properties
+	}
 	resp.ControllerID = -1
 	if c, ok := h.cluster.LeaderOf(cluster.MetaShard); ok {
 		resp.ControllerID = c.NodeID

@@ -101,11 +101,15 @@ func NewCoordinator(cfg Config, shard int32, log Log, state *fsm.ShardFSM) (*Coo
 // An activation that is no longer current does nothing: if the log has
 // moved past epoch, or a later activation already ran, it returns
 // ErrNotCoordinator having installed nothing, closed nothing and started no
-// timer. It blocks on Raft, so the caller runs it on a goroutine of its own,
+// timer. Activating the epoch already served is a no-op that succeeds. It blocks on Raft, so the caller runs it on a goroutine of its own,
 // not on the one delivering leadership notifications; the caller may retry
 // it while epoch lasts.
 func (c *Coordinator) Activate(epoch uint64) error {
 	c.mu.Lock()
+	if c.active && c.epoch == epoch {
+		c.mu.Unlock()
+		return nil // served already: a second activation of this epoch
+	}
 	if epoch <= c.epoch || !c.log.Leads(epoch) {
 		c.mu.Unlock()
 		return ErrNotCoordinator

@@ -37,10 +37,18 @@ func (c *Coordinator) Describe(groupID string) (GroupDescription, error) {
 // List serves ListGroups for this shard: every group with its state and
 // protocol type, sorted by id. Called from any handler goroutine.
 func (c *Coordinator) List() ([]GroupListing, error) {
-	if err := c.Check(); err != nil {
+	epoch, err := c.serving()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.confirm(epoch); err != nil {
 		return nil, err
 	}
 	c.mu.RLock()
+	if !c.active || c.epoch != epoch {
+		c.mu.RUnlock()
+		return nil, ErrNotCoordinator // the confirmed leadership ended meanwhile
+	}
 	groups := make([]*group, 0, len(c.groups))
 	for _, g := range c.groups {
 		groups = append(groups, g)

@@ -99,11 +99,11 @@ func (s *Server) Start() error {
 		advertised = kafka.Addr().String()
 	}
 	if err := s.startNode(advertised); err != nil {
+		s.stopping.Store(true) // ends the waits of leadership delivered meanwhile (waitShard)
 		return err
 	}
 	h := api.New(api.Config{
 		NodeID:                   s.cfg.NodeID,
-		ClusterID:                "kcoord",
 		OffsetMetadataMaxBytes:   s.cfg.OffsetMetadataMaxBytes,
 		OffsetsRetention:         s.cfg.OffsetsRetention,
 		MaxPartitionsPerTopic:    s.cfg.MaxPartitionsPerTopic,
@@ -231,7 +231,13 @@ func (s *Server) loadMeta(sh *cluster.Shard, epoch uint64) error {
 	if err := sh.Barrier(s.cfg.OffsetsCommitTimeout); err != nil {
 		return err
 	}
-	s.metaLoaded.Store(epoch)
+	// Only the current epoch's barrier counts; a late one of an earlier
+	// epoch must not overwrite a later epoch's mark.
+	for cur := s.metaLoaded.Load(); cur < epoch && sh.Leads(epoch); cur = s.metaLoaded.Load() {
+		if s.metaLoaded.CompareAndSwap(cur, epoch) {
+			break
+		}
+	}
 	return nil
 }
 
