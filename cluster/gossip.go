@@ -63,6 +63,9 @@ type nodeMeta struct {
 	// node's shard configurations: a fresh node whose id is in a stateful
 	// peer's Voters is a wiped voter (ErrEmptyDataDirVoter).
 	Voters []int32 `json:"voters,omitempty"`
+	// VotersTruncated says Voters was left out to fit memberlist's meta
+	// limit: the wiped-voter check cannot clear a node against this peer.
+	VotersTruncated bool `json:"vtrunc,omitempty"`
 }
 
 // decodeMeta parses a peer's gossip meta; ok is false when it is not a
@@ -303,18 +306,26 @@ func (g *gossip) NodeMeta(limit int) []byte {
 	m.Version = metaVersion
 	b, _ := json.Marshal(m)
 	full := len(b)
-	if len(b) > limit {
-		m.Voters = nil
-		b, _ = json.Marshal(m)
+	// What to leave out when the meta does not fit: once the node holds
+	// state its bootstrap view matters less than its voters (the
+	// wiped-voter check reads them), before, it has no voters to tell.
+	dropVoters := func() { m.Voters, m.VotersTruncated = nil, len(m.Voters) > 0 }
+	dropView := func() { m.View = nil }
+	drops := []func(){dropVoters, dropView}
+	if m.HasState {
+		drops = []func(){dropView, dropVoters}
 	}
-	if len(b) > limit {
-		m.View = nil
+	for _, drop := range drops {
+		if len(b) <= limit {
+			break
+		}
+		drop()
 		b, _ = json.Marshal(m)
 	}
 	if full > limit && !g.big {
 		g.big = true
 		g.logger.Error("gossip meta too large: advertising less", "bytes", full, "limit", limit,
-			"voters_dropped", true, "view_dropped", m.View == nil, "still_too_large", len(b) > limit)
+			"voters_dropped", m.VotersTruncated, "view_dropped", m.View == nil, "still_too_large", len(b) > limit)
 	}
 	if len(b) > limit {
 		return nil

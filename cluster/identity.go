@@ -161,10 +161,12 @@ func (n *Node) setClusterID(id string, persist bool) error {
 	if cur := n.ident.ClusterID; cur != "" && cur != id {
 		return fmt.Errorf("%w: %s records cluster %s, not %s", ErrClusterIDMismatch, n.cfg.DataDir, cur, id)
 	}
-	changed := n.ident.ClusterID != id
+	changed := n.ClusterID() != id
+	prev := n.ident
 	n.ident.ClusterID, n.ident.AwaitingPeers = id, false
 	if persist {
 		if err := n.persistIdentityLocked(); err != nil {
+			n.ident = prev // not recorded: a retry must try again
 			return err
 		}
 	}

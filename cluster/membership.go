@@ -107,8 +107,8 @@ func (n *Node) waitForSeeds() bool {
 
 // checkSeeds checks the peers a fresh node learned from its seeds, before
 // its Raft runs. found: some peer holds Raft state (a live cluster exists).
-// verified: there are such peers and every one advertises its voters (a
-// version-2 meta), so the wiped-voter check was done. It fails with ErrEmptyDataDirVoter
+// verified: there are such peers and every one advertises its voters in
+// full (allAdvertiseVoters), so the wiped-voter check was done. It fails with ErrEmptyDataDirVoter
 // when a stateful peer lists this node id as a voter, and with
 // ErrAmbiguousJoin when stateful peers name different cluster ids; else it
 // adopts their id, if any (NewNode persists it).
@@ -134,7 +134,7 @@ func (n *Node) checkSeeds() (found, verified bool, err error) {
 		return true, false, fmt.Errorf("%w: peers holding state advertise cluster ids %s; give --join seeds of one cluster",
 			ErrAmbiguousJoin, strings.Join(ids, ", "))
 	}
-	return true, allVersion2(stateful), nil
+	return true, allAdvertiseVoters(stateful), nil
 }
 
 // adoptFromPeers runs in the cluster loop while this node has no cluster
@@ -156,7 +156,7 @@ func (n *Node) adoptFromPeers() {
 			n.logOnce("wiped-voter", hclog.Error, n.emptyDataDirVoterError(listing).Error())
 			return
 		}
-		if len(stateful) > 0 && allVersion2(stateful) {
+		if len(stateful) > 0 && allAdvertiseVoters(stateful) {
 			if err := n.setAwaitingPeers(false); err != nil {
 				n.logger.Error("recording the peers' confirmation failed", "error", err)
 				return
@@ -306,8 +306,11 @@ func clusterIDsOf(peers []nodeMeta) []string {
 	return slices.Compact(ids)
 }
 
-func allVersion2(peers []nodeMeta) bool {
-	return !slices.ContainsFunc(peers, func(p nodeMeta) bool { return p.Version < metaVersion })
+// allAdvertiseVoters reports whether every peer advertises its voters in
+// full (a version-2 meta that did not leave them out to fit), so that a
+// node none of them lists holds no seat.
+func allAdvertiseVoters(peers []nodeMeta) bool {
+	return !slices.ContainsFunc(peers, func(p nodeMeta) bool { return p.Version < metaVersion || p.VotersTruncated })
 }
 
 func nodeIDs(peers []nodeMeta) []int32 {
