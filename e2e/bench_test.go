@@ -93,15 +93,26 @@ func benchOffsetCommit(b *testing.B, addr string, more ...string) {
 		}
 	}
 
+	benchRoundTrips(b, "commits/s", func(i int) error { return commit(clients[i], group(i)) })
+}
+
+// benchRoundTrips runs the two variants of a round-trip benchmark: "serial"
+// is op(0) one at a time; "parallelN" is benchClients goroutines, the i-th
+// calling op(i) (its own client and group). It reports the rate as rate
+// and the round trips' p50 and p99.
+func benchRoundTrips(b *testing.B, rate string, op func(i int) error) {
 	b.Run("serial", func(b *testing.B) {
+		var lat []time.Duration
 		b.ReportAllocs()
 		b.ResetTimer()
 		for b.Loop() {
-			if err := commit(clients[0], group(0)); err != nil {
+			start := time.Now()
+			if err := op(0); err != nil {
 				b.Fatal(err)
 			}
+			lat = append(lat, time.Since(start))
 		}
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
+		reportRoundTrips(b, rate, lat)
 	})
 	b.Run(fmt.Sprintf("parallel%d", benchClients), func(b *testing.B) {
 		procs := runtime.GOMAXPROCS(0)
@@ -114,11 +125,10 @@ func benchOffsetCommit(b *testing.B, addr string, more ...string) {
 		b.ResetTimer()
 		b.RunParallel(func(pb *testing.PB) {
 			i := int(next.Add(1)-1) % benchClients
-			cl, g := clients[i], group(i)
 			var mine []time.Duration
 			for pb.Next() {
 				start := time.Now()
-				if err := commit(cl, g); err != nil {
+				if err := op(i); err != nil {
 					firstErr.CompareAndSwap(nil, &err)
 					return
 				}
@@ -132,13 +142,19 @@ func benchOffsetCommit(b *testing.B, addr string, more ...string) {
 		if err := firstErr.Load(); err != nil {
 			b.Fatal(*err)
 		}
-		b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "commits/s")
-		if len(lat) > 0 {
-			slices.Sort(lat)
-			b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
-		}
+		reportRoundTrips(b, rate, lat)
 	})
+}
+
+// reportRoundTrips reports the rate of b's iterations and the p50 and p99
+// of the round trips measured.
+func reportRoundTrips(b *testing.B, rate string, lat []time.Duration) {
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), rate)
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+	}
 }
 
 // BenchmarkFailover measures how long a group is without a coordinator when

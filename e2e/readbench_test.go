@@ -3,10 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"runtime"
-	"slices"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -118,57 +115,5 @@ func benchOffsetFetch(b *testing.B, addrs ...string) {
 		}
 	}
 
-	b.Run("serial", func(b *testing.B) {
-		var lat []time.Duration
-		b.ResetTimer()
-		for b.Loop() {
-			start := time.Now()
-			if err := fetch(clients[0], group(0)); err != nil {
-				b.Fatal(err)
-			}
-			lat = append(lat, time.Since(start))
-		}
-		reportRoundTrips(b, "fetches/s", lat)
-	})
-	b.Run(fmt.Sprintf("parallel%d", benchClients), func(b *testing.B) {
-		procs := runtime.GOMAXPROCS(0)
-		b.SetParallelism((benchClients + procs - 1) / procs)
-		var next atomic.Int64
-		var firstErr atomic.Pointer[error]
-		var latMu sync.Mutex
-		var lat []time.Duration
-		b.ResetTimer()
-		b.RunParallel(func(pb *testing.PB) {
-			i := int(next.Add(1)-1) % benchClients
-			cl, g := clients[i], group(i)
-			var mine []time.Duration
-			for pb.Next() {
-				start := time.Now()
-				if err := fetch(cl, g); err != nil {
-					firstErr.CompareAndSwap(nil, &err)
-					return
-				}
-				mine = append(mine, time.Since(start))
-			}
-			latMu.Lock()
-			lat = append(lat, mine...)
-			latMu.Unlock()
-		})
-		b.StopTimer()
-		if err := firstErr.Load(); err != nil {
-			b.Fatal(*err)
-		}
-		reportRoundTrips(b, "fetches/s", lat)
-	})
-}
-
-// reportRoundTrips reports the rate of b's iterations and the p50 and p99
-// of the round trips measured.
-func reportRoundTrips(b *testing.B, rate string, lat []time.Duration) {
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), rate)
-	if len(lat) > 0 {
-		slices.Sort(lat)
-		b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
-		b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
-	}
+	benchRoundTrips(b, "fetches/s", func(i int) error { return fetch(clients[i], group(i)) })
 }
