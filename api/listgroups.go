@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 
@@ -31,8 +32,22 @@ func (h *Handlers) listGroups(_ context.Context, _ *transport.RequestContext, kr
 	if len(req.TypesFilter) > 0 && !containsFold(req.TypesFilter, groupTypeClassic) {
 		return resp, nil
 	}
-	for _, s := range h.shards {
-		listed, err := s.Coordinator.List()
+	// Each shard this node leads confirms its leadership with a quorum
+	// before listing (a round trip): ask them all at once.
+	type shardList struct {
+		listed []groups.GroupListing
+		err    error
+	}
+	lists := make([]shardList, len(h.shards))
+	var wg sync.WaitGroup
+	for i, s := range h.shards {
+		wg.Go(func() {
+			lists[i].listed, lists[i].err = s.Coordinator.List()
+		})
+	}
+	wg.Wait()
+	for _, sl := range lists {
+		listed, err := sl.listed, sl.err
 		if errors.Is(err, groups.ErrLoadInProgress) {
 			// As Kafka: list what is loaded, and say a load is under way.
 			resp.ErrorCode = kerr.CoordinatorLoadInProgress.Code

@@ -32,10 +32,11 @@ func (h *Handlers) offsetFetch(_ context.Context, _ *transport.RequestContext, k
 	}
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version >= 8 {
+		confirmed := make(map[int32]error) // one leadership confirmation per shard and request
 		for _, g := range distinctFetchGroups(req.Groups) {
 			rg := kmsg.NewOffsetFetchResponseGroup()
 			rg.Group = g.group
-			fetched, err := h.fetchOffsets(g.group, g.topics)
+			fetched, err := h.fetchOffsets(g.group, g.topics, confirmed)
 			rg.ErrorCode = h.errorCode(err)
 			for _, ft := range fetched {
 				rt := kmsg.NewOffsetFetchResponseGroupTopic()
@@ -58,7 +59,7 @@ func (h *Handlers) offsetFetch(_ context.Context, _ *transport.RequestContext, k
 			topics = append(topics, offsets.FetchTopic{Topic: t.Topic, Partitions: t.Partitions})
 		}
 	}
-	fetched, err := h.fetchOffsets(req.Group, topics)
+	fetched, err := h.fetchOffsets(req.Group, topics, nil)
 	code := h.errorCode(err)
 	if err != nil && req.Version < 2 {
 		// v0–v1 have no top-level error: report it on every partition.
@@ -81,11 +82,23 @@ func (h *Handlers) offsetFetch(_ context.Context, _ *transport.RequestContext, k
 	return resp, nil
 }
 
-// fetchOffsets reads one group's offsets after checking this node
-// coordinates it.
-func (h *Handlers) fetchOffsets(group string, topics []offsets.FetchTopic) ([]offsets.FetchedTopic, error) {
-	s := h.shardFor(group)
-	if err := s.Coordinator.Check(); err != nil {
+// fetchOffsets reads one group's offsets once a quorum confirmed that this
+// node coordinates its shard. confirmed, when not nil, remembers each
+// shard's confirmation for the rest of the request: a confirmation made
+// after the request arrived serves every group of the shard (the FSM read
+// after it holds every commit acknowledged before the request, and never
+// moves back).
+func (h *Handlers) fetchOffsets(group string, topics []offsets.FetchTopic, confirmed map[int32]error) ([]offsets.FetchedTopic, error) {
+	id := h.cluster.ShardFor(group)
+	s := h.shards[id]
+	err, done := confirmed[id]
+	if !done {
+		err = s.Coordinator.Check()
+		if confirmed != nil {
+			confirmed[id] = err
+		}
+	}
+	if err != nil {
 		return nil, err
 	}
 	return offsets.Fetch(s.State, group, topics), nil
