@@ -57,7 +57,9 @@ func TestStaleActivationAfterLeadershipFlapChangesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	const session = 300 * time.Millisecond
+	// Long enough that a loaded machine's scheduling gaps between two
+	// heartbeats never expire the member; the check waits several of them.
+	const session = time.Second
 	req := joinReq("g", "")
 	req.SessionTimeoutMs = int32(session / time.Millisecond)
 	j := recv(t, joinAsync(c, req))
@@ -81,7 +83,7 @@ func TestStaleActivationAfterLeadershipFlapChangesNothing(t *testing.T) {
 
 	// The member keeps heartbeating the live coordinator for several
 	// session timeouts; nothing may expire it.
-	for end := time.Now().Add(4 * session); time.Now().Before(end); time.Sleep(session / 6) {
+	for end := time.Now().Add(3 * session); time.Now().Before(end); time.Sleep(session / 10) {
 		if err := c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: j.MemberID, Generation: j.Generation}); err != nil {
 			t.Fatalf("heartbeat after the stale activation: %v", err)
 		}
