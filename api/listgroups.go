@@ -10,6 +10,7 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 
@@ -42,6 +43,14 @@ func (h *Handlers) listGroups(_ context.Context, _ *transport.RequestContext, kr
 	var wg sync.WaitGroup
 	for i, s := range h.shards {
 		wg.Go(func() {
+			defer func() {
+				// Off the connection's goroutine, whose recovery would
+				// not see it: a panic fails only this shard's listing.
+				if r := recover(); r != nil {
+					h.logger.Error("listing a shard's groups panicked", "panic", r)
+					lists[i].err = fmt.Errorf("api: listing groups panicked: %v", r)
+				}
+			}()
 			lists[i].listed, lists[i].err = s.Coordinator.List()
 		})
 	}

@@ -7,8 +7,8 @@ import (
 )
 
 // pauseWatch notices that this process stopped running for a while (a
-// SIGSTOP, a frozen VM, a host that stopped scheduling it), so leadership
-// confirmations can stop trusting what a pause makes stale.
+// SIGSTOP, a frozen VM, a suspended host), so leadership confirmations can
+// stop trusting what a pause makes stale.
 //
 // raft's VerifyLeader counts the next answer each follower sends, and an
 // answer to a heartbeat sent before the confirmation began counts too.
@@ -21,22 +21,29 @@ import (
 // than the round can satisfy.
 //
 // One watch serves the process: a goroutine ticks every pauseTick and
-// records when it last ran; a gap longer than pauseGap marks a pause, and
-// confirmations stay cautious for pauseSettle after it, time enough for
-// every answer buffered during the pause to be read.
+// records when it last ran, on the monotonic clock and on the wall clock
+// (the monotonic one stands still while a host is suspended). A gap longer
+// than pauseGap on either marks a pause, and confirmations stay cautious
+// for pauseSettle after it, time enough for every answer buffered during
+// the pause to be read. A tick that is overdue counts as a pause too: after
+// a resume, a read can run before the ticker does.
 type pauseWatch struct {
-	start    time.Time
-	lastTick atomic.Int64 // nanoseconds since start, by the ticker
-	until    atomic.Int64 // cautious until, nanoseconds since start
+	mono func() int64 // monotonic nanoseconds
+	wall func() int64 // wall-clock nanoseconds
+
+	lastMono atomic.Int64 // at the last tick
+	lastWall atomic.Int64 // at the last tick
+	until    atomic.Int64 // cautious until, monotonic nanoseconds
 }
 
 const (
 	// pauseTick is how often the watch's goroutine runs.
 	pauseTick = 10 * time.Millisecond
-	// pauseGap is the longest gap between ticks that is not a pause:
-	// several ticks, and well under LeaderLeaseTimeout (250 ms by default),
-	// the staleness a lease check bounds.
-	pauseGap = 50 * time.Millisecond
+	// pauseGap is the longest gap between ticks that is not a pause: many
+	// ticks, yet well under LeaderLeaseTimeout (250 ms by default) and
+	// HeartbeatTimeout (500 ms), the gaps a stale answer needs to predate
+	// a newer leader.
+	pauseGap = 100 * time.Millisecond
 	// pauseSettle is how long confirmations stay cautious after a pause.
 	pauseSettle = 2 * time.Second
 )
@@ -49,10 +56,18 @@ var (
 // processPauses starts the process's pause watch on first use.
 func processPauses() *pauseWatch {
 	pausesOnce.Do(func() {
-		pauses = &pauseWatch{start: time.Now()}
+		start := time.Now()
+		pauses = newPauseWatch(func() int64 { return int64(time.Since(start)) }, func() int64 { return time.Now().UnixNano() })
 		go pauses.run()
 	})
 	return pauses
+}
+
+func newPauseWatch(mono, wall func() int64) *pauseWatch {
+	w := &pauseWatch{mono: mono, wall: wall}
+	w.lastMono.Store(mono())
+	w.lastWall.Store(wall())
+	return w
 }
 
 // run ticks for the life of the process.
@@ -60,18 +75,25 @@ func (w *pauseWatch) run() {
 	t := time.NewTicker(pauseTick)
 	defer t.Stop()
 	for range t.C {
-		now := w.now()
-		if gap := now - w.lastTick.Swap(now); gap > int64(pauseGap) {
-			w.mark(now)
-		}
+		w.tick()
 	}
 }
 
-func (w *pauseWatch) now() int64 { return int64(time.Since(w.start)) }
+// tick records that the process runs. A pause it ends is marked before
+// the tick is recorded, so recent never sees a fresh tick without the
+// pause it ended.
+func (w *pauseWatch) tick() {
+	mono, wall := w.mono(), w.wall()
+	if mono-w.lastMono.Load() > int64(pauseGap) || wall-w.lastWall.Load() > int64(pauseGap) {
+		w.mark(mono)
+	}
+	w.lastMono.Store(mono)
+	w.lastWall.Store(wall)
+}
 
-// mark records a pause that ended at now (nanoseconds since start).
-func (w *pauseWatch) mark(now int64) {
-	until := now + int64(pauseSettle)
+// mark records a pause that ended at mono.
+func (w *pauseWatch) mark(mono int64) {
+	until := mono + int64(pauseSettle)
 	for {
 		cur := w.until.Load()
 		if cur >= until || w.until.CompareAndSwap(cur, until) {
@@ -81,9 +103,9 @@ func (w *pauseWatch) mark(now int64) {
 }
 
 // recent reports whether the process was paused lately, or may be just
-// resuming from a pause the ticker has not run since (its last tick is
-// overdue).
+// resuming from a pause the ticker has not run since (its tick is overdue).
 func (w *pauseWatch) recent() bool {
-	now := w.now()
-	return now < w.until.Load() || now-w.lastTick.Load() > int64(pauseGap)
+	mono, wall := w.mono(), w.wall()
+	return mono < w.until.Load() ||
+		mono-w.lastMono.Load() > int64(pauseGap) || wall-w.lastWall.Load() > int64(pauseGap)
 }

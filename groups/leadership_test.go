@@ -72,13 +72,18 @@ func TestStaleActivationAfterLeadershipFlapChangesNothing(t *testing.T) {
 		t.Fatal(s.Err)
 	}
 
-	// The late activations of the earlier epochs.
+	// The late activations of the earlier epochs install nothing: the live
+	// group stays the one its member talks to.
+	live := c.groups["g"]
 	wantErr(t, c.Activate(first), ErrNotCoordinator)
 	if err := c.Activate(current); err != nil { // served already: a no-op
 		t.Fatalf("activating the served epoch again: %v", err)
 	}
 	if !c.Active() {
 		t.Fatal("a stale activation deactivated the coordinator")
+	}
+	if c.groups["g"] != live {
+		t.Fatal("a late activation replaced the live group")
 	}
 
 	// The member keeps heartbeating the live coordinator for several

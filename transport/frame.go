@@ -82,10 +82,11 @@ type inbound struct {
 // connection reads one frame at a time, so announced-but-unsent bytes are
 // bounded by that much per connection.
 
-// bodyChunk is how much body readFrameBody allocates before bytes arrive
-// when the frame's bytes are not reserved in a bounded pool: a client
-// announcing a large frame then gets its memory only as it sends it.
-const bodyChunk = 1 << 20
+// firstBodyChunk is how much body readFrameBody allocates before any of
+// it arrived when the frame's bytes are not reserved in a bounded pool; it
+// then doubles as bytes arrive, so a client announcing a frame gets memory
+// only as it sends it.
+const firstBodyChunk = 4 << 10
 
 // readFrameSize reads a frame's 4-byte size prefix from r. I/O errors are
 // returned as they are; a size out of [minFrameBytes, maxBytes] is a
@@ -109,8 +110,8 @@ func readFrameSize(r io.Reader, maxBytes int32) (int32, error) {
 
 // readFrameBody reads a frame body of size bytes from r. When reserved
 // (the bytes are held in a bounded memoryPool) it allocates them at once,
-// leaving no garbage behind; otherwise it allocates in steps of at least
-// bodyChunk as bytes arrive. A frame cut short is io.ErrUnexpectedEOF.
+// leaving no garbage behind; otherwise it allocates firstBodyChunk and
+// doubles as bytes arrive. A frame cut short is io.ErrUnexpectedEOF.
 func readFrameBody(r io.Reader, size int32, reserved bool) ([]byte, error) {
 	if reserved {
 		body := make([]byte, size)
@@ -122,7 +123,7 @@ func readFrameBody(r io.Reader, size int32, reserved bool) ([]byte, error) {
 		}
 		return body, nil
 	}
-	body := make([]byte, 0, min(int(size), bodyChunk))
+	body := make([]byte, 0, min(int(size), firstBodyChunk))
 	for len(body) < int(size) {
 		if len(body) == cap(body) {
 			body = slices.Grow(body, min(cap(body), int(size)-len(body)))

@@ -23,17 +23,18 @@ func readFrame(r *bufio.Reader, maxBytes int32, reserved bool) ([]byte, error) {
 // bytes are reserved in the pool and grown as it arrives otherwise, and a
 // frame cut short is an unexpected EOF either way.
 func TestReadFrameBody(t *testing.T) {
-	body := bytes.Repeat([]byte{7}, 3*bodyChunk+5)
+	const testBodyBytes = 1 << 20
+	body := bytes.Repeat([]byte{7}, 3*testBodyBytes+5)
 	for _, reserved := range []bool{false, true} {
-		got, err := readFrame(bufio.NewReader(bytes.NewReader(frameOf(body))), 4*bodyChunk, reserved)
+		got, err := readFrame(bufio.NewReader(bytes.NewReader(frameOf(body))), 4*testBodyBytes, reserved)
 		if err != nil || !bytes.Equal(got, body) {
 			t.Fatalf("reserved %v: readFrame: %v, %d bytes", reserved, err, len(got))
 		}
-		_, err = readFrame(bufio.NewReader(bytes.NewReader(frameOf(body)[:bodyChunk+10])), 4*bodyChunk, reserved)
+		_, err = readFrame(bufio.NewReader(bytes.NewReader(frameOf(body)[:testBodyBytes+10])), 4*testBodyBytes, reserved)
 		if !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Fatalf("reserved %v: truncated frame: %v", reserved, err)
 		}
-		_, err = readFrame(bufio.NewReader(bytes.NewReader(frameOf(body)[:4])), 4*bodyChunk, reserved)
+		_, err = readFrame(bufio.NewReader(bytes.NewReader(frameOf(body)[:4])), 4*testBodyBytes, reserved)
 		if !errors.Is(err, io.ErrUnexpectedEOF) {
 			t.Fatalf("reserved %v: frame without body: %v", reserved, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -397,15 +398,18 @@ func TestFrameLargerThanQueuedMaxRequestBytesClosesWithOneLogLine(t *testing.T) 
 	}
 }
 
-// TestAnnouncedLargeFramesDoNotStopSmallRequests: with the default limits,
-// two connections that announce 100 MiB frames and then send nothing hold
-// the whole 200 MiB pool, yet heartbeats on other connections are still
+// TestAnnouncedLargeFramesDoNotStopSmallRequests: with a pool of twice the
+// largest frame (the defaults' shape: 200 MiB and 100 MiB), two
+// connections that announce largest frames and then send nothing hold the
+// whole pool, yet heartbeats on other connections are still
 // answered, since frames up to PoolExemptFrameBytes are read outside the
 // pool; a large frame still waits for the pool.
 func TestAnnouncedLargeFramesDoNotStopSmallRequests(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
-	srv, _ := startServer(t, holdMux(release, nil), nil)
+	srv, _ := startServer(t, holdMux(release, nil), func(c *Config) {
+		c.MaxRequestBytes, c.QueuedMaxRequestBytes = 8<<20, 16<<20 // the default shape, smaller
+	})
 	maxBytes := srv.cfg.MaxRequestBytes
 	for range 2 {
 		stalled := dial(t, srv)
@@ -431,4 +435,44 @@ func TestAnnouncedLargeFramesDoNotStopSmallRequests(t *testing.T) {
 	if got := srv.pool.usedBytes.Load(); got != 2*int64(maxBytes) {
 		t.Fatalf("pool holds %d bytes, want the two announced frames' %d", got, 2*int64(maxBytes))
 	}
+}
+
+// TestAnnouncedSmallFramesGetMemoryOnlyAsTheyArrive: frames read outside
+// the pool are allocated as their bytes arrive, so connections that
+// announce frames of almost PoolExemptFrameBytes and send nothing more
+// cost the server a few KiB each, not the frames they announced.
+func TestAnnouncedSmallFramesGetMemoryOnlyAsTheyArrive(t *testing.T) {
+	srv, _ := startServer(t, holdMux(nil, nil), nil)
+	const conns = 200
+	announced := int(srv.cfg.PoolExemptFrameBytes)
+	clients := make([]*Client, conns)
+	for i := range clients {
+		clients[i] = dial(t, srv)
+	}
+	// Every connection is accepted and its reader waits for a size prefix.
+	time.Sleep(200 * time.Millisecond)
+	before := heapAfterGC()
+	for _, cl := range clients {
+		var prefix [5]byte
+		binary.BigEndian.PutUint32(prefix[:4], uint32(announced))
+		if err := cl.WriteRaw(prefix[:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // the readers take their prefixes
+	grown := heapAfterGC() - before
+	t.Logf("%d connections announcing %d-byte frames grew the heap by %d bytes", conns, announced, grown)
+	if limit := int64(conns * announced / 4); grown > limit {
+		t.Fatalf("announced frames took %d bytes of heap, more than a quarter of the %d announced", grown, conns*announced)
+	}
+	if got := srv.pool.usedBytes.Load(); got != 0 {
+		t.Fatalf("small frames hold %d bytes of the pool", got)
+	}
+}
+
+func heapAfterGC() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }
