@@ -23,33 +23,35 @@ const bootstrapSettle = 500 * time.Millisecond
 // has no cluster id; otherwise it runs every GossipPushPullInterval.
 const clusterLoopFast = 100 * time.Millisecond
 
-// bootState is a node's part in a multi-node bootstrap. NewNode sets
-// proposal and active (begin) before gossip starts; afterwards only the
-// cluster loop goroutine reads or writes it.
+// bootState is a node's part in a multi-node bootstrap while it takes
+// part in one. NewNode sets proposal and active (begin) before gossip
+// starts; afterwards only the cluster loop goroutine reads or writes it.
+// What outlives the bootstrap (the proposal, and the view and digest of the
+// agreement acted on) is in node.json: see identity.Proposal.
 type bootState struct {
-	// proposal is the cluster id this node proposes (gossiped as "prop").
+	// proposal is the cluster id this node proposes (gossiped as "prop"),
+	// recorded in node.json before it is first gossiped.
 	proposal string
 	// active: the node takes part in a bootstrap, which it has neither
 	// done nor given up (because a cluster exists).
 	active bool
-	// view and digest are the view the node bootstrapped with and the
-	// digest of that agreement, gossiped from then on.
-	view   []int32
-	digest string
 	// candidate is the agreement last seen (its digest), since
 	// candidateSince.
 	candidate      string
 	candidateSince time.Time
 }
 
-// begin makes the node take part in a multi-node bootstrap with a fresh
-// proposal.
-func (b *bootState) begin() error {
-	id, err := newClusterID()
-	if err != nil {
-		return err
+// begin makes the node take part in a multi-node bootstrap with proposal,
+// the one node.json records, or a fresh one when it records none.
+func (b *bootState) begin(proposal string) error {
+	if proposal == "" {
+		id, err := newClusterID()
+		if err != nil {
+			return err
+		}
+		proposal = id
 	}
-	b.proposal, b.active = id, true
+	b.proposal, b.active = proposal, true
 	return nil
 }
 
@@ -75,6 +77,9 @@ func (n *Node) clusterLoop() {
 		n.refreshMeta()
 		if n.boot.active {
 			n.bootstrapStep()
+		}
+		if n.closed.Load() {
+			return
 		}
 		if n.ClusterID() == "" {
 			n.adoptFromPeers()
@@ -193,10 +198,22 @@ func agreementDigest(members []nodeMeta) string {
 func (n *Node) bootstrapStep() {
 	peers := n.gossip.peers()
 	d := decideBootstrap(n.cfg.BootstrapExpect, peers)
+	if d.kind == bootWait && n.hasState.Load() {
+		// This node's shards got Raft state from a peer while it
+		// bootstrapped (refreshMeta does not advertise it yet), and no
+		// agreement holds any more: the cluster exists.
+		d = bootDecision{kind: bootStop, holder: n.cfg.NodeID}
+	}
 	switch d.kind {
 	case bootStop:
+		// node.json keeps the proposal: should the peers' configurations
+		// name this node, it shows that it took part (participantSeat).
 		n.boot.active, n.boot.proposal = false, ""
 		n.dropCandidate()
+		if d.holder == n.cfg.NodeID {
+			n.logger.Info("this node's shards got Raft state from a peer while no bootstrap agreement holds: the cluster exists, so this node does not bootstrap; its shards come from their leaders")
+			return
+		}
 		n.logger.Info("a peer holds Raft state: the cluster exists, so this node does not bootstrap; its shards come from their leaders",
 			"peer", d.holder)
 		return
@@ -205,6 +222,10 @@ func (n *Node) bootstrapStep() {
 		if d.problem != "" {
 			n.logOnce("bootstrap:"+d.problem, hclog.Error, d.problem, "expect", n.cfg.BootstrapExpect, "seen", nodeIDs(peers))
 		}
+		return
+	}
+	if n.cfg.stallBootstrap {
+		<-n.stop // a test's node that crashed the moment its peers agreed
 		return
 	}
 	if d.digest != n.boot.candidate {
@@ -234,9 +255,10 @@ func (n *Node) dropCandidate() {
 	}
 }
 
-// bootstrap writes the initial configuration of every shard this node is
-// placed on, under the agreement's cluster id, then records the id in
-// node.json and gossips that the node holds state. Cluster loop only.
+// bootstrap records the agreement in node.json, writes the initial
+// configuration of every shard this node is placed on, under the
+// agreement's cluster id, then records the id in node.json and gossips that
+// the node holds state. Cluster loop only.
 //
 // raft.ErrCantBootstrap on a shard means Raft state appeared there since
 // the decision. When the shard holds this very configuration, or none yet
@@ -247,8 +269,15 @@ func (n *Node) dropCandidate() {
 // state of another origin: the node stops bootstrapping and logs it.
 func (n *Node) bootstrap(d bootDecision, addrs map[int32]string) {
 	ids, clusterID := d.ids, d.clusterID
-	n.boot.active, n.boot.view, n.boot.digest = false, ids, d.digest
-	// In memory first, so Raft traffic carries the id from the first
+	n.boot.active = false
+	// The agreement first, without the cluster id: whatever happens next,
+	// this node gossips it from now on (across restarts), so a peer of the
+	// agreement that crashed before bootstrapping its own shards can show
+	// that it took part. A failed write costs only that.
+	if err := n.recordAgreement(ids, d.digest, true); err != nil {
+		n.logger.Error("recording the bootstrap agreement in node.json failed; bootstrapping all the same", "error", err)
+	}
+	// The id in memory next, so Raft traffic carries it from the first
 	// election on; node.json after the configurations, so a crash in
 	// between leaves state without an id, which the node adopts again.
 	if err := n.setClusterID(clusterID, false); err != nil {

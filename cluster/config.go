@@ -195,6 +195,12 @@ type Config struct {
 	// unreachable: their alive messages are dropped, as if a network
 	// partition hid them, so tests can give nodes different views.
 	hiddenPeers []int32
+	// stallBootstrap (tests only) makes the node take part in a multi-node
+	// bootstrap (it gossips its proposal and view, so its peers agree on
+	// it) but stops its cluster loop the moment it sees the agreement,
+	// until Shutdown: its mux names no cluster, it writes no configuration
+	// and its meta no longer changes, as if it crashed then.
+	stallBootstrap bool
 }
 
 // DefaultConfig returns the configuration of `kcoord serve` with no flags: a

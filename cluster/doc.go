@@ -16,10 +16,12 @@
 //     Leave, TransferLeadership and Shutdown.
 //   - Identity (identity.go): DataDir/node.json records the node id, shard
 //     count, log store kind and cluster id (version 2; version 1, without a
-//     cluster id, still loads).
+//     cluster id, still loads), and, for a multi-node bootstrap, the node's
+//     proposal and the view and digest of the agreement it acted on.
 //   - Gossip (gossip.go): memberlist. Each node's meta carries its id,
 //     addresses, whether it holds state, its BootstrapExpect, its cluster
-//     id, its bootstrap proposal and view, and the voters of its shard
+//     id, its bootstrap proposal and view (once it bootstrapped, with the
+//     agreement's digest, across restarts), and the voters of its shard
 //     configurations. Broadcasts and push/pull carry the leader table
 //     (leaders.go: who leads each shard as of which term; the higher term
 //     wins). Peers whose cluster id differs are refused.
@@ -32,7 +34,10 @@
 //     the node checks its seeds' views: ErrEmptyDataDirVoter for a wiped
 //     voter, adoption of the seeds' cluster id otherwise. Later it adopts
 //     the id of the stateful peers, or mints one for a cluster bootstrapped
-//     before ids existed.
+//     before ids existed. A node without Raft state that the peers list as
+//     a voter takes its seat only if the proposal its node.json recorded
+//     reproduces the agreement that placed it (it crashed during the first
+//     bootstrap, before its shards took their configuration).
 //   - Shard (shard.go): one Raft group; Apply/ApplyAsync/Barrier wrap raft's
 //     with context, FSM error translation and futures that always complete;
 //     Leadership, Leads and ConfirmLeadership (leadership.go, readindex.go).

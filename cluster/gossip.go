@@ -53,11 +53,16 @@ type nodeMeta struct {
 	Proposal string `json:"prop,omitempty"`
 	// View is, while the node takes part in a bootstrap, the sorted ids of
 	// the nodes it sees (itself included; join-only nodes without state
-	// left out); after it bootstrapped, the view it bootstrapped with.
+	// left out); after it bootstrapped, the view it bootstrapped with
+	// (with its Proposal and Agreement).
 	View []int32 `json:"view,omitempty"`
 	// Agreement is, after the node bootstrapped, the digest of the
 	// agreement it acted on (see agreementDigest): a peer still deciding
-	// on the same agreement bootstraps the same configuration.
+	// on the same agreement bootstraps the same configuration, and one
+	// that crashed before bootstrapping its shards can show it took part
+	// (see Node.participantSeat). A node that acted on an agreement
+	// gossips it, with its proposal and that view, for good (node.json
+	// records them), restarts included.
 	Agreement string `json:"agreed,omitempty"`
 	// Voters is the sorted union of the node ids that are voters in this
 	// node's shard configurations: a fresh node whose id is in a stateful
@@ -297,8 +302,9 @@ func (g *gossip) leave(timeout time.Duration) {
 }
 
 // NodeMeta implements memberlist.Delegate. A meta over the limit (very long
-// addresses, or very many voters) drops its voters, then its view, and
-// says so once.
+// addresses, or very many voters) leaves out, with state, its bootstrap
+// record and then its voters (saying so in vtrunc), without, its voters
+// and then its view; it logs that once.
 func (g *gossip) NodeMeta(limit int) []byte {
 	g.metaMu.Lock()
 	defer g.metaMu.Unlock()
@@ -307,13 +313,16 @@ func (g *gossip) NodeMeta(limit int) []byte {
 	b, _ := json.Marshal(m)
 	full := len(b)
 	// What to leave out when the meta does not fit: once the node holds
-	// state its bootstrap view matters less than its voters (the
-	// wiped-voter check reads them), before, it has no voters to tell.
+	// state its bootstrap record (view, proposal and agreement, which only
+	// let a crashed peer of its bootstrap take its seat) matters less than
+	// its voters (the wiped-voter check reads them); before, it has no
+	// voters to tell.
 	dropVoters := func() { m.Voters, m.VotersTruncated = nil, len(m.Voters) > 0 }
 	dropView := func() { m.View = nil }
+	dropRecord := func() { m.View, m.Proposal, m.Agreement = nil, "", "" }
 	drops := []func(){dropVoters, dropView}
 	if m.HasState {
-		drops = []func(){dropView, dropVoters}
+		drops = []func(){dropRecord, dropVoters}
 	}
 	for _, drop := range drops {
 		if len(b) <= limit {

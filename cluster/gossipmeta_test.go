@@ -14,21 +14,21 @@ import (
 // voter is never cleared by a peer that could not list it.
 func TestOversizedMetaNeverHidesVotersSilently(t *testing.T) {
 	long := strings.Repeat("h", 200)
-	self := nodeMeta{ID: 1, Kafka: long + ":9092", Raft: "r:9093", HasState: true, ClusterID: "c",
+	self := nodeMeta{ID: 1, Kafka: long + ":9092", Raft: "r:9093", HasState: true, ClusterID: "c", Proposal: "c", Agreement: "a1b2c3d4e5f60718",
 		View: []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, Voters: []int32{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}}
 	g := &gossip{logger: hclog.NewNullLogger(), self: self}
 	full, _ := json.Marshal(self)
 	noView := self
-	noView.View = nil
+	noView.View, noView.Proposal, noView.Agreement = nil, "", ""
 	fitsWithoutView, _ := json.Marshal(noView)
 
 	var got nodeMeta
 	if err := json.Unmarshal(g.NodeMeta(len(fitsWithoutView)+len(`,"v":2`)), &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.View != nil || len(got.Voters) != len(self.Voters) || got.VotersTruncated {
-		t.Fatalf("meta at %d of %d bytes: view %v, voters %v, truncated %v; want the view left out first",
-			len(fitsWithoutView), len(full), got.View, got.Voters, got.VotersTruncated)
+	if got.View != nil || got.Proposal != "" || got.Agreement != "" || len(got.Voters) != len(self.Voters) || got.VotersTruncated {
+		t.Fatalf("meta at %d of %d bytes: view %v, proposal %q, agreement %q, voters %v, truncated %v; want the bootstrap record left out first",
+			len(fitsWithoutView), len(full), got.View, got.Proposal, got.Agreement, got.Voters, got.VotersTruncated)
 	}
 	if !allAdvertiseVoters([]nodeMeta{got}) {
 		t.Fatal("a meta with its voters in full does not count as advertising them")
@@ -45,4 +45,25 @@ func TestOversizedMetaNeverHidesVotersSilently(t *testing.T) {
 	if allAdvertiseVoters([]nodeMeta{got}) {
 		t.Fatal("a peer that left its voters out clears the wiped-voter check")
 	}
+}
+
+// TestStatefulMetaFitsItsBootstrapRecord: a node that bootstrapped keeps
+// gossiping its proposal, view and agreement with its voters; with
+// Kubernetes-length addresses and a five-node bootstrap that still fits
+// memberlist's 512 bytes, so nothing is left out.
+func TestStatefulMetaFitsItsBootstrapRecord(t *testing.T) {
+	host := "kcoord-4.kcoord-headless.kafka-coordinators.svc.cluster.local"
+	self := nodeMeta{ID: 5, Kafka: host + ":9092", Raft: host + ":9093", HasState: true, Expect: 5,
+		ClusterID: "8b0c7a52-2f4e-4c1d-9a77-3f1e0d6b5c42", Proposal: "1f2e3d4c-5b6a-4978-8a6b-5c4d3e2f1a0b",
+		View: []int32{1, 2, 3, 4, 5}, Agreement: "fedcba9876543210", Voters: []int32{1, 2, 3, 4, 5}}
+	g := &gossip{logger: hclog.NewNullLogger(), self: self}
+	b := g.NodeMeta(512)
+	var got nodeMeta
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	if g.big || got.Proposal != self.Proposal || got.Agreement != self.Agreement || len(got.View) != 5 || len(got.Voters) != 5 {
+		t.Fatalf("%d-byte meta left something out: %s", len(b), b)
+	}
+	t.Logf("%d bytes: %s", len(b), b)
 }

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	uuid "github.com/hashicorp/go-uuid"
@@ -22,6 +23,11 @@ const identityFile = "node.json"
 //
 //   - 1: version, node_id, shards, log_store.
 //   - 2: adds cluster_id and awaiting_peers (both omitted when empty).
+//     Later version-2 files may also hold proposal, view and agreement (a
+//     node's part in a multi-node bootstrap, omitted when empty); a release
+//     that does not know them ignores them and drops them when it rewrites
+//     the file, which only costs the recovery they allow (see
+//     Node.participantSeat).
 //
 // A version-1 file loads as a version 2 without a cluster id: the node adopts
 // the id of the cluster it belongs to (see Node.adoptFromPeers), and the file
@@ -45,11 +51,35 @@ type identity struct {
 	// seed could confirm that this node id holds no seat (is no voter) in
 	// the seeds' cluster: no Join was given, or no seed answered within
 	// JoinTimeout. Until that is confirmed, or the node bootstraps a cluster
-	// itself, it adopts no cluster id that lists it as a voter, and its Raft
-	// accepts no connection that names a cluster (see Mux.SetClusterPending).
+	// itself, or shows with Proposal that it took part in the bootstrap that
+	// gave it its seat, it adopts no cluster id that lists it as a voter, and
+	// its Raft accepts no connection that names a cluster (see
+	// Mux.SetClusterPending).
 	// The flag survives restarts, so a wiped node that could not ask its
 	// seeds stays unable to vote.
 	AwaitingPeers bool `json:"awaiting_peers,omitempty"`
+	// Proposal is the cluster id this node proposes for a multi-node
+	// bootstrap (BootstrapExpect > 1), recorded before the node first
+	// gossips it and reused after a restart for as long as the node has not
+	// bootstrapped. A node that restarts without Raft state can show with
+	// it that it took part in the agreement that placed it (a wiped data
+	// dir has lost it): see Node.participantSeat.
+	Proposal string `json:"proposal,omitempty"`
+	// View and Agreement are the sorted node ids and the digest (see
+	// agreementDigest) of the bootstrap agreement this node acted on,
+	// recorded before it writes any shard's configuration. The node keeps
+	// gossiping them with its proposal, across restarts, so that a peer of
+	// the same agreement that crashed before it bootstrapped its own shards
+	// can still show it took part.
+	View      []int32 `json:"view,omitempty"`
+	Agreement string  `json:"agreement,omitempty"`
+}
+
+// equal reports whether two identities say the same.
+func (id identity) equal(o identity) bool {
+	return id.Version == o.Version && id.NodeID == o.NodeID && id.Shards == o.Shards && id.LogStore == o.LogStore &&
+		id.ClusterID == o.ClusterID && id.AwaitingPeers == o.AwaitingPeers &&
+		id.Proposal == o.Proposal && id.Agreement == o.Agreement && slices.Equal(id.View, o.View)
 }
 
 // readIdentity returns the identity recorded in dataDir, and whether there was
@@ -191,7 +221,7 @@ func (n *Node) persistIdentity() error {
 func (n *Node) persistIdentityLocked() error {
 	want := n.ident
 	want.Version = identityVersion
-	if want == n.onDisk {
+	if want.equal(n.onDisk) {
 		return nil
 	}
 	if err := writeIdentity(n.cfg.DataDir, want); err != nil {
@@ -215,8 +245,39 @@ func (n *Node) setAwaitingPeers(awaiting bool) error {
 	n.idMu.Lock()
 	defer n.idMu.Unlock()
 	n.ident.AwaitingPeers = awaiting && n.ident.ClusterID == ""
-	if n.onDisk == (identity{}) {
+	if n.onDisk.equal(identity{}) {
 		return nil // NewNode writes it
+	}
+	return n.persistIdentityLocked()
+}
+
+// setProposal records (in memory; the caller persists node.json) the
+// bootstrap proposal this node takes part with, "" for none.
+func (n *Node) setProposal(proposal string) {
+	n.idMu.Lock()
+	defer n.idMu.Unlock()
+	n.ident.Proposal = proposal
+}
+
+// bootRecord is this node's part in a multi-node bootstrap as node.json
+// records it: its proposal and, once it acted on an agreement, the
+// agreement's view and digest.
+func (n *Node) bootRecord() (proposal string, view []int32, agreement string) {
+	n.idMu.Lock()
+	defer n.idMu.Unlock()
+	return n.ident.Proposal, slices.Clone(n.ident.View), n.ident.Agreement
+}
+
+// recordAgreement records the view and digest of the bootstrap agreement
+// this node acts on, and writes node.json when persist. A failed write
+// keeps the record in memory (it is gossiped all the same, and the next
+// write of node.json carries it).
+func (n *Node) recordAgreement(view []int32, digest string, persist bool) error {
+	n.idMu.Lock()
+	defer n.idMu.Unlock()
+	n.ident.View, n.ident.Agreement = slices.Clone(view), digest
+	if !persist {
+		return nil
 	}
 	return n.persistIdentityLocked()
 }

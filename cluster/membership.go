@@ -24,7 +24,10 @@ import (
 //   - Gossip and the Raft mux refuse peers whose id differs.
 
 // initialMeta is the gossip meta NewNode starts memberlist with, before any
-// shard's Raft runs.
+// shard's Raft runs. It has no bootstrap proposal: a fresh node records
+// its proposal in node.json only after checking its seeds, and gossips it
+// from its first refreshMeta on (a proposal without a view agrees to
+// nothing anyway).
 func (n *Node) initialMeta() nodeMeta {
 	return nodeMeta{
 		Version:   metaVersion,
@@ -34,7 +37,6 @@ func (n *Node) initialMeta() nodeMeta {
 		HasState:  n.hasState.Load(),
 		Expect:    n.cfg.BootstrapExpect,
 		ClusterID: n.ClusterID(),
-		Proposal:  n.boot.proposal,
 	}
 }
 
@@ -139,9 +141,10 @@ func (n *Node) checkSeeds() (found, verified bool, err error) {
 
 // adoptFromPeers runs in the cluster loop while this node has no cluster
 // id. A node whose data dir awaits its check refuses any cluster that lists
-// it as a voter (logged once, with the advice of ErrEmptyDataDirVoter), and
-// records the check as done when stateful peers that advertise their voters
-// do not list it. Then, when every stateful peer with an id names the same
+// it as a voter (logged once, with the advice of ErrEmptyDataDirVoter)
+// unless it took part in the bootstrap that placed it (participantSeat),
+// and records the check as done when stateful peers that advertise their
+// voters do not list it. Then, when every stateful peer with an id names the same
 // one, the node adopts and persists it; when none has an id and this node
 // holds state, the lowest voter of the metadata shard mints one.
 func (n *Node) adoptFromPeers() {
@@ -153,16 +156,28 @@ func (n *Node) adoptFromPeers() {
 	}
 	if !hasState && n.awaitingPeers() {
 		if listing := listingAsVoter(stateful, n.cfg.NodeID); len(listing) > 0 {
+			if n.participantSeat(others, stateful) {
+				return
+			}
 			n.logOnce("wiped-voter", hclog.Error, n.emptyDataDirVoterError(listing).Error())
 			return
 		}
-		if len(stateful) > 0 && allAdvertiseVoters(stateful) {
-			if err := n.setAwaitingPeers(false); err != nil {
-				n.logger.Error("recording the peers' confirmation failed", "error", err)
-				return
-			}
-			n.logger.Info("peers confirm this node holds no seat in their cluster", "peers", nodeIDs(stateful))
+		if len(stateful) == 0 {
+			return
 		}
+		if !allAdvertiseVoters(stateful) {
+			// Fail closed: a peer that cannot list its voters (a release
+			// before voters were gossiped, or a meta that had to leave
+			// them out) cannot confirm that this node holds no seat.
+			n.logOnce("unverified-seat", hclog.Warn, "not joining: peers holding state do not advertise their voters in full, so nothing confirms this node holds no seat; it accepts no Raft traffic until they do",
+				"peers", nodeIDs(stateful))
+			return
+		}
+		if err := n.setAwaitingPeers(false); err != nil {
+			n.logger.Error("recording the peers' confirmation failed", "error", err)
+			return
+		}
+		n.logger.Info("peers confirm this node holds no seat in their cluster", "peers", nodeIDs(stateful))
 	}
 	ids := clusterIDsOf(stateful)
 	switch len(ids) {
@@ -180,6 +195,122 @@ func (n *Node) adoptFromPeers() {
 		n.logOnce("ambiguous:"+strings.Join(ids, ","), hclog.Error,
 			"peers holding state advertise different cluster ids: adopting none", "cluster_ids", ids)
 	}
+}
+
+// participantSeat runs in the cluster loop when stateful peers list this
+// node, which awaits its check and holds no Raft state, as a voter. That is
+// a wiped voter, unless the node took part in the bootstrap agreement that
+// placed it and crashed before its own shards took the configuration: its
+// node.json then still records the proposal it agreed with, and it never
+// voted nor stored a term. Such a node takes its seat: it records the
+// agreement, adopts its cluster id (which ends the wait and lets the
+// leaders' Raft traffic in), and is ready once every shard the agreement
+// placed on it has its configuration from its leader.
+//
+// It reports whether it dealt with the listing: took the seat, or waits
+// (logged once) because it cannot tell yet, some member's proposal not
+// being in gossip or the peers not naming one cluster id. False: the node
+// is to be refused as a wiped voter (no proposal recorded, Raft state
+// after all, or no advertised agreement that its proposal reproduces).
+// A node that holds Raft state is not this case; adoptFromPeers does not
+// call it then.
+func (n *Node) participantSeat(others, stateful []nodeMeta) bool {
+	proposal, _, _ := n.bootRecord()
+	if proposal == "" || !n.noRaftState() {
+		return false
+	}
+	d, missing := agreementWith(n.cfg.NodeID, proposal, others)
+	if d.kind != bootGo {
+		if len(missing) == 0 {
+			return false
+		}
+		n.logOnce(fmt.Sprint("seat-missing:", missing), hclog.Warn,
+			"peers list this node as a voter; whether it took part in the bootstrap that placed them (or is a wiped voter) is known once nodes of that bootstrap gossip their proposals: waiting, and accepting no cluster's Raft traffic meanwhile",
+			"waiting_for", missing, "listed_by", nodeIDs(listingAsVoter(stateful, n.cfg.NodeID)))
+		return true
+	}
+	if ids := clusterIDsOf(stateful); len(ids) != 1 || ids[0] != d.clusterID {
+		n.logOnce(fmt.Sprint("seat-ids:", ids), hclog.Warn,
+			"this node took part in the bootstrap that placed it, but not every peer holding state names that cluster id yet: waiting",
+			"cluster_id", d.clusterID, "peer_cluster_ids", ids)
+		return true
+	}
+	rf := min(n.cfg.ReplicationFactor, len(d.ids))
+	var here []*Shard
+	for _, s := range n.all {
+		if slices.Contains(placement(s.ID, d.ids, rf), n.cfg.NodeID) {
+			here = append(here, s)
+		}
+	}
+	// Ready waits for these before the cluster id can make it true.
+	n.placed.Store(&here)
+	n.boot.active, n.boot.proposal = false, ""
+	n.boot.candidate = ""
+	_ = n.recordAgreement(d.ids, d.digest, false) // written with the cluster id
+	if err := n.setClusterID(d.clusterID, true); err != nil {
+		n.logOnce("seat:"+err.Error(), hclog.Error, "taking this node's seat failed: recording the cluster id in node.json", "cluster_id", d.clusterID, "error", err)
+		return true
+	}
+	n.logger.Info("this node took part in the bootstrap that placed it and holds no Raft state (it crashed before its shards took their configuration): taking its seat; its shards get their configuration from their leaders",
+		"cluster_id", d.clusterID, "nodes", d.ids, "shards_placed_here", len(here))
+	return true
+}
+
+// agreementWith finds, among the peers' metas, the bootstrap agreement
+// that placed node self, if self took part in it with proposal: one that a
+// stateful peer advertises (view and digest), whose view includes self, and
+// whose digest proposal reproduces together with the proposals the view's
+// other members advertise. A node whose data dir was wiped has lost the
+// proposal it agreed with and reproduces no digest. d.kind is bootGo when
+// found (with ids, clusterID and digest, as decideBootstrap gives them);
+// else, unless some advertised agreement was checked in full and differs,
+// missing are the members whose proposals it lacked to tell.
+func agreementWith(self int32, proposal string, peers []nodeMeta) (d bootDecision, missing []int32) {
+	props := map[int32]string{self: proposal}
+	mismatch := false
+	for _, p := range peers {
+		if p.ID != self && p.Proposal != "" {
+			props[p.ID] = p.Proposal
+		}
+	}
+	for _, p := range peers {
+		if !p.HasState || p.Agreement == "" || !slices.Contains(p.View, self) || !slices.IsSorted(p.View) {
+			continue
+		}
+		members := make([]nodeMeta, 0, len(p.View))
+		var lack []int32
+		for _, id := range p.View {
+			if props[id] == "" {
+				lack = append(lack, id)
+			}
+			members = append(members, nodeMeta{ID: id, Proposal: props[id]})
+		}
+		if len(lack) > 0 {
+			missing = append(missing, lack...)
+			continue
+		}
+		if agreementDigest(members) == p.Agreement {
+			return bootDecision{kind: bootGo, ids: slices.Clone(p.View), clusterID: members[0].Proposal, digest: p.Agreement}, nil
+		}
+		mismatch = true
+	}
+	if mismatch {
+		return bootDecision{kind: bootWait}, nil // not a member with this proposal: no need to wait
+	}
+	slices.Sort(missing)
+	return bootDecision{kind: bootWait}, slices.Compact(missing)
+}
+
+// noRaftState reports whether no shard of this node holds Raft state: none
+// had any when it started (raft.HasExistingState), and none has a term or
+// an entry (or snapshot) since.
+func (n *Node) noRaftState() bool {
+	for _, s := range n.all {
+		if s.hadState || s.Raft.CurrentTerm() != 0 || s.Raft.LastIndex() != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // mintIfLowestVoter gives a cluster bootstrapped before cluster ids existed
@@ -230,17 +361,32 @@ func (n *Node) refreshMeta() {
 	if state {
 		n.hasState.Store(true)
 	}
+	// While it takes part in a bootstrap, the node does not advertise the
+	// state its shards got (from a peer of the agreement it is about to act
+	// on: its mux names that agreement's cluster): that would read as a
+	// cluster existing outside the agreement, and make this node and its
+	// peers give the bootstrap up (bootStop) and leave no record of the
+	// agreement. It advertises it once it acted on the agreement.
+	if n.boot.active {
+		state = false
+	}
 	var voters []int32
 	if state {
 		voters = n.voterIDs()
 	}
-	view := n.boot.view
+	// While bootstrapping: the proposal and the live view. Once the node
+	// acted on an agreement, for good: its proposal, view and digest, as
+	// node.json records them (participantSeat reads them).
+	var proposal, agreement string
+	var view []int32
 	if n.boot.active {
-		view = g.view()
+		proposal, view = n.boot.proposal, g.view()
+	} else if p, v, a := n.bootRecord(); a != "" {
+		proposal, view, agreement = p, v, a
 	}
 	changed := g.updateSelf(func(m *nodeMeta) {
 		m.Version, m.HasState, m.Voters, m.ClusterID = metaVersion, state, voters, n.ClusterID()
-		m.Proposal, m.View, m.Agreement = n.boot.proposal, view, n.boot.digest
+		m.Proposal, m.View, m.Agreement = proposal, view, agreement
 	})
 	if changed {
 		g.announce()

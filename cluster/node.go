@@ -163,9 +163,22 @@ func NewNode(cfg Config) (*Node, error) {
 	mux.SetClusterPending(id.ClusterID == "" && !n.hasState.Load())
 	n.members.set(Broker{NodeID: cfg.NodeID, KafkaAddr: cfg.KafkaAddr}, mux.advertise)
 	if cfg.BootstrapExpect > 1 && !n.hasState.Load() && id.ClusterID == "" {
-		if err := n.boot.begin(); err != nil {
+		// No shard holds Raft state (raft.HasExistingState): the node has
+		// not bootstrapped, and takes part with the proposal node.json
+		// records, if any, so that after a crash it is still the node its
+		// peers may have agreed on. A new one is recorded before the
+		// node gossips it: here on an initialised data dir, below (with
+		// the rest of node.json) on a fresh one.
+		if err := n.boot.begin(id.Proposal); err != nil {
 			n.abort()
 			return nil, err
+		}
+		n.setProposal(n.boot.proposal)
+		if initialised {
+			if err := n.persistIdentity(); err != nil {
+				n.abort()
+				return nil, err
+			}
 		}
 	}
 	if cfg.GossipAddr != "" {
@@ -180,8 +193,11 @@ func NewNode(cfg Config) (*Node, error) {
 		n.abort()
 		return nil, err
 	}
-	if n.ClusterID() != "" {
-		n.boot = bootState{} // it joined the seeds' cluster: no bootstrap to take part in
+	if n.ClusterID() != "" && n.boot.active {
+		// It joined the seeds' cluster: no bootstrap to take part in, and
+		// no proposal to record (none was gossiped).
+		n.boot = bootState{}
+		n.setProposal("")
 	}
 	if !initialised && !bootstrapAlone {
 		// Written before any Raft runs: from now on the data dir is not
