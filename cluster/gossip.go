@@ -113,6 +113,9 @@ type gossip struct {
 	metaMu sync.Mutex
 	self   nodeMeta // what NodeMeta advertises
 	big    bool     // the meta was too large once (logged)
+	// metaLimit (tests only), when positive, lowers memberlist's meta
+	// limit, to exercise what an oversized meta leaves out.
+	metaLimit atomic.Int64
 
 	// known holds the last meta of every live peer, from memberlist's
 	// events (reading memberlist's own node list races with its updates).
@@ -308,6 +311,9 @@ func (g *gossip) leave(timeout time.Duration) {
 func (g *gossip) NodeMeta(limit int) []byte {
 	g.metaMu.Lock()
 	defer g.metaMu.Unlock()
+	if l := int(g.metaLimit.Load()); l > 0 {
+		limit = min(limit, l)
+	}
 	m := g.self
 	m.Version = metaVersion
 	b, _ := json.Marshal(m)

@@ -124,10 +124,19 @@ func (n *Node) checkSeeds() (found, verified bool, err error) {
 	if listing := listingAsVoter(stateful, n.cfg.NodeID); len(listing) > 0 {
 		return true, false, n.emptyDataDirVoterError(listing)
 	}
+	verified = allAdvertiseVoters(stateful)
 	ids := clusterIDsOf(stateful)
 	switch len(ids) {
 	case 0:
 	case 1:
+		if !verified {
+			// Fail closed: without every stateful peer's voters nothing
+			// shows this node holds no seat, and adopting the id would let
+			// the cluster's Raft traffic in (adoptFromPeers decides later).
+			n.logger.Warn("not joining the seeds' cluster yet: peers holding state do not advertise their voters in full",
+				"cluster_id", ids[0], "peers", nodeIDs(stateful))
+			break
+		}
 		if err := n.setClusterID(ids[0], false); err != nil {
 			return true, false, err
 		}
@@ -136,7 +145,7 @@ func (n *Node) checkSeeds() (found, verified bool, err error) {
 		return true, false, fmt.Errorf("%w: peers holding state advertise cluster ids %s; give --join seeds of one cluster",
 			ErrAmbiguousJoin, strings.Join(ids, ", "))
 	}
-	return true, allAdvertiseVoters(stateful), nil
+	return true, verified, nil
 }
 
 // adoptFromPeers runs in the cluster loop while this node has no cluster
