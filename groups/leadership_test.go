@@ -114,3 +114,51 @@ func TestActivationOfAPassedEpochInstallsNothing(t *testing.T) {
 	}
 	wantErr(t, c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}), ErrNotCoordinator)
 }
+
+// TestRequestsDuringAnElectionWaitForItsOutcome: a heartbeat that reaches
+// a replica while its shard elects a leader is held, then served when this
+// node wins, answered NOT_COORDINATOR when another node wins, and answered
+// NOT_COORDINATOR when the hold expires; never sent away before the
+// outcome is known.
+func TestRequestsDuringAnElectionWaitForItsOutcome(t *testing.T) {
+	c, log := newTestCoordinator(t, func(cfg *Config) { cfg.ElectionHold = 2 * time.Second })
+	ids, gen := stableGroup(t, c, "g", 1)
+	hb := HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}
+	heartbeat := func() <-chan error {
+		ch := make(chan error, 1)
+		go func() { ch <- c.Heartbeat(hb) }()
+		return ch
+	}
+
+	// This node wins the election.
+	log.SetLeader(false)
+	c.Deactivate()
+	log.SetSettling(true)
+	held := heartbeat()
+	assertPending(t, held)
+	won := log.SetLeader(true)
+	log.SetSettling(false)
+	if err := c.Activate(won); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv(t, held); err != nil {
+		t.Fatalf("heartbeat held through an election this node won: %v", err)
+	}
+
+	// Another node wins.
+	log.SetLeader(false)
+	c.Deactivate()
+	log.SetSettling(true)
+	held = heartbeat()
+	assertPending(t, held)
+	log.SetSettling(false) // a leader elsewhere is known now
+	wantErr(t, recv(t, held), ErrNotCoordinator)
+
+	// Nobody wins within the hold.
+	log.SetSettling(true)
+	start := time.Now()
+	wantErr(t, recv(t, heartbeat()), ErrNotCoordinator)
+	if waited := time.Since(start); waited < 2*time.Second {
+		t.Fatalf("answered after %v, before the 2 s hold expired", waited)
+	}
+}
