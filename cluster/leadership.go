@@ -3,7 +3,6 @@ package cluster
 import (
 	"errors"
 	"sync/atomic"
-	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -63,36 +62,6 @@ func (s *Shard) Leads(epoch uint64) bool {
 	// The term too: a leader's term changes only when it steps down, so a
 	// newer term means this epoch ended even if its notification lags.
 	return l.Leader && l.Epoch == epoch && s.Raft.State() == raft.Leader && s.Raft.CurrentTerm() == l.Term
-}
-
-// Settling reports whether the shard's leadership is being decided, as
-// this replica can tell: it won an election whose notification is not
-// delivered yet, or it was following a leader that went silent moments
-// ago (no contact for two of the leader's heartbeat intervals, but some
-// within an election's length: about the time a new leader takes to be
-// elected after a crash). A request that reaches a settling replica can
-// wait for the outcome instead of being sent to a leader that may be dead.
-//
-// A replica that never heard from a leader since it started (restarted
-// after a crash, while the leader still backs off its heartbeats to it),
-// or that has been cut off for longer than an election takes, is not
-// settling: it cannot tell the election is near its end, and holding
-// requests there would hold them for nothing. Cheap; any goroutine may
-// call it.
-func (s *Shard) Settling() bool {
-	switch s.Raft.State() {
-	case raft.Leader:
-		return !s.leadership.load().Leader
-	case raft.Follower, raft.Candidate:
-	default:
-		return false
-	}
-	last := s.Raft.LastContact()
-	if last.IsZero() {
-		return false
-	}
-	silent := time.Since(last)
-	return silent > s.heartbeat/5 && silent <= s.heartbeat+2*s.election
 }
 
 // ErrNotLeading is returned by ConfirmLeadership when this node no longer

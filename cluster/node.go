@@ -396,8 +396,6 @@ func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Sha
 		logger:       n.logger,
 		localID:      rc.LocalID,
 		leaseTimeout: rc.LeaderLeaseTimeout,
-		heartbeat:    rc.HeartbeatTimeout,
-		election:     rc.ElectionTimeout,
 		store:        st.store,
 		trans:        trans,
 		notifyCh:     notifyCh,
@@ -510,34 +508,25 @@ func (n *Node) Shards() []*Shard { return slices.Clone(n.shards) }
 // single node knows only itself.
 func (n *Node) Brokers() []Broker { return n.members.brokers() }
 
-// LeaderOf returns the broker to send shard's group requests to: from this
-// node's own Raft instance when it replicates the shard, else from the
-// leader table gossip maintains. While a replicated shard's leadership is
-// settling (Shard.Settling: the leader this node followed went silent
-// moments ago, so is probably dead) it is this node: a live replica, whose
-// coordinator holds the requests until the election ends, instead of a
-// leader that may refuse the client's dial (franz-go ends a member's
-// session when a heartbeat cannot dial). A leader unknown, or silent for
-// longer than an election takes, is not named at all.
+// LeaderOf returns the broker leading shard, if a leader is known and is a
+// live node: from this node's own Raft instance when it replicates the
+// shard, else from the leader table gossip maintains. A leader this node's
+// follower has not heard from for half a heartbeat timeout (it heartbeats
+// ten times per timeout) counts as unknown: it is probably dead, and
+// sending clients to it would make them fail their requests until the
+// election ends instead of waiting for it.
 func (n *Node) LeaderOf(shard int32) (Broker, bool) {
 	s := n.Shard(shard)
 	if s == nil || n.closed.Load() {
 		return Broker{}, false
 	}
 	if s.replicated() {
-		if s.Settling() {
-			// The leader may be dead: name this node, a live replica,
-			// whose coordinator holds the group's requests until the
-			// election settles, rather than a node that may refuse the
-			// client's dial.
-			return n.Self(), true
-		}
 		_, id := s.Raft.LeaderWithID()
 		if id == "" {
 			return Broker{}, false
 		}
 		if id != s.localID && time.Since(s.Raft.LastContact()) > n.cfg.HeartbeatTimeout/2 {
-			return Broker{}, false // cut off for longer than an election takes
+			return Broker{}, false
 		}
 		nodeID, err := strconv.ParseInt(string(id), 10, 32)
 		if err != nil {

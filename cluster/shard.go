@@ -23,8 +23,6 @@ type Shard struct {
 	logger       hclog.Logger
 	localID      raft.ServerID
 	leaseTimeout time.Duration
-	heartbeat    time.Duration // HeartbeatTimeout: the leader heartbeats at a tenth of it
-	election     time.Duration // ElectionTimeout
 	store        shardLogStore
 	trans        *raft.NetworkTransport
 	notifyCh     chan bool

@@ -40,10 +40,6 @@ type Log interface {
 	// one round trip and may be called from any request goroutine, with no
 	// group lock held.
 	ConfirmLeadership(ctx context.Context, epoch uint64) error
-	// Settling reports whether this node replicates the shard and its
-	// leadership is being decided (an election, or a win not yet
-	// delivered). Cheap; asked while a request is held.
-	Settling() bool
 }
 
 // Coordinator serves the classic groups of one shard while this node leads
@@ -206,51 +202,17 @@ func (c *Coordinator) confirmRead() error {
 }
 
 // serving returns the epoch the coordinator serves under, or
-// ErrLoadInProgress or ErrNotCoordinator, after holding the request while
-// the shard's leadership settles (awaitServing).
+// ErrLoadInProgress or ErrNotCoordinator.
 func (c *Coordinator) serving() (uint64, error) {
-	return c.awaitServing()
-}
-
-// electionPoll is how often a held request looks at the election again.
-const electionPoll = 5 * time.Millisecond
-
-// awaitServing returns the epoch this coordinator serves under. A request
-// that reaches it while the shard's leadership is being decided (an
-// election under way on this replica, or this node's activation loading
-// the groups) is held until the outcome, at most Config.ElectionHold: it
-// is served once this node serves, and answered ErrNotCoordinator once
-// another node leads (its client then finds the winner), or when the hold
-// expires (ErrLoadInProgress if still loading). Clients are thus never
-// sent on to a coordinator that may be dead, nor told to back off while
-// the answer is moments away (sarama ends a member's session on
-// COORDINATOR_LOAD_IN_PROGRESS). Called from request goroutines without
-// any lock held.
-func (c *Coordinator) awaitServing() (uint64, error) {
-	var deadline time.Time
-	for {
-		c.mu.RLock()
-		active, loading, epoch := c.active, c.loading, c.epoch
-		c.mu.RUnlock()
-		if active && c.log.Leads(epoch) {
-			return epoch, nil
-		}
-		err := ErrNotCoordinator
-		if loading != 0 {
-			err = ErrLoadInProgress
-		}
-		if c.cfg.ElectionHold <= 0 || (loading == 0 && !c.log.Settling()) {
-			return 0, err
-		}
-		now := time.Now()
-		switch {
-		case deadline.IsZero():
-			deadline = now.Add(c.cfg.ElectionHold)
-		case now.After(deadline):
-			return 0, err
-		}
-		time.Sleep(electionPoll)
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	switch {
+	case c.loading != 0:
+		return 0, ErrLoadInProgress
+	case !c.active:
+		return 0, ErrNotCoordinator
 	}
+	return c.epoch, nil
 }
 
 // confirm asks a quorum whether epoch is still this node's leadership: an
@@ -294,14 +256,13 @@ func (c *Coordinator) Active() bool {
 // It returns ErrNotCoordinator or ErrLoadInProgress when not serving; a nil
 // group with a nil error means the group does not exist.
 func (c *Coordinator) lookup(id string, create bool) (*group, error) {
-	if _, err := c.awaitServing(); err != nil {
-		return nil, err
-	}
 	c.mu.RLock()
 	g, ok := c.groups[id]
-	active, epoch := c.active, c.epoch
+	active, loading, epoch := c.active, c.loading, c.epoch
 	c.mu.RUnlock()
 	switch {
+	case loading != 0:
+		return nil, ErrLoadInProgress
 	case !active || !c.log.Leads(epoch):
 		return nil, ErrNotCoordinator
 	case ok || !create:

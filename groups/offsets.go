@@ -98,7 +98,7 @@ func (g *group) removeIfEmpty(remaining int) bool {
 // shard leader; the deletions go through Raft without being waited for.
 // It returns how many offsets and groups it removed.
 func (c *Coordinator) ExpireOffsets(now, retention int64) (offsets, groups int) {
-	if !c.Active() || c.Check() != nil { // shards led elsewhere: no hold, no round trip
+	if c.Check() != nil {
 		return 0, 0
 	}
 	c.mu.RLock()

@@ -27,7 +27,6 @@ type MemLog struct {
 	// was deposed without knowing it yet).
 	confirmFail error
 	confirms    int
-	settling    bool
 }
 
 // NewMemLog returns a MemLog applying to a fresh shard FSM, leading in
@@ -114,20 +113,6 @@ func (l *MemLog) Confirms() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.confirms
-}
-
-// SetSettling makes Settling report settling: an election under way.
-func (l *MemLog) SetSettling(settling bool) {
-	l.mu.Lock()
-	l.settling = settling
-	l.mu.Unlock()
-}
-
-// Settling implements Log.
-func (l *MemLog) Settling() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.settling
 }
 
 // Leads implements Log.

@@ -133,7 +133,6 @@ func (s *Server) startNode(advertised string) error {
 	gcfg.InitialRebalanceDelay = s.cfg.GroupInitialRebalanceDelay
 	gcfg.MinSessionTimeout, gcfg.MaxSessionTimeout = s.cfg.GroupMinSessionTimeout, s.cfg.GroupMaxSessionTimeout
 	gcfg.MaxSize, gcfg.WriteTimeout = s.cfg.GroupMaxSize, s.cfg.OffsetsCommitTimeout
-	gcfg.ElectionHold = s.cfg.GroupElectionHold
 	gcfg.Logger = s.logger.Named("groups")
 	if s.cfg.Groups != nil {
 		s.cfg.Groups(&gcfg)
@@ -425,12 +424,6 @@ func (l *shardLog) ApplyAsync(cmd []byte, timeout time.Duration) raft.ApplyFutur
 		return groups.FailedFuture(err)
 	}
 	return sh.ApplyAsync(cmd, timeout)
-}
-
-// Settling implements groups.Log.
-func (l *shardLog) Settling() bool {
-	sh, err := l.raftShard()
-	return err == nil && sh.Settling()
 }
 
 // Leads implements groups.Log.
