@@ -65,6 +65,13 @@ func sentFrameBytes(req kmsg.Request, corr int32) int64 {
 	return int64(len(kmsg.NewRequestFormatter().AppendRequest(nil, req, corr)) - 4)
 }
 
+// smallPool configures a 1 MiB pool that counts every frame, for tests
+// that hold and wait for its bytes with small requests.
+func smallPool(c *Config) {
+	c.MaxRequestBytes, c.QueuedMaxRequestBytes = 1<<20, 1<<20
+	c.PoolExemptFrameBytes = 1 // every frame counts
+}
+
 func poolHolds(t *testing.T, srv *Server, wantBytes int64, what string) {
 	t.Helper()
 	waitFor(t, 2*time.Second, what, func() bool { return srv.pool.usedBytes.Load() == wantBytes })
@@ -75,10 +82,7 @@ func poolHolds(t *testing.T, srv *Server, wantBytes int64, what string) {
 // (read-ahead), and gives them back once its response is written.
 func TestQueuedRequestBytesHeldUntilResponseWritten(t *testing.T) {
 	release := make(chan struct{})
-	srv, _ := startServer(t, holdMux(release, nil), func(c *Config) {
-		c.MaxRequestBytes, c.QueuedMaxRequestBytes = 1<<20, 1<<20
-		c.PoolExemptFrameBytes = 1 // every frame counts
-	})
+	srv, _ := startServer(t, holdMux(release, nil), smallPool)
 	cl := dial(t, srv)
 	reqs := []*kmsg.HeartbeatRequest{heartbeat(4, "hold", 0), heartbeat(4, "ok", 1), heartbeat(4, "ok", 2)}
 	var want int64
@@ -103,10 +107,7 @@ func TestQueuedRequestBytesHeldUntilResponseWritten(t *testing.T) {
 // on.
 func TestQueuedRequestBytesReturnedOnEveryFailure(t *testing.T) {
 	fail := make(chan struct{})
-	srv, _ := startServer(t, holdMux(nil, fail), func(c *Config) {
-		c.MaxRequestBytes, c.QueuedMaxRequestBytes = 1<<20, 1<<20
-		c.PoolExemptFrameBytes = 1 // every frame counts
-	})
+	srv, _ := startServer(t, holdMux(nil, fail), smallPool)
 	const partialFrameBytes = 512 << 10
 	cases := []struct {
 		name string
@@ -279,10 +280,7 @@ func waitingForPool(t *testing.T, srv *Server, cl *Client, frameBytes int) {
 func TestWaitForQueuedBytesEndsWhenItsConnectionCloses(t *testing.T) {
 	release, fail := make(chan struct{}), make(chan struct{})
 	defer close(release)
-	srv, _ := startServer(t, holdMux(release, fail), func(c *Config) {
-		c.MaxRequestBytes, c.QueuedMaxRequestBytes = 1<<20, 1<<20
-		c.PoolExemptFrameBytes = 1 // every frame counts
-	})
+	srv, _ := startServer(t, holdMux(release, fail), smallPool)
 	holder := dial(t, srv)
 	if _, err := sendLargeJoinGroup(holder, "hold", 700<<10, 0); err != nil {
 		t.Fatal(err)
@@ -307,10 +305,7 @@ func TestWaitForQueuedBytesEndsWhenItsConnectionCloses(t *testing.T) {
 func TestWaitForQueuedBytesEndsWhenServerCloses(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
-	srv, logs := startServer(t, holdMux(release, nil), func(c *Config) {
-		c.MaxRequestBytes, c.QueuedMaxRequestBytes = 1<<20, 1<<20
-		c.PoolExemptFrameBytes = 1 // every frame counts
-	})
+	srv, logs := startServer(t, holdMux(release, nil), smallPool)
 	holder := dial(t, srv)
 	if _, err := sendLargeJoinGroup(holder, "hold", 700<<10, 0); err != nil {
 		t.Fatal(err)
