@@ -44,7 +44,7 @@ func (n *Node) balanceLeaders() {
 	// leaderships: a member that joined with Join alone holds no replica.
 	voters := n.voterIDs()
 	var live []Broker
-	for _, b := range n.members.brokers() {
+	for _, b := range n.members.brokers(n.mux.deaths) {
 		if slices.Contains(voters, b.NodeID) {
 			live = append(live, b)
 		}

@@ -425,8 +425,26 @@ func (g *gossip) purgeForeign() {
 	}
 }
 
-// NotifyMsg implements memberlist.Delegate: a leader broadcast.
+// deathMsgPrefix starts a death broadcast: the prefix, then the dead
+// peer's Raft address. (Leader broadcasts are JSON objects; a release that
+// knows no death broadcast fails to decode one and ignores it.)
+const deathMsgPrefix = 'd'
+
+// broadcastDeath tells the cluster that the Raft peer at addr refused a
+// connection: each receiver probes it before believing it (peerDeaths).
+func (g *gossip) broadcastDeath(addr string) {
+	g.queue.QueueBroadcast(simpleBroadcast(append([]byte{deathMsgPrefix}, addr...)))
+}
+
+// NotifyMsg implements memberlist.Delegate: a leader or death broadcast.
+// It must not block (memberlist's packet handler calls it).
 func (g *gossip) NotifyMsg(b []byte) {
+	if len(b) > 1 && b[0] == deathMsgPrefix {
+		if addr := string(b[1:]); addr != g.n.mux.advertise {
+			g.n.mux.deaths.suspect(addr)
+		}
+		return
+	}
 	var m leaderMsg
 	if json.Unmarshal(b, &m) == nil && g.live(m.Entry.Node) {
 		g.n.leaders.update(m.Shard, m.Entry)

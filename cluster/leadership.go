@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -29,6 +30,18 @@ type Leadership struct {
 // reads it sees its own notification; any goroutine may read it.
 type leadershipState struct {
 	cur atomic.Pointer[Leadership]
+	// down is when the latest notification that this node no longer
+	// leads arrived (Unix nanoseconds; 0: never).
+	down atomic.Int64
+}
+
+// steppedDown returns when this node last stopped leading the shard, as
+// notified (the zero time if it never did).
+func (l *leadershipState) steppedDown() time.Time {
+	if d := l.down.Load(); d != 0 {
+		return time.Unix(0, d)
+	}
+	return time.Time{}
 }
 
 // load returns the current leadership (the zero value before the first
@@ -44,6 +57,9 @@ func (l *leadershipState) load() Leadership {
 // goroutine.
 func (l *leadershipState) next(leader bool, term uint64) Leadership {
 	n := Leadership{Epoch: l.load().Epoch + 1, Term: term, Leader: leader}
+	if !leader {
+		l.down.Store(time.Now().UnixNano())
+	}
 	l.cur.Store(&n)
 	return n
 }

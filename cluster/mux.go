@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -57,6 +58,7 @@ type Mux struct {
 	headerTimeout time.Duration
 	logger        hclog.Logger
 	faults        *Faults
+	deaths        *peerDeaths
 
 	mu      sync.Mutex
 	closed  bool
@@ -115,6 +117,7 @@ func newMux(ln net.Listener, advertise string, logger hclog.Logger, headerTimeou
 		closeCh:       make(chan struct{}),
 	}
 	m.faults = &Faults{mux: m, rules: make(map[uint64]Fault)}
+	m.deaths = newPeerDeaths(logger)
 	m.wg.Add(1)
 	go m.acceptLoop()
 	return m
@@ -240,6 +243,7 @@ func (m *Mux) Close() error {
 	}
 	m.closed = true
 	close(m.closeCh)
+	m.deaths.close()
 	layers := make([]*StreamLayer, 0, len(m.layers))
 	for _, l := range m.layers {
 		layers = append(layers, l)
@@ -324,6 +328,11 @@ func (m *Mux) handshake(c net.Conn) {
 	case closed:
 		_ = c.Close()
 		return
+	case errors.Is(err, io.EOF):
+		// Closed before sending a byte: a peer's death probe
+		// (peerDeaths.suspect), or a port scan.
+		_ = c.Close()
+		return
 	case err != nil:
 		m.logger.Warn("raft mux rejected connection", "remote", c.RemoteAddr().String(), "error", err)
 		_ = c.Close()
@@ -346,6 +355,7 @@ func (m *Mux) handshake(c net.Conn) {
 		_ = c.Close()
 		return
 	}
+	m.deaths.alive(peer)
 	select {
 	case l.acceptCh <- mc:
 	case <-l.closeCh:
@@ -363,7 +373,7 @@ func readHeader(c net.Conn, timeout time.Duration) (shard int32, peer, clusterID
 	}
 	var fixed [headerFixed]byte
 	if _, err := io.ReadFull(c, fixed[:]); err != nil {
-		return 0, "", "", fmt.Errorf("%w: %v", ErrBadHeader, err)
+		return 0, "", "", fmt.Errorf("%w: %w", ErrBadHeader, err)
 	}
 	if fixed[0] != headerMagic || (fixed[1] != headerV1 && fixed[1] != headerV2) {
 		return 0, "", "", fmt.Errorf("%w: magic/version %#x/%d", ErrBadHeader, fixed[0], fixed[1])
@@ -512,6 +522,7 @@ func (l *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	d := net.Dialer{Timeout: timeout}
 	c, err := d.Dial("tcp", peer)
 	if err != nil {
+		l.mux.deaths.dialFailed(peer, err)
 		return nil, err
 	}
 	if timeout > 0 {
@@ -527,6 +538,7 @@ func (l *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 		_ = c.Close()
 		return nil, fmt.Errorf("dial %s shard %d: %w", peer, l.shard, err)
 	}
+	l.mux.deaths.alive(peer)
 	return mc, nil
 }
 
@@ -558,8 +570,15 @@ func (c *muxConn) Read(b []byte) (int, error) {
 		}
 	}
 	n, err := c.Conn.Read(b)
-	if err != nil && c.closed.Load() {
-		return n, io.EOF
+	if err != nil {
+		if c.closed.Load() {
+			return n, io.EOF
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+			// The peer's side closed: a process that died closes its
+			// sockets at once. Find out whether it did.
+			c.mux.deaths.suspect(c.peer)
+		}
 	}
 	return n, err
 }

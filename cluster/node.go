@@ -55,6 +55,9 @@ type Node struct {
 
 	members memberTable
 	leaders leaderTable
+	// routing fires whenever a shard's routing may have changed (see
+	// Shard.RoutingChanges).
+	routing *signal
 	gossip  *gossip // nil without GossipAddr; set before any shard starts
 	// hasState is set once this node's shards hold Raft state
 	// (bootstrapped, replicated to, or restarted with data).
@@ -139,7 +142,8 @@ func NewNode(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, logger: logger, mux: mux, stop: make(chan struct{}), logStore: logStore, ident: id}
+	n := &Node{cfg: cfg, logger: logger, mux: mux, stop: make(chan struct{}), logStore: logStore, ident: id, routing: newSignal()}
+	mux.deaths.watch(n.peerDied, n.routing.fire)
 	if initialised {
 		n.onDisk = id
 	}
@@ -396,6 +400,10 @@ func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Sha
 		logger:       n.logger,
 		localID:      rc.LocalID,
 		leaseTimeout: rc.LeaderLeaseTimeout,
+		heartbeat:    rc.HeartbeatTimeout,
+		election:     rc.ElectionTimeout,
+		deaths:       n.mux.deaths,
+		routing:      n.routing,
 		store:        st.store,
 		trans:        trans,
 		notifyCh:     notifyCh,
@@ -404,6 +412,7 @@ func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Sha
 		hadState:     st.existing,
 		pending:      make(map[*shardFuture]struct{}),
 	}
+	s.stopObserver = s.registerLeaderObserver()
 	go s.leadershipLoop(func(id int32, leader bool) {
 		n.localLeadership(s, leader)
 		if cfg.OnLeadership != nil {
@@ -504,29 +513,37 @@ func (n *Node) Shard(id int32) *Shard {
 // Shards returns the group shards in id order (not MetaShard).
 func (n *Node) Shards() []*Shard { return slices.Clone(n.shards) }
 
-// Brokers returns the live nodes this node knows of, ordered by node id. A
-// single node knows only itself.
-func (n *Node) Brokers() []Broker { return n.members.brokers() }
+// Brokers returns the live nodes this node knows of, ordered by node id,
+// leaving out those whose death is proven (peerDeaths) while gossip still
+// lists them, so that Metadata does not hand clients a dead broker to dial.
+// A single node knows only itself.
+func (n *Node) Brokers() []Broker { return n.members.brokers(n.mux.deaths) }
 
-// LeaderOf returns the broker leading shard, if a leader is known and is a
-// live node: from this node's own Raft instance when it replicates the
-// shard, else from the leader table gossip maintains. A leader this node's
-// follower has not heard from for half a heartbeat timeout (it heartbeats
-// ten times per timeout) counts as unknown: it is probably dead, and
-// sending clients to it would make them fail their requests until the
-// election ends instead of waiting for it.
+// LeaderOf returns the broker to send shard's group requests to: from this
+// node's own Raft instance when it replicates the shard, else from the
+// leader table gossip maintains. While a replicated shard settles
+// (Shard.Settling: the leader this node followed is gone or going, or this
+// node leads) it is this node, a live replica whose coordinator holds the
+// requests until the election ends, rather than a leader that may refuse
+// the client's dial (franz-go ends a member's session when its heartbeat
+// cannot dial the coordinator). A leader whose death is proven, or that
+// this follower has been cut off from for longer than an election takes,
+// is not named at all.
 func (n *Node) LeaderOf(shard int32) (Broker, bool) {
 	s := n.Shard(shard)
 	if s == nil || n.closed.Load() {
 		return Broker{}, false
 	}
 	if s.replicated() {
-		_, id := s.Raft.LeaderWithID()
-		if id == "" {
+		if s.Settling() {
+			return n.Self(), true
+		}
+		addr, id := s.Raft.LeaderWithID()
+		if id == "" || n.mux.deaths.isDead(string(addr)) {
 			return Broker{}, false
 		}
 		if id != s.localID && time.Since(s.Raft.LastContact()) > n.cfg.HeartbeatTimeout/2 {
-			return Broker{}, false
+			return Broker{}, false // cut off for longer than an election takes
 		}
 		nodeID, err := strconv.ParseInt(string(id), 10, 32)
 		if err != nil {
@@ -535,6 +552,9 @@ func (n *Node) LeaderOf(shard int32) (Broker, bool) {
 		return n.members.broker(int32(nodeID))
 	}
 	if e, ok := n.leaders.get(shard); ok {
+		if n.members.dead(e.Node, n.mux.deaths) {
+			return Broker{}, false
+		}
 		return n.members.broker(e.Node)
 	}
 	return Broker{}, false
@@ -733,10 +753,22 @@ func (t *memberTable) broker(id int32) (Broker, bool) {
 	return m.broker, ok
 }
 
-func (t *memberTable) brokers() []Broker {
+// dead reports whether node id's Raft address is proven dead.
+func (t *memberTable) dead(id int32, deaths *peerDeaths) bool {
+	t.mu.RLock()
+	m, ok := t.m[id]
+	t.mu.RUnlock()
+	return ok && deaths.isDead(m.raftAddr)
+}
+
+// brokers lists the members, leaving out those deaths proves dead.
+func (t *memberTable) brokers(deaths *peerDeaths) []Broker {
 	t.mu.RLock()
 	out := make([]Broker, 0, len(t.m))
 	for _, m := range t.m {
+		if deaths.isDead(m.raftAddr) {
+			continue
+		}
 		out = append(out, m.broker)
 	}
 	t.mu.RUnlock()

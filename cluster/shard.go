@@ -23,6 +23,11 @@ type Shard struct {
 	logger       hclog.Logger
 	localID      raft.ServerID
 	leaseTimeout time.Duration
+	heartbeat    time.Duration // HeartbeatTimeout: the leader heartbeats at a tenth of it
+	election     time.Duration // ElectionTimeout
+	deaths       *peerDeaths   // the node's record of proven-dead peers
+	routing      *signal       // the node's routing-change broadcast (RoutingChanges)
+	stopObserver func()        // ends the leader observer (registerLeaderObserver)
 	store        shardLogStore
 	trans        *raft.NetworkTransport
 	notifyCh     chan bool
@@ -236,6 +241,7 @@ func (s *Shard) leadershipLoop(onLeadership func(int32, bool)) {
 	for isLeader := range s.notifyCh {
 		l := s.leadership.next(isLeader, s.Raft.CurrentTerm())
 		s.logger.Debug("shard leadership changed", "shard", s.ID, "leader", isLeader, "term", l.Term, "epoch", l.Epoch)
+		s.routing.fire()
 		if onLeadership != nil {
 			onLeadership(s.ID, isLeader)
 		}
@@ -291,6 +297,7 @@ func (s *Shard) shutdown() error {
 			errs = append(errs, err)
 		}
 		_ = s.trans.Close()
+		s.stopObserver()
 		s.failPending()
 		// Raft's goroutines have exited: nothing sends on notifyCh any more.
 		close(s.notifyCh)

@@ -14,6 +14,9 @@ func (c *Coordinator) Commit(req CommitRequest) error {
 	if req.GroupID == "" {
 		return ErrInvalidGroupID
 	}
+	if _, err := c.serving(); err != nil {
+		return err
+	}
 	g, err := c.lockGroup(req.GroupID, req.Generation < 0)
 	if err != nil {
 		return err

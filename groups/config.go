@@ -29,6 +29,13 @@ type Config struct {
 	// queued waits for its commit; it fails with NOT_COORDINATOR if the
 	// leader loses its quorum, which the leader lease bounds.
 	WriteTimeout time.Duration
+	// ElectionHold is kcoord.group.election.hold.ms: how long a request
+	// that reaches this node while its shard's leadership settles (see
+	// Log.Settling) waits for the outcome before it is answered
+	// NOT_COORDINATOR (COORDINATOR_LOAD_IN_PROGRESS while this node is still
+	// loading). 0 answers at once. Keep it below the clients' request
+	// timeouts (kafka-go: 5 s).
+	ElectionHold time.Duration
 	// UnconfirmedReads serves reads (OffsetFetch, DescribeGroups,
 	// ListGroups, Heartbeat, a Stable group's SyncGroup) from the leader's
 	// state without a quorum confirming its leadership first: a paused or
@@ -49,6 +56,7 @@ func DefaultConfig() Config {
 		MaxSize:               2147483647,
 		NewMemberJoinTimeout:  5 * time.Minute,
 		WriteTimeout:          5 * time.Second,
+		ElectionHold:          2 * time.Second,
 	}
 }
 
@@ -65,6 +73,8 @@ func (c *Config) Validate() error {
 		return errors.New("groups: new member join timeout must be positive")
 	case c.WriteTimeout <= 0:
 		return errors.New("groups: write timeout must be positive")
+	case c.ElectionHold < 0:
+		return errors.New("groups: election hold must not be negative")
 	}
 	return nil
 }

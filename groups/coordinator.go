@@ -40,6 +40,15 @@ type Log interface {
 	// one round trip and may be called from any request goroutine, with no
 	// group lock held.
 	ConfirmLeadership(ctx context.Context, epoch uint64) error
+	// Settling reports whether a request for the shard that reaches this
+	// node should wait here for its leadership to settle (cluster.Shard's
+	// Settling: this node leads or is winning, or the leader it followed is
+	// gone or going). Cheap; asked while a request is held.
+	Settling() bool
+	// RoutingChanges returns a channel closed at the next change that may
+	// end the shard's settling (a leader change, a leadership notification,
+	// a peer's death proven). Cheap.
+	RoutingChanges() <-chan struct{}
 }
 
 // Coordinator serves the classic groups of one shard while this node leads
@@ -63,13 +72,17 @@ type Coordinator struct {
 	// it is stale.
 	epoch uint64
 	// loading is the epoch an activation is loading for (0: none). Requests
-	// get ErrLoadInProgress meanwhile.
+	// are held meanwhile (see serving).
 	loading uint64
+	// changed is closed, and replaced, whenever active, epoch or loading
+	// change, under mu: held requests wait on it.
+	changed chan struct{}
 	// counters for metrics, monotonic for the coordinator's life.
 	committed  atomic.Uint64 // partitions committed
 	rebalances atomic.Uint64 // rebalances completed (group became Stable)
 	expired    atomic.Uint64 // members removed for missing their session or rebalance deadline
-	groups     map[string]*group
+	holdStats
+	groups map[string]*group
 }
 
 // NewCoordinator returns an inactive coordinator for shard, writing through
@@ -83,13 +96,14 @@ func NewCoordinator(cfg Config, shard int32, log Log, state *fsm.ShardFSM) (*Coo
 		logger = hclog.NewNullLogger()
 	}
 	return &Coordinator{
-		cfg:    cfg,
-		shard:  shard,
-		log:    log,
-		state:  state,
-		logger: logger.With("shard", shard),
-		now:    func() int64 { return time.Now().UnixMilli() },
-		groups: make(map[string]*group),
+		cfg:     cfg,
+		shard:   shard,
+		log:     log,
+		state:   state,
+		logger:  logger.With("shard", shard),
+		now:     func() int64 { return time.Now().UnixMilli() },
+		groups:  make(map[string]*group),
+		changed: make(chan struct{}),
 	}, nil
 }
 
@@ -115,11 +129,13 @@ func (c *Coordinator) Activate(epoch uint64) error {
 		return ErrNotCoordinator
 	}
 	c.loading = epoch
+	c.changedLocked()
 	c.mu.Unlock()
 	if err := c.log.Barrier(c.cfg.WriteTimeout); err != nil {
 		c.mu.Lock()
 		if c.loading == epoch {
 			c.loading = 0
+			c.changedLocked()
 		}
 		c.mu.Unlock()
 		return err
@@ -149,9 +165,12 @@ func (c *Coordinator) Activate(epoch uint64) error {
 	}
 	superseded := c.groups
 	c.groups, c.active, c.epoch, c.loading = groups, true, epoch, 0
+	c.changedLocked()
 	c.mu.Unlock()
+	now := time.Now()
 	for _, g := range loaded {
 		for _, m := range g.members {
+			m.inherited = now
 			g.startSession(m)
 		}
 	}
@@ -172,6 +191,7 @@ func (c *Coordinator) Deactivate() {
 	c.mu.Lock()
 	groups, wasActive := c.groups, c.active
 	c.groups, c.active, c.loading = make(map[string]*group), false, 0
+	c.changedLocked()
 	c.mu.Unlock()
 	closeGroups(groups)
 	if wasActive {
@@ -201,9 +221,9 @@ func (c *Coordinator) confirmRead() error {
 	return c.confirm(epoch)
 }
 
-// serving returns the epoch the coordinator serves under, or
-// ErrLoadInProgress or ErrNotCoordinator.
-func (c *Coordinator) serving() (uint64, error) {
+// current returns the epoch the coordinator serves under, or
+// ErrLoadInProgress or ErrNotCoordinator, at once (serving holds instead).
+func (c *Coordinator) current() (uint64, error) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	switch {
@@ -213,6 +233,13 @@ func (c *Coordinator) serving() (uint64, error) {
 		return 0, ErrNotCoordinator
 	}
 	return c.epoch, nil
+}
+
+// changedLocked wakes the requests held in serving. c.mu must be held for
+// writing.
+func (c *Coordinator) changedLocked() {
+	close(c.changed)
+	c.changed = make(chan struct{})
 }
 
 // confirm asks a quorum whether epoch is still this node's leadership: an

@@ -9,6 +9,9 @@ func (c *Coordinator) Delete(groupID string) error {
 	if groupID == "" {
 		return ErrInvalidGroupID
 	}
+	if _, err := c.serving(); err != nil {
+		return err
+	}
 	g, err := c.lockGroup(groupID, false)
 	if err != nil {
 		return err

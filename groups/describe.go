@@ -37,7 +37,9 @@ func (c *Coordinator) Describe(groupID string) (GroupDescription, error) {
 // List serves ListGroups for this shard: every group with its state and
 // protocol type, sorted by id. Called from any handler goroutine.
 func (c *Coordinator) List() ([]GroupListing, error) {
-	epoch, err := c.serving()
+	// No hold: ListGroups asks every shard, and one that is electing has
+	// nothing to add that its new leader will not list.
+	epoch, err := c.current()
 	if err != nil {
 		return nil, err
 	}

@@ -1,5 +1,7 @@
 package groups
 
+import "time"
+
 // Heartbeat serves a Heartbeat: it proves the member alive and tells it
 // whether a rebalance is under way. Heartbeats never write to Raft, but the
 // answer ("you are still in generation G") is a read of the coordinator's
@@ -38,6 +40,13 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest) error {
 		return ErrRebalanceInProgress
 	default: // CompletingRebalance, Stable
 		g.startSession(m)
+		if !m.inherited.IsZero() {
+			// The member found this coordinator after a move and kept
+			// its generation: the failover cost it nothing but the wait.
+			c.logger.Debug("member resumed on the new coordinator", "group", g.id, "member", m.id,
+				"generation", g.generation, "since_activation", time.Since(m.inherited))
+			m.inherited = time.Time{}
+		}
 		return nil
 	}
 }

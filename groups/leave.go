@@ -8,6 +8,9 @@ func (c *Coordinator) Leave(groupID string, leaving []LeaveMember) ([]LeaveResul
 	if groupID == "" {
 		return nil, ErrInvalidGroupID
 	}
+	if _, err := c.serving(); err != nil {
+		return nil, err
+	}
 	g, err := c.lockGroup(groupID, false)
 	if err != nil {
 		return nil, err

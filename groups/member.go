@@ -32,6 +32,10 @@ type member struct {
 	// fired after it was replaced.
 	session      *time.Timer
 	sessionToken uint64
+	// inherited is when this coordinator's activation loaded the member
+	// from the shard's state (a failover or a leadership move), until its
+	// first heartbeat here; zero for members that joined here.
+	inherited time.Time
 }
 
 func (m *member) awaitingJoin() bool { return m.joinCh != nil }

@@ -20,6 +20,9 @@ func (c *Coordinator) DeleteOffsets(groupID string, partitions []fsm.TopicPartit
 	if groupID == "" {
 		return nil, ErrInvalidGroupID
 	}
+	if _, err := c.serving(); err != nil {
+		return nil, err
+	}
 	g, err := c.lockGroup(groupID, false)
 	if err != nil {
 		return nil, err
@@ -98,7 +101,7 @@ func (g *group) removeIfEmpty(remaining int) bool {
 // shard leader; the deletions go through Raft without being waited for.
 // It returns how many offsets and groups it removed.
 func (c *Coordinator) ExpireOffsets(now, retention int64) (offsets, groups int) {
-	if c.Check() != nil {
+	if !c.Active() || c.Check() != nil { // a shard led elsewhere: no hold, no round trip
 		return 0, 0
 	}
 	c.mu.RLock()

@@ -1,5 +1,7 @@
 package groups
 
+import "time"
+
 // Stats is a point-in-time count of a coordinator's groups, for metrics.
 type Stats struct {
 	// Active is whether the coordinator serves its shard.
@@ -12,6 +14,11 @@ type Stats struct {
 	// coordinator was created: partitions committed, rebalances completed,
 	// members removed for missing a session, join or sync deadline.
 	Committed, Rebalances, Expired uint64
+	// Held counts requests held while the shard's leadership settled,
+	// HeldFor their total wait, and HoldsExpired those the hold's bound
+	// (kcoord.group.election.hold.ms) answered.
+	Held, HoldsExpired uint64
+	HeldFor            time.Duration
 }
 
 // Stats counts the live groups. Called by the metrics scraper; it takes
@@ -19,7 +26,8 @@ type Stats struct {
 func (c *Coordinator) Stats() Stats {
 	c.mu.RLock()
 	st := Stats{Active: c.active, GroupsByState: make(map[string]int),
-		Committed: c.committed.Load(), Rebalances: c.rebalances.Load(), Expired: c.expired.Load()}
+		Committed: c.committed.Load(), Rebalances: c.rebalances.Load(), Expired: c.expired.Load(),
+		Held: c.held.Load(), HoldsExpired: c.holdExpired.Load(), HeldFor: time.Duration(c.heldFor.Load())}
 	groups := make([]*group, 0, len(c.groups))
 	for _, g := range c.groups {
 		groups = append(groups, g)

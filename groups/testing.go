@@ -27,11 +27,15 @@ type MemLog struct {
 	// was deposed without knowing it yet).
 	confirmFail error
 	confirms    int
+	settling    bool
+	routing     chan struct{} // closed and replaced by SetSettling and SetLeader
 }
 
 // NewMemLog returns a MemLog applying to a fresh shard FSM, leading in
 // epoch 1.
-func NewMemLog() *MemLog { return &MemLog{FSM: fsm.NewShardFSM(0, nil), epoch: 1} }
+func NewMemLog() *MemLog {
+	return &MemLog{FSM: fsm.NewShardFSM(0, nil), epoch: 1, routing: make(chan struct{})}
+}
 
 // SetFault makes every following write fail with err (nil heals).
 func (l *MemLog) SetFault(err error) {
@@ -82,7 +86,36 @@ func (l *MemLog) SetLeader(leader bool) uint64 {
 	defer l.mu.Unlock()
 	l.epoch++
 	l.notLeader = !leader
+	l.routedLocked()
 	return l.epoch
+}
+
+// SetSettling makes Settling report settling (an election under way, as
+// far as this replica can tell) or not (another node leads).
+func (l *MemLog) SetSettling(settling bool) {
+	l.mu.Lock()
+	l.settling = settling
+	l.routedLocked()
+	l.mu.Unlock()
+}
+
+// Settling implements Log.
+func (l *MemLog) Settling() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.settling
+}
+
+// RoutingChanges implements Log.
+func (l *MemLog) RoutingChanges() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.routing
+}
+
+func (l *MemLog) routedLocked() {
+	close(l.routing)
+	l.routing = make(chan struct{})
 }
 
 // StepDown makes the log stop leading without a new epoch: Raft stepped

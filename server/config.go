@@ -67,6 +67,10 @@ type Config struct {
 	// OffsetsCommitTimeout is offsets.commit.timeout.ms: how long a commit or
 	// a group write waits for Raft before failing with REQUEST_TIMED_OUT.
 	OffsetsCommitTimeout time.Duration
+	// GroupElectionHold is kcoord.group.election.hold.ms: how long a group
+	// request that reaches a replica while its shard's leadership settles
+	// waits for the outcome before NOT_COORDINATOR (0: answer at once).
+	GroupElectionHold time.Duration
 	// Raft, when set, adjusts the cluster configuration before the node
 	// starts (Raft timings, balance interval); tests use it. Not a flag.
 	Raft func(*cluster.Config) `yaml:"-"`
@@ -130,6 +134,7 @@ func DefaultConfig() Config {
 		OffsetsRetentionCheckInterval: 10 * time.Minute,
 		OffsetMetadataMaxBytes:        4096,
 		OffsetsCommitTimeout:          5 * time.Second,
+		GroupElectionHold:             2 * time.Second,
 		SocketRequestMaxBytes:         104857600,
 		MaxConnections:                2147483647,
 		MaxConnectionsPerIP:           2147483647,
@@ -191,6 +196,9 @@ func (c *Config) Validate() error {
 	}
 	if c.OffsetsCommitTimeout <= 0 {
 		errs = append(errs, errors.New("offsets.commit.timeout.ms must be positive"))
+	}
+	if c.GroupElectionHold < 0 {
+		errs = append(errs, errors.New("kcoord.group.election.hold.ms must not be negative"))
 	}
 	if c.SocketRequestMaxBytes < 1 {
 		errs = append(errs, errors.New("socket.request.max.bytes must be positive"))

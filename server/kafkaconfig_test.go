@@ -28,6 +28,7 @@ var kafkaDefaults = map[string]string{
 	"kcoord.max.partitions.per.topic":                  "4096",
 	"kcoord.max.topics":                                "10000",
 	"kcoord.max.partitions":                            "100000",
+	"kcoord.group.election.hold.ms":                    "2000",
 	"kcoord.offsets.commit.unregistered.topics.enable": "false",
 }
 

@@ -7,26 +7,32 @@ import (
 // collector reports the coordinators' state at scrape time, so nothing on
 // the request path updates metrics.
 type collector struct {
-	s          *Server
-	groups     *prometheus.Desc
-	members    *prometheus.Desc
-	shardsLed  *prometheus.Desc
-	shards     *prometheus.Desc
-	committed  *prometheus.Desc
-	rebalances *prometheus.Desc
-	expired    *prometheus.Desc
+	s           *Server
+	groups      *prometheus.Desc
+	members     *prometheus.Desc
+	shardsLed   *prometheus.Desc
+	shards      *prometheus.Desc
+	committed   *prometheus.Desc
+	rebalances  *prometheus.Desc
+	expired     *prometheus.Desc
+	held        *prometheus.Desc
+	heldFor     *prometheus.Desc
+	holdsLapsed *prometheus.Desc
 }
 
 func newCollector(s *Server) *collector {
 	return &collector{
-		s:          s,
-		groups:     prometheus.NewDesc("kcoord_groups", "Groups this node coordinates, by state.", []string{"state"}, nil),
-		members:    prometheus.NewDesc("kcoord_group_members", "Members of the groups this node coordinates.", nil, nil),
-		shardsLed:  prometheus.NewDesc("kcoord_shards_led", "Group shards this node leads and serves.", nil, nil),
-		shards:     prometheus.NewDesc("kcoord_shards", "Group shards of the cluster (offsets.topic.num.partitions).", nil, nil),
-		committed:  prometheus.NewDesc("kcoord_offsets_committed_total", "Partition offsets committed through this node (acknowledged).", nil, nil),
-		rebalances: prometheus.NewDesc("kcoord_rebalances_total", "Rebalances completed on this node (a group became Stable).", nil, nil),
-		expired:    prometheus.NewDesc("kcoord_members_expired_total", "Members removed for missing their session, join or sync deadline.", nil, nil),
+		s:           s,
+		groups:      prometheus.NewDesc("kcoord_groups", "Groups this node coordinates, by state.", []string{"state"}, nil),
+		members:     prometheus.NewDesc("kcoord_group_members", "Members of the groups this node coordinates.", nil, nil),
+		shardsLed:   prometheus.NewDesc("kcoord_shards_led", "Group shards this node leads and serves.", nil, nil),
+		shards:      prometheus.NewDesc("kcoord_shards", "Group shards of the cluster (offsets.topic.num.partitions).", nil, nil),
+		committed:   prometheus.NewDesc("kcoord_offsets_committed_total", "Partition offsets committed through this node (acknowledged).", nil, nil),
+		rebalances:  prometheus.NewDesc("kcoord_rebalances_total", "Rebalances completed on this node (a group became Stable).", nil, nil),
+		expired:     prometheus.NewDesc("kcoord_members_expired_total", "Members removed for missing their session, join or sync deadline.", nil, nil),
+		held:        prometheus.NewDesc("kcoord_group_requests_held_total", "Group requests held on this node while their shard's leadership settled.", nil, nil),
+		heldFor:     prometheus.NewDesc("kcoord_group_request_hold_seconds_total", "Total time group requests were held while their shard's leadership settled.", nil, nil),
+		holdsLapsed: prometheus.NewDesc("kcoord_group_request_holds_expired_total", "Held group requests answered because kcoord.group.election.hold.ms ran out.", nil, nil),
 	}
 }
 
@@ -38,6 +44,9 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.committed
 	ch <- c.rebalances
 	ch <- c.expired
+	ch <- c.held
+	ch <- c.heldFor
+	ch <- c.holdsLapsed
 	ch <- c.shards
 }
 
@@ -49,13 +58,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	c.s.mu.Unlock()
 	byState := map[string]int{"Empty": 0, "PreparingRebalance": 0, "CompletingRebalance": 0, "Stable": 0}
 	members, led := 0, 0
-	var committed, rebalances, expired uint64
+	var committed, rebalances, expired, held, lapsed uint64
+	var heldFor float64
 	for _, co := range coords {
 		if co == nil {
 			continue
 		}
 		st := co.Stats()
 		committed, rebalances, expired = committed+st.Committed, rebalances+st.Rebalances, expired+st.Expired
+		held, lapsed, heldFor = held+st.Held, lapsed+st.HoldsExpired, heldFor+st.HeldFor.Seconds()
 		if !st.Active {
 			continue
 		}
@@ -73,5 +84,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.committed, prometheus.CounterValue, float64(committed))
 	ch <- prometheus.MustNewConstMetric(c.rebalances, prometheus.CounterValue, float64(rebalances))
 	ch <- prometheus.MustNewConstMetric(c.expired, prometheus.CounterValue, float64(expired))
+	ch <- prometheus.MustNewConstMetric(c.held, prometheus.CounterValue, float64(held))
+	ch <- prometheus.MustNewConstMetric(c.heldFor, prometheus.CounterValue, heldFor)
+	ch <- prometheus.MustNewConstMetric(c.holdsLapsed, prometheus.CounterValue, float64(lapsed))
 	ch <- prometheus.MustNewConstMetric(c.shards, prometheus.GaugeValue, float64(c.s.cfg.OffsetsTopicNumPartitions))
 }

@@ -133,6 +133,7 @@ func (s *Server) startNode(advertised string) error {
 	gcfg.InitialRebalanceDelay = s.cfg.GroupInitialRebalanceDelay
 	gcfg.MinSessionTimeout, gcfg.MaxSessionTimeout = s.cfg.GroupMinSessionTimeout, s.cfg.GroupMaxSessionTimeout
 	gcfg.MaxSize, gcfg.WriteTimeout = s.cfg.GroupMaxSize, s.cfg.OffsetsCommitTimeout
+	gcfg.ElectionHold = s.cfg.GroupElectionHold
 	gcfg.Logger = s.logger.Named("groups")
 	if s.cfg.Groups != nil {
 		s.cfg.Groups(&gcfg)
@@ -430,6 +431,22 @@ func (l *shardLog) ApplyAsync(cmd []byte, timeout time.Duration) raft.ApplyFutur
 func (l *shardLog) Leads(epoch uint64) bool {
 	sh, err := l.raftShard()
 	return err == nil && sh.Leads(epoch)
+}
+
+// Settling implements groups.Log.
+func (l *shardLog) Settling() bool {
+	sh, err := l.raftShard()
+	return err == nil && sh.Settling()
+}
+
+// RoutingChanges implements groups.Log. Before the node exists nothing
+// settles, and the nil channel never fires.
+func (l *shardLog) RoutingChanges() <-chan struct{} {
+	sh, err := l.raftShard()
+	if err != nil {
+		return nil
+	}
+	return sh.RoutingChanges()
 }
 
 // ConfirmLeadership implements groups.Log.

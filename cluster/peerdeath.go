@@ -1,0 +1,179 @@
+package cluster
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// defaultProbeTimeout bounds a death probe's dial. A probe that times out
+// proves nothing: the peer may be paused or cut off, and only Raft's own
+// timeouts decide about it.
+const defaultProbeTimeout = 250 * time.Millisecond
+
+// peerDeaths records which Raft peers (by advertised Raft address) are proven
+// gone: their address refused a TCP connection, so no process listens there
+// any more. A peer that is merely slow, paused (SIGSTOP) or cut off by a
+// partition refuses nothing (a dial hangs or times out), so it is never
+// recorded here and waits out Raft's timeouts as before.
+//
+// Proof comes from three places: a dial of Raft's own (StreamLayer.Dial)
+// refused; a connection with the peer that ended from its side (EOF or reset,
+// what a killed process's kernel sends at once), after which a probe dial is
+// refused; and gossip, where a node that proved a death tells the others,
+// each of which probes the peer itself before believing it. Any connection
+// that opens with the peer again, either way, clears the record.
+//
+// Routing reads it (Shard.Settling, Node.LeaderOf, Node.Brokers), so that
+// FindCoordinator stops naming a dead node the moment its death is proven,
+// instead of after a heartbeat timeout. Any goroutine may call its methods;
+// none blocks (probes run on goroutines of their own, one per peer at a time).
+type peerDeaths struct {
+	logger       hclog.Logger
+	probeTimeout time.Duration
+
+	mu      sync.Mutex
+	dead    map[string]time.Time // address -> when its death was proven
+	probing map[string]bool
+	closed  bool
+	// onDeath is told of each newly proven death (the Node gossips it), and
+	// onChange of every change of the record (the Node fires its routing
+	// signal). They run on the goroutine that made the change, without mu,
+	// and must not block.
+	onDeath  func(addr string)
+	onChange func()
+}
+
+func newPeerDeaths(logger hclog.Logger) *peerDeaths {
+	return &peerDeaths{
+		logger:       logger,
+		probeTimeout: defaultProbeTimeout,
+		dead:         make(map[string]time.Time),
+		probing:      make(map[string]bool),
+	}
+}
+
+// watch installs the callbacks told of each newly proven death and of every
+// change of the record.
+func (d *peerDeaths) watch(onDeath func(addr string), onChange func()) {
+	d.mu.Lock()
+	d.onDeath, d.onChange = onDeath, onChange
+	d.mu.Unlock()
+}
+
+// isDead reports whether addr's death is proven and not disproven since.
+func (d *peerDeaths) isDead(addr string) bool {
+	d.mu.Lock()
+	_, dead := d.dead[addr]
+	d.mu.Unlock()
+	return dead
+}
+
+// deadSince returns when addr's death was proven, if it is.
+func (d *peerDeaths) deadSince(addr string) (time.Time, bool) {
+	d.mu.Lock()
+	at, dead := d.dead[addr]
+	d.mu.Unlock()
+	return at, dead
+}
+
+// alive records that a connection with addr opened: whatever died there
+// lives again.
+func (d *peerDeaths) alive(addr string) {
+	d.mu.Lock()
+	_, was := d.dead[addr]
+	delete(d.dead, addr)
+	onChange := d.onChange
+	d.mu.Unlock()
+	if was {
+		d.logger.Info("raft peer reachable again", "peer", addr)
+		if onChange != nil {
+			onChange()
+		}
+	}
+}
+
+// dialFailed looks at the error of a dial to addr: a refusal proves the
+// peer dead.
+func (d *peerDeaths) dialFailed(addr string, err error) {
+	if isRefused(err) {
+		d.declare(addr)
+	}
+}
+
+// suspect starts a probe of addr (unless one is running): a connection
+// with it ended from its side, or gossip says it died. The probe declares it
+// dead if its dial is refused, alive if it connects, and nothing if it
+// times out.
+func (d *peerDeaths) suspect(addr string) {
+	d.mu.Lock()
+	if d.closed || d.probing[addr] || addr == "" {
+		d.mu.Unlock()
+		return
+	}
+	d.probing[addr] = true
+	d.mu.Unlock()
+	go func() {
+		defer func() {
+			d.mu.Lock()
+			delete(d.probing, addr)
+			d.mu.Unlock()
+		}()
+		c, err := net.DialTimeout("tcp", addr, d.probeTimeout)
+		if err == nil {
+			// It listens. Closing at once, before any header, is what the
+			// mux's handshake recognizes as a probe and drops quietly.
+			_ = c.Close()
+			d.alive(addr)
+			return
+		}
+		d.dialFailed(addr, err)
+	}()
+}
+
+// declare records addr's death, once, and tells onDeath.
+func (d *peerDeaths) declare(addr string) {
+	d.mu.Lock()
+	_, known := d.dead[addr]
+	if d.closed || known {
+		d.mu.Unlock()
+		return
+	}
+	d.dead[addr] = time.Now()
+	onDeath, onChange := d.onDeath, d.onChange
+	d.mu.Unlock()
+	d.logger.Info("raft peer refused a connection: its process is gone", "peer", addr)
+	if onChange != nil {
+		onChange()
+	}
+	if onDeath != nil {
+		onDeath(addr)
+	}
+}
+
+// close stops new probes and declarations (the node is shutting down).
+func (d *peerDeaths) close() {
+	d.mu.Lock()
+	d.closed = true
+	d.mu.Unlock()
+}
+
+// isRefused reports whether a dial error is a refused connection: the
+// address answered, and nothing listens on the port.
+func isRefused(err error) bool {
+	return errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// peerDied is told by the mux's peerDeaths of a newly proven death: it
+// gossips it, so that nodes with no connection to the dead peer (which
+// would notice nothing until memberlist's failure detection, seconds
+// later) check it now. Runs on the goroutine that proved the death.
+func (n *Node) peerDied(addr string) {
+	if n.gossip != nil && !n.closed.Load() {
+		n.gossip.broadcastDeath(addr)
+	}
+}

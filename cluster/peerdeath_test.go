@@ -1,0 +1,137 @@
+package cluster
+
+import (
+	"net"
+	"slices"
+	"testing"
+	"time"
+)
+
+// TestAKilledLeaderIsRoutedAroundAtOnce: when a shard leader's process is
+// gone (its sockets closed, its port refusing), its followers prove the
+// death within moments, long before a heartbeat timeout, and from then on
+// no follower names it: each names itself (a live replica that holds the
+// requests) until the new leader is known, and Metadata's broker list
+// leaves the dead node out.
+func TestAKilledLeaderIsRoutedAroundAtOnce(t *testing.T) {
+	nodes := startTestCluster(t, 3, 1)
+	leader, _ := waitLeaderEpoch(t, nodes, 0)
+	var followers []*testNode
+	for _, tn := range nodes {
+		if tn != leader {
+			followers = append(followers, tn)
+		}
+	}
+	eventually(t, 5*time.Second, "steady followers", func() bool {
+		for _, f := range followers {
+			if b, ok := f.LeaderOf(0); !ok || b.NodeID != leader.ID() {
+				return false
+			}
+		}
+		return true
+	})
+	deadAddr := leader.RaftAddr()
+	if err := leader.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	for _, f := range followers {
+		eventually(t, 2*time.Second, "the follower proves the leader dead", func() bool {
+			return f.mux.deaths.isDead(deadAddr)
+		})
+	}
+	t.Logf("death proven %v after the kill (heartbeat timeout 200ms)", time.Since(killed))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		settled := true
+		for _, f := range followers {
+			b, ok := f.LeaderOf(0)
+			if ok && b.NodeID == leader.ID() {
+				t.Fatalf("node %d names the dead leader %d after its death was proven", f.ID(), leader.ID())
+			}
+			if ok && b.NodeID == f.ID() && !f.Shard(0).IsLeader() && !f.Shard(0).Settling() {
+				t.Fatalf("node %d names itself without settling or leading", f.ID())
+			}
+			if slices.Contains(brokerIDs(f.Node), leader.ID()) {
+				t.Fatalf("node %d lists the dead node %d among its brokers", f.ID(), leader.ID())
+			}
+			if f.Shard(0).Settling() && !f.Shard(0).IsLeader() {
+				settled = false
+			}
+		}
+		newLeader := leaderOfShard(followers, 0)
+		if settled && newLeader != nil && newLeader.Shard(0).Leadership().Leader {
+			for _, f := range followers {
+				if b, ok := f.LeaderOf(0); ok && b.NodeID != newLeader.ID() {
+					settled = false
+				}
+			}
+			if settled {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no new leader named by both followers")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// TestAPartitionedLeaderIsNotDeclaredDead: a leader cut off by a partition
+// refuses no connection, so nothing proves it dead; its followers wait out
+// Raft's timeouts as before.
+func TestAPartitionedLeaderIsNotDeclaredDead(t *testing.T) {
+	nodes := startTestCluster(t, 3, 1)
+	leader, _ := waitLeaderEpoch(t, nodes, 0)
+	heal := leader.Faults().Isolate()
+	defer heal()
+	eventually(t, 10*time.Second, "another leader", func() bool {
+		l := leaderOfShard(nodes, 0)
+		return l != nil && l != leader
+	})
+	for _, tn := range nodes {
+		if tn != leader && tn.mux.deaths.isDead(leader.RaftAddr()) {
+			t.Fatalf("node %d declared the partitioned (live) leader dead", tn.ID())
+		}
+	}
+}
+
+// TestPeerDeathsProbe: a probe of a closed port proves a death, a probe of
+// a listening one clears it, and a connection opening clears it too.
+func TestPeerDeathsProbe(t *testing.T) {
+	d := newPeerDeaths(testLogger(t))
+	changes := 0
+	deaths := make(chan string, 4)
+	d.watch(func(addr string) { deaths <- addr }, func() { changes++ })
+
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	d.suspect(addr)
+	time.Sleep(100 * time.Millisecond)
+	if d.isDead(addr) {
+		t.Fatal("a listening peer was declared dead")
+	}
+	_ = ln.Close()
+	d.suspect(addr)
+	select {
+	case got := <-deaths:
+		if got != addr {
+			t.Fatalf("death of %s told, want %s", got, addr)
+		}
+	case <-time.After(2 * time.Second):
+		t.Fatal("a closed port was not proven dead")
+	}
+	if !d.isDead(addr) {
+		t.Fatal("death not recorded")
+	}
+	d.alive(addr)
+	if d.isDead(addr) {
+		t.Fatal("an opened connection did not clear the death")
+	}
+	if changes != 2 {
+		t.Fatalf("%d changes told, want 2 (death, revival)", changes)
+	}
+}

@@ -1,0 +1,108 @@
+package cluster
+
+import (
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// Settling reports whether a request for this shard that reaches this node
+// should wait here for the shard's leadership to settle, rather than be
+// sent to the last leader: this node leads (or won an election whose
+// notification and activation are still on their way), or this replica
+// followed a leader that is gone or going (its death is proven, an election
+// is under way, or it has been silent for half a heartbeat timeout, that
+// is five missed heartbeats) within the last election's length.
+//
+// It is not settling when there is nothing to wait for here: this replica
+// never heard from a leader since it started or since it stepped down
+// itself (a restarted node whose leader still backs off its heartbeats to
+// it, or a deposed leader cut off from the rest, whose Raft stamps its own
+// contact time at the step-down), or it has been cut off for longer than an
+// election takes.
+//
+// Node.LeaderOf names this node while the shard settles, and the group
+// coordinator holds the requests that reach it until the outcome. Cheap:
+// any goroutine may call it, on every request.
+func (s *Shard) Settling() bool {
+	switch s.Raft.State() {
+	case raft.Leader:
+		return true
+	case raft.Follower, raft.Candidate:
+	default:
+		return false
+	}
+	last := s.Raft.LastContact()
+	if last.IsZero() || !last.After(s.leadership.steppedDown()) {
+		return false
+	}
+	silent := time.Since(last)
+	if silent > s.heartbeat+2*s.election {
+		return false
+	}
+	addr, id := s.Raft.LeaderWithID()
+	switch {
+	case id == "":
+		return true // Raft forgot its leader: an election is under way
+	case id == s.localID:
+		return true
+	case s.deaths.isDead(string(addr)):
+		return true
+	}
+	return silent >= s.heartbeat/2
+}
+
+// RoutingChanges returns a channel closed at the next change that can end a
+// shard's settling on this node: a Raft leader change of any shard, a
+// leadership notification, or a peer's death proven or disproven. A request
+// held while a shard settles waits on it (and on a short recheck, since a
+// settling window also ends by time passing).
+func (s *Shard) RoutingChanges() <-chan struct{} { return s.routing.wait() }
+
+// signal is a broadcast to any number of waiters: wait returns a channel
+// that the next fire closes. Any goroutine may use it; fire never blocks.
+type signal struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func newSignal() *signal { return &signal{ch: make(chan struct{})} }
+
+func (s *signal) wait() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ch
+}
+
+func (s *signal) fire() {
+	s.mu.Lock()
+	close(s.ch)
+	s.ch = make(chan struct{})
+	s.mu.Unlock()
+}
+
+// observeLeaders fires routing on every leader change Raft observes for the
+// shard (including "no leader" when an election starts), until obsCh is
+// closed at shutdown. Runs on a goroutine of its own.
+func (s *Shard) observeLeaders(obsCh <-chan raft.Observation) {
+	for range obsCh {
+		s.routing.fire()
+	}
+}
+
+// registerLeaderObserver starts observeLeaders; the returned function
+// deregisters it and ends the goroutine, once Raft has shut down.
+func (s *Shard) registerLeaderObserver() (stop func()) {
+	obsCh := make(chan raft.Observation, 16)
+	obs := raft.NewObserver(obsCh, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	s.Raft.RegisterObserver(obs)
+	go s.observeLeaders(obsCh)
+	return func() {
+		s.Raft.DeregisterObserver(obs)
+		close(obsCh)
+	}
+}

@@ -1,0 +1,130 @@
+package groups
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/kcoord/kcoord/fsm"
+)
+
+// TestRequestsDuringAnElectionWaitForItsOutcome: a heartbeat that reaches a
+// replica while its shard's leadership settles is held, then served when
+// this node wins, answered NOT_COORDINATOR as soon as another node wins, and
+// answered NOT_COORDINATOR when the hold runs out; never sent away before
+// the outcome is known.
+func TestRequestsDuringAnElectionWaitForItsOutcome(t *testing.T) {
+	c, log := newTestCoordinator(t, func(cfg *Config) { cfg.ElectionHold = time.Second })
+	ids, gen := stableGroup(t, c, "g", 1)
+	hb := HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}
+	heartbeat := func() <-chan error {
+		ch := make(chan error, 1)
+		go func() { ch <- c.Heartbeat(hb) }()
+		return ch
+	}
+
+	// This node wins the election.
+	log.SetLeader(false)
+	c.Deactivate()
+	log.SetSettling(true)
+	held := heartbeat()
+	assertPending(t, held)
+	won := log.SetLeader(true) // Raft leads; the coordinator is not active yet
+	assertPending(t, held)
+	if err := c.Activate(won); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv(t, held); err != nil {
+		t.Fatalf("heartbeat held through an election this node won: %v", err)
+	}
+
+	// Another node wins: the held request is answered at once.
+	log.SetLeader(false)
+	c.Deactivate()
+	held = heartbeat()
+	assertPending(t, held)
+	lost := time.Now()
+	log.SetSettling(false) // a leader elsewhere is known now
+	wantErr(t, recv(t, held), ErrNotCoordinator)
+	if waited := time.Since(lost); waited > 500*time.Millisecond {
+		t.Fatalf("answered %v after another node won", waited)
+	}
+
+	// Nobody wins within the hold.
+	log.SetSettling(true)
+	start := time.Now()
+	wantErr(t, recv(t, heartbeat()), ErrNotCoordinator)
+	if waited := time.Since(start); waited < time.Second {
+		t.Fatalf("answered after %v, before the 1s hold ran out", waited)
+	}
+	if st := c.Stats(); st.Held < 3 || st.HoldsExpired != 1 {
+		t.Fatalf("stats %+v: want 3 held, 1 expired", st)
+	}
+}
+
+// TestARequestIsHeldOnce: a commit held until the hold runs out is answered
+// after one hold, not one per check it passes through (kafka-go gives up on
+// a request after 5 s).
+func TestARequestIsHeldOnce(t *testing.T) {
+	c, log := newTestCoordinator(t, func(cfg *Config) { cfg.ElectionHold = 300 * time.Millisecond })
+	ids, gen := stableGroup(t, c, "g", 1)
+	log.SetLeader(false)
+	c.Deactivate()
+	log.SetSettling(true)
+	start := time.Now()
+	err := c.Commit(CommitRequest{GroupID: "g", MemberID: ids[0], Generation: gen,
+		Offsets: []fsm.OffsetCommitPartition{{Topic: "t", Partition: 0, Offset: fsm.Offset{Offset: 1}}}})
+	wantErr(t, err, ErrNotCoordinator)
+	if waited := time.Since(start); waited >= 600*time.Millisecond {
+		t.Fatalf("commit answered after %v: held more than once (hold 300ms)", waited)
+	}
+	if _, err := c.List(); !errors.Is(err, ErrNotCoordinator) {
+		t.Fatalf("List of a settling shard: %v, want NOT_COORDINATOR at once", err)
+	}
+	if st := c.Stats(); st.Held != 1 {
+		t.Fatalf("%d requests held, want 1 (List is never held)", st.Held)
+	}
+}
+
+// TestAWinnerStillLoadingHoldsRequests: between this node's win and its
+// coordinator's activation, requests wait for the activation instead of
+// being told NOT_COORDINATOR (which sends the client to look elsewhere) or
+// COORDINATOR_LOAD_IN_PROGRESS (on which sarama ends a member's session).
+func TestAWinnerStillLoadingHoldsRequests(t *testing.T) {
+	c, log := newTestCoordinator(t, nil)
+	ids, gen := stableGroup(t, c, "g", 1)
+	log.SetLeader(false)
+	c.Deactivate()
+	won := log.SetLeader(true)
+	log.SetSettling(true) // Raft leads: the shard settles here
+	done := make(chan error, 1)
+	go func() { done <- c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}) }()
+	assertPending(t, done)
+	if err := c.Activate(won); err != nil {
+		t.Fatal(err)
+	}
+	if err := recv(t, done); err != nil {
+		t.Fatalf("heartbeat held across the activation: %v", err)
+	}
+}
+
+// TestHeldRequestsEndWithTheCoordinator: a request held while the shard
+// settles is answered when the node stops (Deactivate at shutdown, after
+// which nothing settles), not when the hold runs out.
+func TestHeldRequestsEndWithTheCoordinator(t *testing.T) {
+	c, log := newTestCoordinator(t, func(cfg *Config) { cfg.ElectionHold = time.Minute })
+	ids, gen := stableGroup(t, c, "g", 1)
+	log.SetLeader(false)
+	c.Deactivate()
+	log.SetSettling(true)
+	done := make(chan error, 1)
+	go func() { done <- c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}) }()
+	assertPending(t, done)
+	log.SetSettling(false) // Raft shut down: nothing settles any more
+	c.Deactivate()
+	start := time.Now()
+	wantErr(t, recv(t, done), ErrNotCoordinator)
+	if waited := time.Since(start); waited > time.Second {
+		t.Fatalf("held request answered %v after shutdown", waited)
+	}
+}
