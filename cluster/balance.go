@@ -101,8 +101,9 @@ func leastLoaded(s *Shard, counts map[int32]int, ceil int) (target raftServer, o
 
 // TransferLeadership hands every shard this node leads to another voter and
 // waits (at most timeout) for the transfers, so a node stopping on purpose
-// costs its groups no election timeout. Called on SIGTERM before leaving.
-func (n *Node) TransferLeadership(timeout time.Duration) {
+// costs its groups no election timeout. Called on SIGTERM before leaving;
+// it returns how many leaderships moved.
+func (n *Node) TransferLeadership(timeout time.Duration) int {
 	var wg sync.WaitGroup
 	moved := 0
 	var mu sync.Mutex
@@ -129,8 +130,9 @@ func (n *Node) TransferLeadership(timeout time.Duration) {
 	case <-time.After(timeout):
 	}
 	mu.Lock()
+	defer mu.Unlock()
 	n.logger.Info("moved leadership away before leaving", "shards", moved)
-	mu.Unlock()
+	return moved
 }
 
 // raftServer is a server of a shard's Raft configuration.

@@ -94,6 +94,7 @@ type Node struct {
 	once sync.Map
 
 	closed       atomic.Bool
+	leaving      atomic.Bool // Leave ran: Brokers leaves this node out
 	shutdownOnce sync.Once
 	shutdownErr  error
 }
@@ -515,9 +516,16 @@ func (n *Node) Shards() []*Shard { return slices.Clone(n.shards) }
 
 // Brokers returns the live nodes this node knows of, ordered by node id,
 // leaving out those whose death is proven (peerDeaths) while gossip still
-// lists them, so that Metadata does not hand clients a dead broker to dial.
-// A single node knows only itself.
-func (n *Node) Brokers() []Broker { return n.members.brokers(n.mux.deaths) }
+// lists them, so that Metadata does not hand clients a dead broker to dial,
+// and this node itself once it is leaving (Leave). A single node knows only
+// itself.
+func (n *Node) Brokers() []Broker {
+	out := n.members.brokers(n.mux.deaths)
+	if n.leaving.Load() && len(out) > 1 {
+		out = slices.DeleteFunc(out, func(b Broker) bool { return b.NodeID == n.cfg.NodeID })
+	}
+	return out
+}
 
 // LeaderOf returns the broker to send shard's group requests to: from this
 // node's own Raft instance when it replicates the shard, else from the
@@ -697,15 +705,19 @@ func (n *Node) Shutdown() error {
 
 // Leave is a planned departure (SIGTERM): this node hands the leadership of
 // every shard it leads to another voter (waiting at most timeout), then
-// tells the cluster through gossip that it is leaving. Call Shutdown after.
-func (n *Node) Leave(timeout time.Duration) {
+// tells the cluster through gossip that it is leaving, and from then on
+// leaves itself out of Brokers (Metadata), so clients stop choosing it. It
+// returns how many leaderships moved. Call Shutdown after.
+func (n *Node) Leave(timeout time.Duration) (moved int) {
 	if n.closed.Load() {
-		return
+		return 0
 	}
-	n.TransferLeadership(timeout)
+	moved = n.TransferLeadership(timeout)
+	n.leaving.Store(true)
 	if n.gossip != nil {
 		n.gossip.leave(time.Second)
 	}
+	return moved
 }
 
 // GossipAddr is the address other nodes reach this node's gossip at (empty

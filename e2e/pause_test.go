@@ -17,15 +17,15 @@ import (
 
 // startProcCluster starts n `kcoord serve` processes that bootstrap one
 // cluster together (8 shards, replication factor n) and waits until every
-// one is ready.
-func startProcCluster(ctx context.Context, t *testing.T, n int) []*kcoordProc {
+// one is ready. extra are more serve arguments for every node.
+func startProcCluster(ctx context.Context, t testing.TB, n int, extra ...string) []*kcoordProc {
 	t.Helper()
 	procs := make([]*kcoordProc, n)
 	for i := range procs {
 		procs[i] = newProc(t)
 	}
 	for i, p := range procs {
-		p.extra = []string{"--node-id", strconv.Itoa(i + 1), "--bootstrap-expect", strconv.Itoa(n)}
+		p.extra = append([]string{"--node-id", strconv.Itoa(i + 1), "--bootstrap-expect", strconv.Itoa(n)}, extra...)
 		if i > 0 {
 			p.extra = append(p.extra, "--join", procs[0].gossip)
 		}

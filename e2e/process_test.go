@@ -197,6 +197,20 @@ func (p *kcoordProc) running() bool {
 	}
 }
 
+// stop sends sig (SIGTERM: a planned stop) and waits for the process to
+// exit.
+func (p *kcoordProc) stop(sig syscall.Signal) {
+	p.t.Helper()
+	if err := p.cmd.Process.Signal(sig); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		p.t.Errorf("kill -%d: %v", sig, err)
+	}
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		p.t.Fatalf("kcoord pid %d still running 30s after %s", p.cmd.Process.Pid, sig)
+	}
+}
+
 // kill9 sends SIGKILL and waits for the process to be gone.
 func (p *kcoordProc) kill9() {
 	p.t.Helper()

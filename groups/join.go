@@ -134,8 +134,26 @@ func (g *group) joinKnown(req JoinRequest) (chan JoinResult, JoinResult) {
 		}
 		return g.updateMemberAndRebalance(m, req), JoinResult{}
 	default: // Stable
-		if m.id == g.leader || !m.sameProtocols(req.Protocols) {
+		if !m.sameProtocols(req.Protocols) {
 			return g.updateMemberAndRebalance(m, req), JoinResult{}
+		}
+		if m.id == g.leader && m.inherited.IsZero() {
+			// A leader rejoins to make the group rebalance (its
+			// subscription's metadata changed, say), as in Kafka.
+			return g.updateMemberAndRebalance(m, req), JoinResult{}
+		}
+		if !m.inherited.IsZero() {
+			// The member's coordinator moved and it rejoins before its
+			// first heartbeat here (sarama and kafka-go end a member's
+			// session when the old coordinator's connection breaks). The
+			// move is the reason, not a change of the member: keep the
+			// generation, even for the leader, whose SyncGroup in Stable
+			// gets the stored assignments back. (Kafka would rebalance
+			// the whole group for the leader's rejoin.)
+			g.c.logger.Info("member rejoined after its coordinator moved; generation kept", "group", g.id, "member", m.id,
+				"leader", m.id == g.leader, "generation", g.generation)
+			m.inherited = time.Time{}
+			g.startSession(m)
 		}
 		return nil, g.currentJoinResult(m)
 	}

@@ -71,6 +71,15 @@ type Config struct {
 	// request that reaches a replica while its shard's leadership settles
 	// waits for the outcome before NOT_COORDINATOR (0: answer at once).
 	GroupElectionHold time.Duration
+	// ShutdownDrain is kcoord.shutdown.drain.ms: after a planned stop has
+	// moved this node's shard leaderships away, how long its Kafka listener
+	// keeps answering (NOT_COORDINATOR to group requests, the new leaders
+	// to FindCoordinator, Metadata without this node) so every member's
+	// next heartbeat finds the new coordinator rather than a closed port
+	// (sarama and kafka-go end a member's session when their coordinator's
+	// port refuses them). Above the clients' heartbeat interval (3 s in
+	// franz-go, sarama, kafka-go and librdkafka); 0 closes at once.
+	ShutdownDrain time.Duration
 	// Raft, when set, adjusts the cluster configuration before the node
 	// starts (Raft timings, balance interval); tests use it. Not a flag.
 	Raft func(*cluster.Config) `yaml:"-"`
@@ -135,6 +144,7 @@ func DefaultConfig() Config {
 		OffsetMetadataMaxBytes:        4096,
 		OffsetsCommitTimeout:          5 * time.Second,
 		GroupElectionHold:             2 * time.Second,
+		ShutdownDrain:                 4 * time.Second,
 		SocketRequestMaxBytes:         104857600,
 		MaxConnections:                2147483647,
 		MaxConnectionsPerIP:           2147483647,
@@ -196,6 +206,9 @@ func (c *Config) Validate() error {
 	}
 	if c.OffsetsCommitTimeout <= 0 {
 		errs = append(errs, errors.New("offsets.commit.timeout.ms must be positive"))
+	}
+	if c.ShutdownDrain < 0 {
+		errs = append(errs, errors.New("kcoord.shutdown.drain.ms must not be negative"))
 	}
 	if c.GroupElectionHold < 0 {
 		errs = append(errs, errors.New("kcoord.group.election.hold.ms must not be negative"))

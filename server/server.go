@@ -350,7 +350,9 @@ func (s *Server) stop(ctx context.Context, graceful bool) error {
 	go func() {
 		defer close(done)
 		if graceful && node != nil {
-			node.Leave(leaveTimeout)
+			if moved := node.Leave(leaveTimeout); moved > 0 {
+				s.drain(ctx)
+			}
 		}
 		if kafka != nil {
 			errs = append(errs, kafka.Close())
@@ -369,6 +371,26 @@ func (s *Server) stop(ctx context.Context, graceful bool) error {
 		return errors.Join(errs...)
 	case <-ctx.Done():
 		return fmt.Errorf("shutdown: %w", ctx.Err())
+	}
+}
+
+// drain keeps the Kafka listener answering for Config.ShutdownDrain (or
+// until ctx ends) after a planned stop moved this node's leaderships away:
+// each member's next heartbeat gets NOT_COORDINATOR here and its client
+// looks the coordinator up again (this node answers with the new leader),
+// instead of finding this node's port closed, on which sarama and kafka-go
+// end the member's session and its group rebalances. Runs on the stopping
+// goroutine.
+func (s *Server) drain(ctx context.Context) {
+	if s.cfg.ShutdownDrain <= 0 {
+		return
+	}
+	s.logger.Info("draining: still answering clients while they find the new coordinators", "for", s.cfg.ShutdownDrain)
+	t := time.NewTimer(s.cfg.ShutdownDrain)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
 	}
 }
 

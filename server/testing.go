@@ -24,6 +24,7 @@ func TestConfig(dir string) Config {
 	c.OffsetsTopicNumPartitions = 8
 	c.GroupInitialRebalanceDelay = 100 * time.Millisecond
 	c.GroupMinSessionTimeout = 100 * time.Millisecond
+	c.ShutdownDrain = 0 // tests that stop nodes on purpose set their own
 	return c
 }
 

@@ -54,7 +54,7 @@ func addServeFlags(fs *pflag.FlagSet) *serveOptions {
 	fs.StringVar(&o.configFile, flagConfigFile, "", "YAML file of Kafka config keys and serve flag names")
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
 	fs.BoolVar(&o.logJSON, "log-json", false, "log as JSON")
-	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 10*time.Second, "how long a clean shutdown may take")
+	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long a clean shutdown may take (leadership moves, kcoord.shutdown.drain.ms, then the stop)")
 	fs.VisitAll(func(f *pflag.Flag) {
 		f.Usage += " [$" + envName(f.Name) + "]"
 	})

@@ -57,7 +57,7 @@ func TestResolveDefaults(t *testing.T) {
 	if want := server.DefaultConfig(); !reflect.DeepEqual(cfg, want) {
 		t.Errorf("no flags: got %+v\nwant %+v", cfg, want)
 	}
-	if o.logLevel != "info" || o.logJSON || o.shutdownTimeout != 10*time.Second {
+	if o.logLevel != "info" || o.logJSON || o.shutdownTimeout != 20*time.Second {
 		t.Errorf("options: %+v", o)
 	}
 }
