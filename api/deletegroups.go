@@ -10,19 +10,21 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcoord/kcoord/groups"
 	"github.com/kcoord/kcoord/transport"
 )
 
-func (h *Handlers) deleteGroups(_ context.Context, _ *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (h *Handlers) deleteGroups(ctx context.Context, _ *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.DeleteGroupsRequest](kreq)
 	if err != nil {
 		return nil, err
 	}
+	ctx = groups.OneHold(ctx) // one hold for all the request's groups
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	for _, id := range req.Groups {
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = id
-		rg.ErrorCode = h.errorCode(h.shardFor(id).Coordinator.Delete(id))
+		rg.ErrorCode = h.errorCode(h.shardFor(id).Coordinator.Delete(ctx, id))
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp, nil

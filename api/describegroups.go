@@ -19,20 +19,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcoord/kcoord/groups"
 	"github.com/kcoord/kcoord/transport"
 )
 
-func (h *Handlers) describeGroups(_ context.Context, _ *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (h *Handlers) describeGroups(ctx context.Context, _ *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.DescribeGroupsRequest](kreq)
 	if err != nil {
 		return nil, err
 	}
+	ctx = groups.OneHold(ctx) // one hold for all the request's groups
 	resp := req.ResponseKind().(*kmsg.DescribeGroupsResponse)
 	for _, id := range distinct(req.Groups) {
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group = id
 		rg.AuthorizedOperations = math.MinInt32
-		d, err := h.shardFor(id).Coordinator.Describe(id)
+		d, err := h.shardFor(id).Coordinator.Describe(ctx, id)
 		if err != nil {
 			rg.ErrorCode = h.errorCode(err)
 			resp.Groups = append(resp.Groups, rg)

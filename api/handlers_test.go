@@ -347,7 +347,7 @@ func TestOffsetCommitOfOnlyUnknownPartitionsCreatesNoGroup(t *testing.T) {
 	got := commitCodes(t, h, commitReq("g", [2]any{"nope", 0}, [2]any{"t", 1}))
 	wantCode(t, "nope/0", got["nope/0"], kerr.UnknownTopicOrPartition)
 	wantCode(t, "t/1", got["t/1"], kerr.UnknownTopicOrPartition)
-	if d, err := h.shards[0].Coordinator.Describe("g"); err != nil || d.Exists {
+	if d, err := h.shards[0].Coordinator.Describe(context.Background(), "g"); err != nil || d.Exists {
 		t.Fatalf("the group was created: %+v, %v", d, err)
 	}
 	// The empty group id is refused by the coordinator, which never sees

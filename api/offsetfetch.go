@@ -21,22 +21,24 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcoord/kcoord/groups"
 	"github.com/kcoord/kcoord/offsets"
 	"github.com/kcoord/kcoord/transport"
 )
 
-func (h *Handlers) offsetFetch(_ context.Context, _ *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (h *Handlers) offsetFetch(ctx context.Context, _ *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.OffsetFetchRequest](kreq)
 	if err != nil {
 		return nil, err
 	}
+	ctx = groups.OneHold(ctx) // one hold for all the request's groups
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version >= 8 {
 		confirmed := make(map[int32]error) // one leadership confirmation per shard and request
 		for _, g := range distinctFetchGroups(req.Groups) {
 			rg := kmsg.NewOffsetFetchResponseGroup()
 			rg.Group = g.group
-			fetched, err := h.fetchOffsets(g.group, g.topics, confirmed)
+			fetched, err := h.fetchOffsets(ctx, g.group, g.topics, confirmed)
 			rg.ErrorCode = h.errorCode(err)
 			for _, ft := range fetched {
 				rt := kmsg.NewOffsetFetchResponseGroupTopic()
@@ -59,7 +61,7 @@ func (h *Handlers) offsetFetch(_ context.Context, _ *transport.RequestContext, k
 			topics = append(topics, offsets.FetchTopic{Topic: t.Topic, Partitions: t.Partitions})
 		}
 	}
-	fetched, err := h.fetchOffsets(req.Group, topics, nil)
+	fetched, err := h.fetchOffsets(ctx, req.Group, topics, nil)
 	code := h.errorCode(err)
 	if err != nil && req.Version < 2 {
 		// v0–v1 have no top-level error: report it on every partition.
@@ -88,12 +90,12 @@ func (h *Handlers) offsetFetch(_ context.Context, _ *transport.RequestContext, k
 // after the request arrived serves every group of the shard (the FSM read
 // after it holds every commit acknowledged before the request, and never
 // moves back).
-func (h *Handlers) fetchOffsets(group string, topics []offsets.FetchTopic, confirmed map[int32]error) ([]offsets.FetchedTopic, error) {
+func (h *Handlers) fetchOffsets(ctx context.Context, group string, topics []offsets.FetchTopic, confirmed map[int32]error) ([]offsets.FetchedTopic, error) {
 	id := h.cluster.ShardFor(group)
 	s := h.shards[id]
 	err, done := confirmed[id]
 	if !done {
-		err = s.Coordinator.Check()
+		err = s.Coordinator.Check(ctx)
 		if confirmed != nil {
 			confirmed[id] = err
 		}

@@ -59,7 +59,7 @@ func (n *Node) balanceLeaders() {
 	var mine []*Shard
 	for _, s := range n.shards {
 		b, ok := n.LeaderOf(s.ID)
-		if !ok {
+		if !ok || (s.Settling() && !s.IsLeader()) {
 			return // an election is under way: wait for a settled view
 		}
 		counts[b.NodeID]++

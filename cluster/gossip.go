@@ -440,7 +440,9 @@ func (g *gossip) broadcastDeath(addr string) {
 // It must not block (memberlist's packet handler calls it).
 func (g *gossip) NotifyMsg(b []byte) {
 	if len(b) > 1 && b[0] == deathMsgPrefix {
-		if addr := string(b[1:]); addr != g.n.mux.advertise {
+		// Only a member's Raft address is probed: a garbled or foreign
+		// message must not make the cluster dial anything else.
+		if addr := string(b[1:]); addr != g.n.mux.advertise && g.n.members.hasRaftAddr(addr) {
 			g.n.mux.deaths.suspect(addr)
 		}
 		return
@@ -486,6 +488,7 @@ func (g *gossip) NotifyLeave(node *memberlist.Node) {
 	}
 	g.logger.Info("node left", "node_id", nm.ID)
 	g.n.members.remove(nm.ID)
+	g.n.mux.deaths.forget(nm.Raft)
 	g.n.leaders.forgetNode(nm.ID)
 	g.poke()
 }

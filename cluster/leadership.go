@@ -31,15 +31,16 @@ type Leadership struct {
 type leadershipState struct {
 	cur atomic.Pointer[Leadership]
 	// down is when the latest notification that this node no longer
-	// leads arrived (Unix nanoseconds; 0: never).
-	down atomic.Int64
+	// leads arrived (nil: never). A time.Time keeps its monotonic reading,
+	// so comparing it with Raft's last contact survives a wall-clock step.
+	down atomic.Pointer[time.Time]
 }
 
 // steppedDown returns when this node last stopped leading the shard, as
 // notified (the zero time if it never did).
 func (l *leadershipState) steppedDown() time.Time {
-	if d := l.down.Load(); d != 0 {
-		return time.Unix(0, d)
+	if d := l.down.Load(); d != nil {
+		return *d
 	}
 	return time.Time{}
 }
@@ -58,7 +59,8 @@ func (l *leadershipState) load() Leadership {
 func (l *leadershipState) next(leader bool, term uint64) Leadership {
 	n := Leadership{Epoch: l.load().Epoch + 1, Term: term, Leader: leader}
 	if !leader {
-		l.down.Store(time.Now().UnixNano())
+		now := time.Now()
+		l.down.Store(&now)
 	}
 	l.cur.Store(&n)
 	return n

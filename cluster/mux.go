@@ -520,9 +520,10 @@ func (l *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 		time.Sleep(delay)
 	}
 	d := net.Dialer{Timeout: timeout}
+	start := time.Now()
 	c, err := d.Dial("tcp", peer)
 	if err != nil {
-		l.mux.deaths.dialFailed(peer, err)
+		l.mux.deaths.dialFailed(peer, start, err)
 		return nil, err
 	}
 	if timeout > 0 {

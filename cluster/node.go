@@ -543,11 +543,14 @@ func (n *Node) LeaderOf(shard int32) (Broker, bool) {
 		return Broker{}, false
 	}
 	if s.replicated() {
-		if s.Settling() {
+		// The metadata shard's requests (CreateTopics, ...) are not held:
+		// naming this node as its controller would only earn the client
+		// NOT_CONTROLLER.
+		if s.ID != MetaShard && s.Settling() {
 			return n.Self(), true
 		}
 		addr, id := s.Raft.LeaderWithID()
-		if id == "" || n.mux.deaths.isDead(string(addr)) {
+		if id == "" || s.leaderDead(addr, s.Raft.LastContact()) {
 			return Broker{}, false
 		}
 		if id != s.localID && time.Since(s.Raft.LastContact()) > n.cfg.HeartbeatTimeout/2 {
@@ -771,6 +774,18 @@ func (t *memberTable) dead(id int32, deaths *peerDeaths) bool {
 	m, ok := t.m[id]
 	t.mu.RUnlock()
 	return ok && deaths.isDead(m.raftAddr)
+}
+
+// hasRaftAddr reports whether a member advertises addr as its Raft address.
+func (t *memberTable) hasRaftAddr(addr string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for _, m := range t.m {
+		if m.raftAddr == addr {
+			return true
+		}
+	}
+	return false
 }
 
 // brokers lists the members, leaving out those deaths proves dead.

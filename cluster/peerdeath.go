@@ -15,6 +15,11 @@ import (
 // timeouts decide about it.
 const defaultProbeTimeout = 250 * time.Millisecond
 
+// reprobeInterval is how often a peer recorded dead is probed again: a
+// peer that restarts on its address is alive again within it, even when
+// nothing else dials it.
+const reprobeInterval = 500 * time.Millisecond
+
 // peerDeaths records which Raft peers (by advertised Raft address) are proven
 // gone: their address refused a TCP connection, so no process listens there
 // any more. A peer that is merely slow, paused (SIGSTOP) or cut off by a
@@ -38,8 +43,10 @@ type peerDeaths struct {
 
 	mu      sync.Mutex
 	dead    map[string]time.Time // address -> when its death was proven
+	alives  map[string]time.Time // address -> when a connection with it last opened
 	probing map[string]bool
 	closed  bool
+	stop    chan struct{} // closed by close: the reprobe loop ends
 	// onDeath is told of each newly proven death (the Node gossips it), and
 	// onChange of every change of the record (the Node fires its routing
 	// signal). They run on the goroutine that made the change, without mu,
@@ -49,11 +56,39 @@ type peerDeaths struct {
 }
 
 func newPeerDeaths(logger hclog.Logger) *peerDeaths {
-	return &peerDeaths{
+	d := &peerDeaths{
 		logger:       logger,
 		probeTimeout: defaultProbeTimeout,
 		dead:         make(map[string]time.Time),
+		alives:       make(map[string]time.Time),
 		probing:      make(map[string]bool),
+		stop:         make(chan struct{}),
+	}
+	go d.reprobeLoop()
+	return d
+}
+
+// reprobeLoop probes every peer recorded dead each reprobeInterval, so a
+// record ends when its peer listens again, until close. Runs on its own
+// goroutine.
+func (d *peerDeaths) reprobeLoop() {
+	t := time.NewTicker(reprobeInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case <-t.C:
+		}
+		d.mu.Lock()
+		dead := make([]string, 0, len(d.dead))
+		for addr := range d.dead {
+			dead = append(dead, addr)
+		}
+		d.mu.Unlock()
+		for _, addr := range dead {
+			d.suspect(addr)
+		}
 	}
 }
 
@@ -73,7 +108,9 @@ func (d *peerDeaths) isDead(addr string) bool {
 	return dead
 }
 
-// deadSince returns when addr's death was proven, if it is.
+// deadSince returns when addr's death was proven, if it is. Routing counts
+// a death only for a peer not heard from since (Raft's last contact): a
+// record is a hint that a newer contact overrides.
 func (d *peerDeaths) deadSince(addr string) (time.Time, bool) {
 	d.mu.Lock()
 	at, dead := d.dead[addr]
@@ -87,6 +124,7 @@ func (d *peerDeaths) alive(addr string) {
 	d.mu.Lock()
 	_, was := d.dead[addr]
 	delete(d.dead, addr)
+	d.alives[addr] = time.Now()
 	onChange := d.onChange
 	d.mu.Unlock()
 	if was {
@@ -97,11 +135,25 @@ func (d *peerDeaths) alive(addr string) {
 	}
 }
 
-// dialFailed looks at the error of a dial to addr: a refusal proves the
-// peer dead.
-func (d *peerDeaths) dialFailed(addr string, err error) {
+// dialFailed looks at the error of a dial to addr begun at start: a
+// refusal proves the peer dead, unless a connection with it opened since
+// start (it restarted meanwhile).
+func (d *peerDeaths) dialFailed(addr string, start time.Time, err error) {
 	if isRefused(err) {
-		d.declare(addr)
+		d.declare(addr, start)
+	}
+}
+
+// forget drops what is recorded about addr (the peer left the cluster).
+func (d *peerDeaths) forget(addr string) {
+	d.mu.Lock()
+	_, was := d.dead[addr]
+	delete(d.dead, addr)
+	delete(d.alives, addr)
+	onChange := d.onChange
+	d.mu.Unlock()
+	if was && onChange != nil {
+		onChange()
 	}
 }
 
@@ -123,6 +175,7 @@ func (d *peerDeaths) suspect(addr string) {
 			delete(d.probing, addr)
 			d.mu.Unlock()
 		}()
+		start := time.Now()
 		c, err := net.DialTimeout("tcp", addr, d.probeTimeout)
 		if err == nil {
 			// It listens. Closing at once, before any header, is what the
@@ -131,15 +184,16 @@ func (d *peerDeaths) suspect(addr string) {
 			d.alive(addr)
 			return
 		}
-		d.dialFailed(addr, err)
+		d.dialFailed(addr, start, err)
 	}()
 }
 
-// declare records addr's death, once, and tells onDeath.
-func (d *peerDeaths) declare(addr string) {
+// declare records addr's death, once, and tells onDeath, unless a
+// connection with addr opened after since (the refused dial was older).
+func (d *peerDeaths) declare(addr string, since time.Time) {
 	d.mu.Lock()
 	_, known := d.dead[addr]
-	if d.closed || known {
+	if d.closed || known || d.alives[addr].After(since) {
 		d.mu.Unlock()
 		return
 	}
@@ -158,7 +212,10 @@ func (d *peerDeaths) declare(addr string) {
 // close stops new probes and declarations (the node is shutting down).
 func (d *peerDeaths) close() {
 	d.mu.Lock()
-	d.closed = true
+	if !d.closed {
+		d.closed = true
+		close(d.stop)
+	}
 	d.mu.Unlock()
 }
 

@@ -135,3 +135,34 @@ func TestPeerDeathsProbe(t *testing.T) {
 		t.Fatalf("%d changes told, want 2 (death, revival)", changes)
 	}
 }
+
+// TestARestartedPeerIsAliveAgainWithoutTraffic: a peer recorded dead that
+// listens again on its address is found alive by the periodic re-probe,
+// even when nothing dials it (a restarted node that leads nothing this
+// node follows); and a refused dial older than a connection that opened
+// since proves nothing.
+func TestARestartedPeerIsAliveAgainWithoutTraffic(t *testing.T) {
+	d := newPeerDeaths(testLogger(t))
+	defer d.close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	d.suspect(addr)
+	eventually(t, 2*time.Second, "the closed port proven dead", func() bool { return d.isDead(addr) })
+	ln, err = net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("port %s taken meanwhile: %v", addr, err)
+	}
+	defer ln.Close()
+	eventually(t, 3*reprobeInterval, "the re-probe finds the peer alive", func() bool { return !d.isDead(addr) })
+
+	staleDial := time.Now().Add(-time.Second)
+	d.alive(addr)
+	d.declare(addr, staleDial)
+	if d.isDead(addr) {
+		t.Fatal("a refusal older than the peer's last connection was recorded as a death")
+	}
+}

@@ -47,10 +47,18 @@ func (s *Shard) Settling() bool {
 		return true // Raft forgot its leader: an election is under way
 	case id == s.localID:
 		return true
-	case s.deaths.isDead(string(addr)):
+	case s.leaderDead(addr, last):
 		return true
 	}
 	return silent >= s.heartbeat/2
+}
+
+// leaderDead reports whether the leader at addr is proven dead and has not
+// been heard from (last) since the proof: a newer contact overrides the
+// record.
+func (s *Shard) leaderDead(addr raft.ServerAddress, last time.Time) bool {
+	at, dead := s.deaths.deadSince(string(addr))
+	return dead && !last.After(at)
 }
 
 // RoutingChanges returns a channel closed at the next change that can end a

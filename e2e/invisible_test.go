@@ -69,6 +69,39 @@ func (g *failoverGroup) generations() []int32 {
 	return out
 }
 
+// groupsSnapshot is every group's assignment counts and generations.
+type groupsSnapshot struct {
+	assignments [][]int64
+	generations [][]int32
+}
+
+func snapshotGroups(groups []*failoverGroup) groupsSnapshot {
+	var s groupsSnapshot
+	for _, g := range groups {
+		s.assignments = append(s.assignments, g.assignments())
+		s.generations = append(s.generations, g.generations())
+	}
+	return s
+}
+
+// compare lists the groups that rebalanced since the snapshot (a member's
+// generation changed; for kcat, which does not tell its generation, a new
+// assignment) and those some of whose members restarted their sessions in
+// the same generation.
+func (s groupsSnapshot) compare(groups []*failoverGroup) (rebalanced, restarted []string) {
+	for i, g := range groups {
+		after, afterGen := g.assignments(), g.generations()
+		before, beforeGen := s.assignments[i], s.generations[i]
+		switch {
+		case !slices.Equal(afterGen, beforeGen) || (afterGen[0] < 0 && !slices.Equal(after, before)):
+			rebalanced = append(rebalanced, fmt.Sprintf("%s (generations %v -> %v, assignments %v -> %v)", g.client, beforeGen, afterGen, before, after))
+		case !slices.Equal(after, before):
+			restarted = append(restarted, fmt.Sprintf("%s (assignments %v -> %v in generation %d)", g.client, before, after, afterGen[0]))
+		}
+	}
+	return rebalanced, restarted
+}
+
 // failoverTrial is what one trial measured.
 type failoverTrial struct {
 	groups     int
@@ -77,6 +110,26 @@ type failoverTrial struct {
 	resumed    []time.Duration // kill to each member's first heartbeat on the new coordinator
 	missing    int             // members not seen heartbeating on the new coordinator
 	elected    time.Duration   // kill to the new coordinator's activation
+}
+
+// waitTopicEverywhere waits until every node at addrs lists topic with n
+// partitions: librdkafka rereads a topic it was told is unknown only every
+// 5 minutes, so no client may ask a node that has not applied the creation.
+func waitTopicEverywhere(ctx context.Context, t testing.TB, addrs []string, topic string, n int) {
+	t.Helper()
+	for _, addr := range addrs {
+		adm := newAdmin(t, addr)
+		waitFor(ctx, t, "topic listed by "+addr, func(ctx context.Context) error {
+			tds, err := adm.ListTopics(ctx, topic)
+			if err != nil {
+				return err
+			}
+			if td := tds[topic]; td.Err != nil || len(td.Partitions) != n {
+				return fmt.Errorf("topic %s: %v, %d partitions", topic, td.Err, len(td.Partitions))
+			}
+			return nil
+		})
+	}
 }
 
 // groupOnShard returns a group id starting with prefix that kcoord places on
@@ -101,21 +154,7 @@ func runFailoverTrial(ctx context.Context, t testing.TB, signal syscall.Signal) 
 	}
 	const topic, partitions = "invisible", 6
 	createTopic(ctx, t, newAdmin(t, seeds[0]), topic, partitions)
-	for _, seed := range seeds[1:] {
-		// Every node must list it before a client asks: librdkafka
-		// rereads a topic it was told is unknown only every 5 minutes.
-		seedAdm := newAdmin(t, seed)
-		waitFor(ctx, t, "topic listed by "+seed, func(ctx context.Context) error {
-			tds, err := seedAdm.ListTopics(ctx, topic)
-			if err != nil {
-				return err
-			}
-			if td := tds[topic]; td.Err != nil || len(td.Partitions) != partitions {
-				return fmt.Errorf("topic %s: %v, %d partitions", topic, td.Err, len(td.Partitions))
-			}
-			return nil
-		})
-	}
+	waitTopicEverywhere(ctx, t, seeds[1:], topic, partitions)
 
 	const shard = 3
 	var groups []*failoverGroup
@@ -149,33 +188,13 @@ func runFailoverTrial(ctx context.Context, t testing.TB, signal syscall.Signal) 
 	adm := kadm.NewClient(newClient(t, seeds[0], kgo.SeedBrokers(seeds...)))
 	for _, g := range groups {
 		waitFor(ctx, t, g.client+" group Stable with every member", func(ctx context.Context) error {
-			d, err := adm.DescribeGroups(ctx, g.id)
-			if err != nil {
-				return err
-			}
-			dg := d[g.id]
-			if dg.Err != nil {
-				return dg.Err
-			}
-			if dg.State != "Stable" || len(dg.Members) != len(g.members) {
-				return fmt.Errorf("%s with %d members", dg.State, len(dg.Members))
-			}
-			for i, n := range g.assignments() {
-				if n == 0 {
-					return fmt.Errorf("member %d has no assignment yet", i)
-				}
-			}
-			return nil
+			return stableWith(ctx, adm, g)
 		})
 	}
 	// Cooperative groups rebalance a second time, and every client's
 	// heartbeats must be flowing before the fault.
 	time.Sleep(4 * time.Second)
-	before := make([][]int64, len(groups))
-	beforeGen := make([][]int32, len(groups))
-	for i, g := range groups {
-		before[i], beforeGen[i] = g.assignments(), g.generations()
-	}
+	before := snapshotGroups(groups)
 
 	_, coordID, err := rawCoordinator(ctx, seeds[0], groups[0].id)
 	if err != nil {
@@ -200,10 +219,17 @@ func runFailoverTrial(ctx context.Context, t testing.TB, signal syscall.Signal) 
 			survivors = append(survivors, p.kafka)
 		}
 	}
-	adm = kadm.NewClient(newClient(t, survivors[0], kgo.SeedBrokers(survivors...)))
 	for _, g := range groups {
 		waitFor(ctx, t, g.client+" group Stable after the failover", func(ctx context.Context) error {
-			d, err := adm.DescribeGroups(ctx, g.id)
+			// A fresh client each time: one that asked for the coordinator
+			// in the instant before the death was proven would keep
+			// dialling the dead node (kgo caches the coordinator).
+			cl, err := kgo.NewClient(kgo.SeedBrokers(survivors...))
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			d, err := kadm.NewClient(cl).DescribeGroups(ctx, g.id)
 			if err != nil {
 				return err
 			}
@@ -216,15 +242,7 @@ func runFailoverTrial(ctx context.Context, t testing.TB, signal syscall.Signal) 
 	time.Sleep(time.Until(deadline))
 
 	res := failoverTrial{groups: len(groups)}
-	for i, g := range groups {
-		after, afterGen := g.assignments(), g.generations()
-		switch {
-		case !slices.Equal(afterGen, beforeGen[i]) || (afterGen[0] < 0 && !slices.Equal(after, before[i])):
-			res.rebalanced = append(res.rebalanced, fmt.Sprintf("%s (generations %v -> %v, assignments %v -> %v)", g.client, beforeGen[i], afterGen, before[i], after))
-		case !slices.Equal(after, before[i]):
-			res.restarted = append(res.restarted, fmt.Sprintf("%s (assignments %v -> %v in generation %d)", g.client, before[i], after, afterGen[0]))
-		}
-	}
+	res.rebalanced, res.restarted = before.compare(groups)
 	var logs []string
 	for _, p := range procs {
 		if p != victim {

@@ -1,6 +1,7 @@
 package groups
 
 import (
+	"context"
 	"github.com/hashicorp/raft"
 
 	"github.com/kcoord/kcoord/fsm"
@@ -14,7 +15,7 @@ func (c *Coordinator) Commit(req CommitRequest) error {
 	if req.GroupID == "" {
 		return ErrInvalidGroupID
 	}
-	if _, err := c.serving(); err != nil {
+	if _, err := c.serving(context.Background()); err != nil {
 		return err
 	}
 	g, err := c.lockGroup(req.GroupID, req.Generation < 0)

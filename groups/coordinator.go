@@ -77,6 +77,9 @@ type Coordinator struct {
 	// changed is closed, and replaced, whenever active, epoch or loading
 	// change, under mu: held requests wait on it.
 	changed chan struct{}
+	// stopCh is closed by Stop: held requests end, none are held again.
+	stopCh   chan struct{}
+	stopOnce sync.Once
 	// counters for metrics, monotonic for the coordinator's life.
 	committed  atomic.Uint64 // partitions committed
 	rebalances atomic.Uint64 // rebalances completed (group became Stable)
@@ -104,6 +107,7 @@ func NewCoordinator(cfg Config, shard int32, log Log, state *fsm.ShardFSM) (*Coo
 		now:     func() int64 { return time.Now().UnixMilli() },
 		groups:  make(map[string]*group),
 		changed: make(chan struct{}),
+		stopCh:  make(chan struct{}),
 	}, nil
 }
 
@@ -213,8 +217,8 @@ func closeGroups(groups map[string]*group) {
 // (invariant 7: reads are linearizable). A paused or partitioned former
 // leader gets ErrNotCoordinator here, never a stale answer. Called from
 // request goroutines without any lock held; blocks about one round trip.
-func (c *Coordinator) confirmRead() error {
-	epoch, err := c.serving()
+func (c *Coordinator) confirmRead(ctx context.Context) error {
+	epoch, err := c.serving(ctx)
 	if err != nil {
 		return err
 	}

@@ -229,7 +229,7 @@ func TestSyncWriteFailureFailsTheRebalance(t *testing.T) {
 	if _, ok := log.FSM.Group("g"); ok {
 		t.Fatal("a failed assignment must not be stored")
 	}
-	d, _ := c.Describe("g")
+	d, _ := c.Describe(context.Background(), "g")
 	if d.State != PreparingRebalance.String() {
 		t.Fatalf("state after a failed store: %s", d.State)
 	}
@@ -261,7 +261,7 @@ func TestFailoverKeepsGenerationAndAssignment(t *testing.T) {
 	if s.Err != nil || string(s.Assignment) != "assignment-of-"+ids[1] {
 		t.Fatalf("sync after failover: %+v", s)
 	}
-	d, _ := c2.Describe("g")
+	d, _ := c2.Describe(context.Background(), "g")
 	if d.State != "Stable" || d.Protocol != "range" || len(d.Members) != 2 {
 		t.Fatalf("describe after failover: %+v", d)
 	}
@@ -270,19 +270,19 @@ func TestFailoverKeepsGenerationAndAssignment(t *testing.T) {
 func TestDeleteGroups(t *testing.T) {
 	c, log := newTestCoordinator(t, nil)
 	ids, _ := stableGroup(t, c, "g", 1)
-	wantErr(t, c.Delete("g"), ErrNonEmptyGroup)
-	wantErr(t, c.Delete("nope"), ErrGroupIDNotFound)
+	wantErr(t, c.Delete(context.Background(), "g"), ErrNonEmptyGroup)
+	wantErr(t, c.Delete(context.Background(), "nope"), ErrGroupIDNotFound)
 	off := []fsm.OffsetCommitPartition{{Topic: "t", Offset: fsm.Offset{Offset: 1}}}
 	if err := c.Commit(CommitRequest{GroupID: "e", Generation: -1, Offsets: off}); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Delete("e"); err != nil {
+	if err := c.Delete(context.Background(), "e"); err != nil {
 		t.Fatal(err)
 	}
 	if log.FSM.HasOffsets("e") {
 		t.Fatal("offsets survived the delete")
 	}
-	if d, _ := c.Describe("e"); d.State != "Dead" {
+	if d, _ := c.Describe(context.Background(), "e"); d.State != "Dead" {
 		t.Fatalf("deleted group: %+v", d)
 	}
 	// After the last member leaves, the group is Empty and can go.
@@ -290,23 +290,23 @@ func TestDeleteGroups(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitState(t, c, "g", "Empty")
-	if err := c.Delete("g"); err != nil {
+	if err := c.Delete(context.Background(), "g"); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestDescribe(t *testing.T) {
 	c, _ := newTestCoordinator(t, nil)
-	if d, err := c.Describe("unknown"); err != nil || d.State != "Dead" || len(d.Members) != 0 {
+	if d, err := c.Describe(context.Background(), "unknown"); err != nil || d.State != "Dead" || len(d.Members) != 0 {
 		t.Fatalf("unknown group: %+v %v", d, err)
 	}
 	j := recv(t, joinAsync(c, joinReq("g", "")))
-	d, _ := c.Describe("g")
+	d, _ := c.Describe(context.Background(), "g")
 	if d.State != "CompletingRebalance" || d.Protocol != "" || d.Members[0].Metadata != nil {
 		t.Fatalf("no protocol or metadata unless Stable: %+v", d)
 	}
 	recv(t, syncAsync(c, SyncRequest{GroupID: "g", MemberID: j.MemberID, Generation: 1, Assignments: map[string][]byte{j.MemberID: []byte("a")}}))
-	d, _ = c.Describe("g")
+	d, _ = c.Describe(context.Background(), "g")
 	if d.State != "Stable" || d.Protocol != "range" || string(d.Members[0].Metadata) != "meta-range" || string(d.Members[0].Assignment) != "a" {
 		t.Fatalf("stable: %+v", d)
 	}
@@ -344,7 +344,7 @@ func TestStaticMemberReplacementFencesOldID(t *testing.T) {
 	if third.Err != nil || third.Generation != first.Generation || third.Leader != third.MemberID || !third.SkipAssignment || len(third.Members) != 1 {
 		t.Fatalf("v9 rejoin of the static leader: %+v", third)
 	}
-	if d, _ := c.Describe("g"); d.State != "Stable" {
+	if d, _ := c.Describe(context.Background(), "g"); d.State != "Stable" {
 		t.Fatalf("a static rejoin must not rebalance: %s", d.State)
 	}
 
@@ -372,7 +372,7 @@ func waitState(t *testing.T, c *Coordinator, group, state string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		d, _ := c.Describe(group)
+		d, _ := c.Describe(context.Background(), group)
 		if d.State == state {
 			return
 		}
@@ -502,7 +502,7 @@ func TestExpireOffsets(t *testing.T) {
 	if n, g := c.ExpireOffsets(now+retention, retention); n != 1 || g != 1 {
 		t.Fatalf("empty group: %d offsets, %d groups", n, g)
 	}
-	if d, _ := c.Describe("g"); d.State != "Dead" {
+	if d, _ := c.Describe(context.Background(), "g"); d.State != "Dead" {
 		t.Fatalf("removed group: %+v", d)
 	}
 }
@@ -524,8 +524,8 @@ func TestNoServingOnceRaftSteppedDown(t *testing.T) {
 	// Raft stepped down; Deactivate has not run yet.
 	log.StepDown()
 	wantErr(t, c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}), ErrNotCoordinator)
-	wantErr(t, c.Check(), ErrNotCoordinator)
-	_, err := c.Describe("g")
+	wantErr(t, c.Check(context.Background()), ErrNotCoordinator)
+	_, err := c.Describe(context.Background(), "g")
 	wantErr(t, err, ErrNotCoordinator)
 }
 

@@ -1,15 +1,17 @@
 package groups
 
+import "context"
+
 import "github.com/kcoord/kcoord/fsm"
 
 // Delete serves DeleteGroups for one group: only an Empty group (or one that
 // only has offsets) can go, and it goes with its offsets. Called from a
 // connection's handler goroutine; waits for the Raft write.
-func (c *Coordinator) Delete(groupID string) error {
+func (c *Coordinator) Delete(ctx context.Context, groupID string) error {
 	if groupID == "" {
 		return ErrInvalidGroupID
 	}
-	if _, err := c.serving(); err != nil {
+	if _, err := c.serving(ctx); err != nil {
 		return err
 	}
 	g, err := c.lockGroup(groupID, false)

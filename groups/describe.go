@@ -1,12 +1,14 @@
 package groups
 
+import "context"
+
 import "sort"
 
 // Describe serves DescribeGroups for one group. An unknown group is reported
 // Dead with no members, as Kafka does. The answer is confirmed by a quorum
 // first (confirmRead). Called from any handler goroutine.
-func (c *Coordinator) Describe(groupID string) (GroupDescription, error) {
-	if err := c.confirmRead(); err != nil {
+func (c *Coordinator) Describe(ctx context.Context, groupID string) (GroupDescription, error) {
+	if err := c.confirmRead(ctx); err != nil {
 		return GroupDescription{}, err
 	}
 	g, err := c.lockGroup(groupID, false)
@@ -72,6 +74,6 @@ func (c *Coordinator) List() ([]GroupListing, error) {
 // quorum (see confirmRead): nil, ErrLoadInProgress or ErrNotCoordinator.
 // Callers serving reads from the shard's state (OffsetFetch) call it first.
 // Called from any handler goroutine; blocks about one round trip.
-func (c *Coordinator) Check() error {
-	return c.confirmRead()
+func (c *Coordinator) Check(ctx context.Context) error {
+	return c.confirmRead(ctx)
 }

@@ -1,6 +1,9 @@
 package groups
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // Heartbeat serves a Heartbeat: it proves the member alive and tells it
 // whether a rebalance is under way. Heartbeats never write to Raft, but the
@@ -11,7 +14,7 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest) error {
 	if req.GroupID == "" {
 		return ErrInvalidGroupID
 	}
-	if err := c.confirmRead(); err != nil {
+	if err := c.confirmRead(context.Background()); err != nil {
 		return err
 	}
 	g, err := c.lockGroup(req.GroupID, false)

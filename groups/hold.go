@@ -1,6 +1,8 @@
 package groups
 
 import (
+	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -17,18 +19,20 @@ const holdRecheck = 25 * time.Millisecond
 // Log.Settling) is held for the outcome, at most Config.ElectionHold from
 // its first wait: it is served once this node serves, and answered
 // ErrNotCoordinator as soon as the shard no longer settles here (another
-// node leads, and the client's next FindCoordinator finds it) or when the
-// hold expires (ErrLoadInProgress if still loading). A client is thus never
-// sent back to a coordinator that may be dead, nor told to back off while
-// the answer is moments away: sarama ends a member's session on
-// COORDINATOR_LOAD_IN_PROGRESS, and franz-go when a heartbeat cannot dial.
+// node leads, and the client's next FindCoordinator finds it), when the
+// hold runs out (ErrLoadInProgress if still loading), when ctx ends, or when
+// the coordinator stops. A client is thus never sent back to a coordinator
+// that may be dead, nor told to back off while the answer is moments away:
+// sarama ends a member's session on COORDINATOR_LOAD_IN_PROGRESS, and
+// franz-go when a heartbeat cannot dial.
 //
-// Each request entry point calls it once, first (a request is held at most
-// once); the lookups after it answer at once. Called from request
-// goroutines without any lock held. It wakes on the coordinator's own
-// changes (Activate, Deactivate, which shutdown runs too) and the shard's
-// routing changes, and rechecks every holdRecheck.
-func (c *Coordinator) serving() (uint64, error) {
+// Each request entry point calls it once, first; the lookups after it
+// answer at once. A request covering several groups (DescribeGroups,
+// DeleteGroups, OffsetFetch) passes a ctx from OneHold, so all its waits
+// share one bound. Called from request goroutines without any lock held. It
+// wakes on the coordinator's own changes (Activate, Deactivate, Stop) and
+// the shard's routing changes, and rechecks every holdRecheck.
+func (c *Coordinator) serving(ctx context.Context) (uint64, error) {
 	var (
 		deadline <-chan time.Time
 		recheck  *time.Ticker
@@ -52,12 +56,12 @@ func (c *Coordinator) serving() (uint64, error) {
 		if loading != 0 {
 			err = ErrLoadInProgress
 		}
-		if c.cfg.ElectionHold <= 0 || (loading == 0 && !c.log.Settling()) {
+		if c.cfg.ElectionHold <= 0 || c.isStopped() || (loading == 0 && !c.log.Settling()) {
 			return 0, err
 		}
 		if recheck == nil {
 			start = time.Now()
-			timer := time.NewTimer(c.cfg.ElectionHold)
+			timer := time.NewTimer(time.Until(holdDeadline(ctx, start.Add(c.cfg.ElectionHold))))
 			defer timer.Stop()
 			deadline = timer.C
 			recheck = time.NewTicker(holdRecheck)
@@ -66,11 +70,64 @@ func (c *Coordinator) serving() (uint64, error) {
 		case <-changed:
 		case <-c.log.RoutingChanges():
 		case <-recheck.C:
+		case <-c.stopCh:
+		case <-ctx.Done():
+			return 0, err
 		case <-deadline:
 			c.holdExpired.Add(1)
 			return 0, err
 		}
 	}
+}
+
+// Stop ends every held request and holds no more: the server calls it
+// first when it stops, so that closing the Kafka listener (which waits for
+// the handlers) is not held up by requests waiting for an election.
+// Idempotent; any goroutine.
+func (c *Coordinator) Stop() {
+	c.stopOnce.Do(func() { close(c.stopCh) })
+}
+
+func (c *Coordinator) isStopped() bool {
+	select {
+	case <-c.stopCh:
+		return true
+	default:
+		return false
+	}
+}
+
+// holdBudgetKey keys a request's shared hold deadline in its context.
+type holdBudgetKey struct{}
+
+// holdBudget is one request's hold deadline, set by its first wait.
+type holdBudget struct {
+	mu       sync.Mutex
+	deadline time.Time
+}
+
+// OneHold returns a context under which every wait of one request for
+// settling shards (see serving) shares a single bound, the first wait's:
+// a request naming many groups is held at most kcoord.group.election.hold.ms
+// in all, below the client's request timeout. The API handlers of
+// multi-group requests call it once per request.
+func OneHold(ctx context.Context) context.Context {
+	return context.WithValue(ctx, holdBudgetKey{}, &holdBudget{})
+}
+
+// holdDeadline is the bound of a wait that would end at own: the request's
+// shared one when ctx has a budget (set to own by its first wait).
+func holdDeadline(ctx context.Context, own time.Time) time.Time {
+	b, ok := ctx.Value(holdBudgetKey{}).(*holdBudget)
+	if !ok {
+		return own
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.deadline.IsZero() {
+		b.deadline = own
+	}
+	return b.deadline
 }
 
 // holdStats counts held requests, for metrics.

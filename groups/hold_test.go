@@ -1,6 +1,7 @@
 package groups
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -109,22 +110,45 @@ func TestAWinnerStillLoadingHoldsRequests(t *testing.T) {
 }
 
 // TestHeldRequestsEndWithTheCoordinator: a request held while the shard
-// settles is answered when the node stops (Deactivate at shutdown, after
-// which nothing settles), not when the hold runs out.
+// settles is answered as soon as the server stops the coordinator (before
+// it closes the listener, which waits for every handler), not when the hold
+// runs out; and nothing is held after.
 func TestHeldRequestsEndWithTheCoordinator(t *testing.T) {
 	c, log := newTestCoordinator(t, func(cfg *Config) { cfg.ElectionHold = time.Minute })
 	ids, gen := stableGroup(t, c, "g", 1)
 	log.SetLeader(false)
 	c.Deactivate()
 	log.SetSettling(true)
+	hb := HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}
 	done := make(chan error, 1)
-	go func() { done <- c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}) }()
+	go func() { done <- c.Heartbeat(hb) }()
 	assertPending(t, done)
-	log.SetSettling(false) // Raft shut down: nothing settles any more
-	c.Deactivate()
 	start := time.Now()
+	c.Stop()
 	wantErr(t, recv(t, done), ErrNotCoordinator)
+	wantErr(t, c.Heartbeat(hb), ErrNotCoordinator)
 	if waited := time.Since(start); waited > time.Second {
-		t.Fatalf("held request answered %v after shutdown", waited)
+		t.Fatalf("held requests answered %v after Stop", waited)
+	}
+}
+
+// TestARequestNamingManyGroupsIsHeldOnce: under OneHold (DescribeGroups,
+// DeleteGroups and OffsetFetch take one per request), the waits for several
+// groups of settling shards share one bound, so the request is answered
+// within one hold however many groups it names.
+func TestARequestNamingManyGroupsIsHeldOnce(t *testing.T) {
+	c, log := newTestCoordinator(t, func(cfg *Config) { cfg.ElectionHold = 200 * time.Millisecond })
+	stableGroup(t, c, "g", 1)
+	log.SetLeader(false)
+	c.Deactivate()
+	log.SetSettling(true)
+	ctx := OneHold(context.Background())
+	start := time.Now()
+	for range 5 {
+		_, err := c.Describe(ctx, "g")
+		wantErr(t, err, ErrNotCoordinator)
+	}
+	if waited := time.Since(start); waited >= 400*time.Millisecond {
+		t.Fatalf("five describes under one hold took %v; the hold is 200ms", waited)
 	}
 }

@@ -16,7 +16,7 @@ func (c *Coordinator) Join(ctx context.Context, req JoinRequest) JoinResult {
 	if req.GroupID == "" {
 		return JoinResult{Err: ErrInvalidGroupID, MemberID: req.MemberID}
 	}
-	if err := c.Check(); err != nil {
+	if err := c.Check(ctx); err != nil {
 		return JoinResult{Err: err, MemberID: req.MemberID}
 	}
 	session := time.Duration(req.SessionTimeoutMs) * time.Millisecond

@@ -21,9 +21,9 @@ func TestDeposedLeaderServesNoStaleReads(t *testing.T) {
 	}
 
 	log.SetConfirmFault(errors.New("a newer term exists"))
-	wantErr(t, c.Check(), ErrNotCoordinator)
+	wantErr(t, c.Check(context.Background()), ErrNotCoordinator)
 	wantErr(t, c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}), ErrNotCoordinator)
-	_, err := c.Describe("g")
+	_, err := c.Describe(context.Background(), "g")
 	wantErr(t, err, ErrNotCoordinator)
 	_, err = c.List()
 	wantErr(t, err, ErrNotCoordinator)
@@ -34,7 +34,7 @@ func TestDeposedLeaderServesNoStaleReads(t *testing.T) {
 	if err := c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}); err != nil {
 		t.Fatalf("heartbeat once confirmed again: %v", err)
 	}
-	if d, err := c.Describe("g"); err != nil || d.State != Stable.String() {
+	if d, err := c.Describe(context.Background(), "g"); err != nil || d.State != Stable.String() {
 		t.Fatalf("describe once confirmed again: %+v, %v", d, err)
 	}
 }

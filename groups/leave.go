@@ -1,5 +1,7 @@
 package groups
 
+import "context"
+
 // Leave serves a LeaveGroup for one or more members (by member id, or by
 // instance id for static members, KIP-345). The returned error fails the
 // whole request; otherwise each member has its own result. Called from a
@@ -8,7 +10,7 @@ func (c *Coordinator) Leave(groupID string, leaving []LeaveMember) ([]LeaveResul
 	if groupID == "" {
 		return nil, ErrInvalidGroupID
 	}
-	if _, err := c.serving(); err != nil {
+	if _, err := c.serving(context.Background()); err != nil {
 		return nil, err
 	}
 	g, err := c.lockGroup(groupID, false)

@@ -1,6 +1,7 @@
 package groups
 
 import (
+	"context"
 	"github.com/hashicorp/raft"
 
 	"github.com/kcoord/kcoord/fsm"
@@ -20,7 +21,7 @@ func (c *Coordinator) DeleteOffsets(groupID string, partitions []fsm.TopicPartit
 	if groupID == "" {
 		return nil, ErrInvalidGroupID
 	}
-	if _, err := c.serving(); err != nil {
+	if _, err := c.serving(context.Background()); err != nil {
 		return nil, err
 	}
 	g, err := c.lockGroup(groupID, false)
@@ -101,7 +102,7 @@ func (g *group) removeIfEmpty(remaining int) bool {
 // shard leader; the deletions go through Raft without being waited for.
 // It returns how many offsets and groups it removed.
 func (c *Coordinator) ExpireOffsets(now, retention int64) (offsets, groups int) {
-	if !c.Active() || c.Check() != nil { // a shard led elsewhere: no hold, no round trip
+	if !c.Active() || c.Check(context.Background()) != nil { // a shard led elsewhere: no hold, no round trip
 		return 0, 0
 	}
 	c.mu.RLock()

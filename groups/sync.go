@@ -16,7 +16,7 @@ func (c *Coordinator) Sync(ctx context.Context, req SyncRequest) SyncResult {
 	if req.GroupID == "" {
 		return SyncResult{Err: ErrInvalidGroupID}
 	}
-	epoch, err := c.serving()
+	epoch, err := c.serving(ctx)
 	if err != nil {
 		return SyncResult{Err: err}
 	}

@@ -354,6 +354,13 @@ func (s *Server) stop(ctx context.Context, graceful bool) error {
 				s.drain(ctx)
 			}
 		}
+		// Requests held for an election end now: closing the listener
+		// waits for every handler.
+		for _, c := range coords {
+			if c != nil {
+				c.Stop()
+			}
+		}
 		if kafka != nil {
 			errs = append(errs, kafka.Close())
 		}
