@@ -29,11 +29,7 @@ import (
 // server.TestClusterConfig).
 func TestFailoverKeepsCommitsAndGenerations(t *testing.T) {
 	t.Parallel()
-	servers := server.StartTestCluster(t, 3, nil)
-	var seeds []string
-	for _, s := range servers {
-		seeds = append(seeds, s.KafkaAddr().String())
-	}
+	servers, seeds := startTestCluster(t)
 	ctx := testContext(t, 90*time.Second)
 	adm := newAdmin(t, seeds[0])
 	const topic, group = "failover-topic", "failover-group"
@@ -146,6 +142,18 @@ func TestFailoverKeepsCommitsAndGenerations(t *testing.T) {
 	waitFor(ctx, t, "the group to be Stable on its new coordinator", func(ctx context.Context) error {
 		return checkGroup(ctx, survivorAdm, group, topic, groupPartitions, "cooperative-sticky", kgoView(members))
 	})
+}
+
+// startTestCluster starts three in-process servers and returns them with
+// their Kafka addresses.
+func startTestCluster(t *testing.T) ([]*server.Server, []string) {
+	t.Helper()
+	servers := server.StartTestCluster(t, 3, nil)
+	var seeds []string
+	for _, s := range servers {
+		seeds = append(seeds, s.KafkaAddr().String())
+	}
+	return servers, seeds
 }
 
 func memberIDs(members []*kgoMember) []string {

@@ -446,16 +446,7 @@ func (s saramaCounter) Setup(sess sarama.ConsumerGroupSession) error {
 }
 func (s saramaCounter) Cleanup(sarama.ConsumerGroupSession) error { return nil }
 func (s saramaCounter) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
-	for {
-		select {
-		case _, ok := <-claim.Messages():
-			if !ok {
-				return nil
-			}
-		case <-sess.Context().Done():
-			return nil
-		}
-	}
+	return awaitClaimEnd(sess, claim)
 }
 
 // startDefaultKafkaGo starts a kafka-go ConsumerGroup member with the

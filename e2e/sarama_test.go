@@ -139,9 +139,14 @@ func (m *saramaMember) Cleanup(sess sarama.ConsumerGroupSession) error {
 	return nil
 }
 
-// ConsumeClaim implements sarama.ConsumerGroupHandler: kcoord has no
-// records, so it waits for the claim to end.
+// ConsumeClaim implements sarama.ConsumerGroupHandler.
 func (m *saramaMember) ConsumeClaim(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
+	return awaitClaimEnd(sess, claim)
+}
+
+// awaitClaimEnd is a sarama ConsumeClaim for kcoord, which has no records:
+// it waits for the claim or the session to end.
+func awaitClaimEnd(sess sarama.ConsumerGroupSession, claim sarama.ConsumerGroupClaim) error {
 	for {
 		select {
 		case _, ok := <-claim.Messages():

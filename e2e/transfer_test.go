@@ -21,11 +21,7 @@ import (
 // old coordinator's NOT_COORDINATOR) is logged.
 func TestLeadershipTransferIsInvisibleToClients(t *testing.T) {
 	t.Parallel()
-	servers := server.StartTestCluster(t, 3, nil)
-	var seeds []string
-	for _, s := range servers {
-		seeds = append(seeds, s.KafkaAddr().String())
-	}
+	servers, seeds := startTestCluster(t)
 	ctx := testContext(t, 90*time.Second)
 	const topic, shard = "transfer-topic", 5
 	createTopic(ctx, t, newAdmin(t, seeds[0]), topic, 6)
