@@ -35,6 +35,9 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest) error {
 		return ErrIllegalGeneration
 	}
 	m := g.members[req.MemberID]
+	if g.state != Stable && g.state != CompletingRebalance {
+		m.inherited = time.Time{} // heard from here
+	}
 	switch g.state {
 	case Empty:
 		return ErrUnknownMemberID

@@ -137,12 +137,12 @@ func (g *group) joinKnown(req JoinRequest) (chan JoinResult, JoinResult) {
 		if !m.sameProtocols(req.Protocols) {
 			return g.updateMemberAndRebalance(m, req), JoinResult{}
 		}
-		if m.id == g.leader && m.inherited.IsZero() {
+		if m.id == g.leader && !m.justMoved() {
 			// A leader rejoins to make the group rebalance (its
 			// subscription's metadata changed, say), as in Kafka.
 			return g.updateMemberAndRebalance(m, req), JoinResult{}
 		}
-		if !m.inherited.IsZero() {
+		if m.justMoved() {
 			// The member's coordinator moved and it rejoins before its
 			// first heartbeat here (sarama and kafka-go end a member's
 			// session when the old coordinator's connection breaks). The
@@ -264,6 +264,7 @@ func (g *group) addMemberAndRebalance(id string, req JoinRequest) chan JoinResul
 // or joins a rebalance.
 func (g *group) updateMemberAndRebalance(m *member, req JoinRequest) chan JoinResult {
 	g.updateMember(m, req)
+	m.inherited = time.Time{} // it takes part in a rebalance here: no longer just moved
 	if m.joinCh != nil {
 		// A second JoinGroup from the same member replaces the first.
 		m.joinCh <- JoinResult{Err: ErrRebalanceInProgress, MemberID: m.id}

@@ -39,6 +39,12 @@ type member struct {
 }
 
 func (m *member) awaitingJoin() bool { return m.joinCh != nil }
+
+// justMoved reports whether the member came with a coordinator move and has
+// not been heard from here since, within its session timeout of the move.
+func (m *member) justMoved() bool {
+	return !m.inherited.IsZero() && time.Since(m.inherited) < m.sessionTimeout
+}
 func (m *member) awaitingSync() bool { return m.syncCh != nil }
 
 // metadataFor returns the member's metadata for a protocol name.
