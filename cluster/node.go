@@ -545,8 +545,8 @@ func (n *Node) LeaderOf(shard int32) (Broker, bool) {
 	if s.replicated() {
 		// The metadata shard's requests (CreateTopics, ...) are not held:
 		// naming this node as its controller would only earn the client
-		// NOT_CONTROLLER.
-		if s.ID != MetaShard && s.Settling() {
+		// NOT_CONTROLLER. A leaving node names the real leaders only.
+		if s.ID != MetaShard && !n.leaving.Load() && s.Settling() {
 			return n.Self(), true
 		}
 		addr, id := s.Raft.LeaderWithID()

@@ -3,6 +3,7 @@ package cluster
 import (
 	"net"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -100,9 +101,10 @@ func TestAPartitionedLeaderIsNotDeclaredDead(t *testing.T) {
 // a listening one clears it, and a connection opening clears it too.
 func TestPeerDeathsProbe(t *testing.T) {
 	d := newPeerDeaths(testLogger(t))
-	changes := 0
+	defer d.close()
+	var changes atomic.Int32
 	deaths := make(chan string, 4)
-	d.watch(func(addr string) { deaths <- addr }, func() { changes++ })
+	d.watch(func(addr string) { deaths <- addr }, func() { changes.Add(1) })
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -131,8 +133,8 @@ func TestPeerDeathsProbe(t *testing.T) {
 	if d.isDead(addr) {
 		t.Fatal("an opened connection did not clear the death")
 	}
-	if changes != 2 {
-		t.Fatalf("%d changes told, want 2 (death, revival)", changes)
+	if n := changes.Load(); n != 2 {
+		t.Fatalf("%d changes told, want 2 (death, revival)", n)
 	}
 }
 

@@ -128,7 +128,7 @@ func (c *Coordinator) Activate(epoch uint64) error {
 		c.mu.Unlock()
 		return nil // served already: a second activation of this epoch
 	}
-	if epoch <= c.epoch || !c.log.Leads(epoch) {
+	if epoch <= c.epoch || !c.log.Leads(epoch) || c.isStopped() {
 		c.mu.Unlock()
 		return ErrNotCoordinator
 	}

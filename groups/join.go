@@ -154,6 +154,10 @@ func (g *group) joinKnown(req JoinRequest) (chan JoinResult, JoinResult) {
 				"leader", m.id == g.leader, "generation", g.generation)
 			m.inherited = time.Time{}
 			g.startSession(m)
+			r := g.currentJoinResult(m)
+			// JoinGroup v9+ (KIP-814): the leader need not assign.
+			r.SkipAssignment = req.SupportsSkipAssignment && m.id == g.leader
+			return nil, r
 		}
 		return nil, g.currentJoinResult(m)
 	}
