@@ -110,6 +110,7 @@ type failoverTrial struct {
 	resumed    []time.Duration // kill to each member's first heartbeat on the new coordinator
 	missing    int             // members not seen heartbeating on the new coordinator
 	elected    time.Duration   // kill to the new coordinator's activation
+	reasons    []string        // why the survivors started rebalances after the fault (their log)
 }
 
 // waitTopicEverywhere waits until every node at addrs lists topic with n
@@ -253,7 +254,7 @@ func runFailoverTrial(ctx context.Context, t testing.TB, signal syscall.Signal) 
 	for _, g := range groups {
 		members += len(g.members)
 	}
-	res.resumed, res.elected = resumedAfter(t, logs, killed)
+	res.resumed, res.elected, res.reasons = resumedAfter(t, logs, killed)
 	res.missing = members - len(res.resumed)
 	for _, g := range groups {
 		for _, m := range g.members {
@@ -269,12 +270,14 @@ func runFailoverTrial(ctx context.Context, t testing.TB, signal syscall.Signal) 
 var (
 	resumeLine = regexp.MustCompile(`^(\S+) \[(?:DEBUG|INFO)\]\s+\S*groups: (?:member resumed on the new coordinator|member rejoined after its coordinator moved; generation kept): .*member=("[^"]*"|\S+)`)
 	activeLine = regexp.MustCompile(`^(\S+) \[INFO\]\s+\S*groups: coordinator active: shard=3 `)
+	reasonLine = regexp.MustCompile(`^(\S+) \[INFO\]\s+\S*groups: preparing rebalance: .*(group=\S+) .*(reason=.*)$`)
 )
 
 // resumedAfter reads the survivors' logs for heartbeats resumed after
 // killed: the time from it to each member's first one (a member counted
-// once), and to the shard's activation.
-func resumedAfter(t testing.TB, logs []string, killed time.Time) (resumed []time.Duration, elected time.Duration) {
+// once), to the shard's activation, and the reasons of the rebalances
+// started since.
+func resumedAfter(t testing.TB, logs []string, killed time.Time) (resumed []time.Duration, elected time.Duration, reasons []string) {
 	t.Helper()
 	seen := map[string]bool{}
 	for _, path := range logs {
@@ -292,6 +295,12 @@ func resumedAfter(t testing.TB, logs []string, killed time.Time) (resumed []time
 				}
 				continue
 			}
+			if m := reasonLine.FindStringSubmatch(line); m != nil {
+				if at, err := time.Parse("2006-01-02T15:04:05.000Z0700", m[1]); err == nil && at.After(killed) {
+					reasons = append(reasons, fmt.Sprintf("+%v %s %s", at.Sub(killed), m[2], m[3]))
+				}
+				continue
+			}
 			m := resumeLine.FindStringSubmatch(line)
 			if m == nil || seen[m[2]] {
 				continue
@@ -306,7 +315,7 @@ func resumedAfter(t testing.TB, logs []string, killed time.Time) (resumed []time
 		f.Close()
 	}
 	slices.Sort(resumed)
-	return resumed, elected
+	return resumed, elected, reasons
 }
 
 // TestFailoverIsInvisibleToClients runs one trial per fault: kill -9 and
@@ -324,7 +333,7 @@ func TestFailoverIsInvisibleToClients(t *testing.T) {
 			t.Logf("elected %v after the fault; first heartbeats on the new coordinator %v; %d members not seen; sessions restarted in the same generation: %v",
 				res.elected, res.resumed, res.missing, res.restarted)
 			if len(res.rebalanced) > 0 {
-				t.Fatalf("%d of %d groups rebalanced because of the %s: %v", len(res.rebalanced), res.groups, sig, res.rebalanced)
+				t.Fatalf("%d of %d groups rebalanced because of the %s: %v; the coordinator's reasons: %v", len(res.rebalanced), res.groups, sig, res.rebalanced, res.reasons)
 			}
 		})
 	}
@@ -351,7 +360,9 @@ func BenchmarkInvisibleFailover(b *testing.B) {
 				missing += res.missing
 				all = append(all, res.resumed...)
 				elected = append(elected, res.elected)
-				b.Logf("trial %d: rebalanced %v; restarted %v; elected %v; resumed %v", i+1, res.rebalanced, res.restarted, res.elected, res.resumed)
+				// To stderr: a benchmark's log is cut when the clients log
+				// much, and these lines are the result.
+				fmt.Fprintf(os.Stderr, "%s trial %d: rebalanced %v (%v); restarted %v; elected %v; resumed %v\n", sig, i+1, res.rebalanced, res.reasons, res.restarted, res.elected, res.resumed)
 			}
 			slices.Sort(all)
 			slices.Sort(elected)
