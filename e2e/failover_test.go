@@ -146,7 +146,7 @@ func TestFailoverKeepsCommitsAndGenerations(t *testing.T) {
 
 // startTestCluster starts three in-process servers and returns them with
 // their Kafka addresses.
-func startTestCluster(t *testing.T) ([]*server.Server, []string) {
+func startTestCluster(t testing.TB) ([]*server.Server, []string) {
 	t.Helper()
 	servers := server.StartTestCluster(t, 3, nil)
 	var seeds []string

@@ -144,6 +144,60 @@ func groupOnShard(prefix string, shard int32) string {
 	}
 }
 
+// startTrialGroups starts the trial's groups on shard, two members each,
+// every member bootstrapping from all seeds, and returns them once each
+// group is Stable and heartbeating.
+func startTrialGroups(ctx context.Context, t testing.TB, seeds []string, topic string, shard int32) []*failoverGroup {
+	t.Helper()
+	var groups []*failoverGroup
+	add := func(client string, start func(group string) failoverMember) {
+		g := &failoverGroup{client: client, id: groupOnShard("inv-"+client, shard)}
+		for range 2 {
+			g.members = append(g.members, start(g.id))
+		}
+		groups = append(groups, g)
+	}
+	add("kgo-eager", func(group string) failoverMember {
+		return startDefaultKgo(ctx, t, seeds, group, topic, kgo.RangeBalancer())
+	})
+	add("kgo-coop", func(group string) failoverMember {
+		return startDefaultKgo(ctx, t, seeds, group, topic, kgo.CooperativeStickyBalancer())
+	})
+	add("kgo-eager-1s", func(group string) failoverMember {
+		return startDefaultKgo(ctx, t, seeds, group, topic, kgo.RangeBalancer(), kgo.HeartbeatInterval(time.Second), kgo.SessionTimeout(10*time.Second))
+	})
+	add("kgo-coop-1s", func(group string) failoverMember {
+		return startDefaultKgo(ctx, t, seeds, group, topic, kgo.CooperativeStickyBalancer(), kgo.HeartbeatInterval(time.Second), kgo.SessionTimeout(10*time.Second))
+	})
+	add("sarama", func(group string) failoverMember { return startDefaultSarama(ctx, t, seeds, group, topic) })
+	add("kafka-go", func(group string) failoverMember { return startDefaultKafkaGo(ctx, t, seeds, group, topic) })
+	if kcat, err := exec.LookPath("kcat"); err == nil {
+		add("kcat", func(group string) failoverMember { return startKcat(ctx, t, kcat, seeds, group, topic) })
+	} else {
+		t.Log("kcat is not installed: librdkafka is left out of the trial")
+	}
+
+	adm := kadm.NewClient(newClient(t, seeds[0], kgo.SeedBrokers(seeds...)))
+	for _, g := range groups {
+		waitFor(ctx, t, g.client+" group Stable with every member", func(ctx context.Context) error {
+			return stableWith(ctx, adm, g)
+		})
+	}
+	// Cooperative groups rebalance a second time, and every client's
+	// heartbeats must be flowing before the fault.
+	time.Sleep(4 * time.Second)
+	return groups
+}
+
+// closeGroups stops every member of groups.
+func closeGroups(groups []*failoverGroup) {
+	for _, g := range groups {
+		for _, m := range g.members {
+			m.close()
+		}
+	}
+}
+
 // runFailoverTrial runs one trial on a fresh three-node cluster; stop kills
 // or stops the node given.
 func runFailoverTrial(ctx context.Context, t testing.TB, signal syscall.Signal) failoverTrial {
@@ -158,43 +212,7 @@ func runFailoverTrial(ctx context.Context, t testing.TB, signal syscall.Signal) 
 	waitTopicEverywhere(ctx, t, seeds[1:], topic, partitions)
 
 	const shard = 3
-	var groups []*failoverGroup
-	add := func(client string, n int, start func(group string, i int) failoverMember) {
-		g := &failoverGroup{client: client, id: groupOnShard("inv-"+client, shard)}
-		for i := range n {
-			g.members = append(g.members, start(g.id, i))
-		}
-		groups = append(groups, g)
-	}
-	add("kgo-eager", 2, func(group string, i int) failoverMember {
-		return startDefaultKgo(ctx, t, seeds, group, topic, kgo.RangeBalancer())
-	})
-	add("kgo-coop", 2, func(group string, i int) failoverMember {
-		return startDefaultKgo(ctx, t, seeds, group, topic, kgo.CooperativeStickyBalancer())
-	})
-	add("kgo-eager-1s", 2, func(group string, i int) failoverMember {
-		return startDefaultKgo(ctx, t, seeds, group, topic, kgo.RangeBalancer(), kgo.HeartbeatInterval(time.Second), kgo.SessionTimeout(10*time.Second))
-	})
-	add("kgo-coop-1s", 2, func(group string, i int) failoverMember {
-		return startDefaultKgo(ctx, t, seeds, group, topic, kgo.CooperativeStickyBalancer(), kgo.HeartbeatInterval(time.Second), kgo.SessionTimeout(10*time.Second))
-	})
-	add("sarama", 2, func(group string, i int) failoverMember { return startDefaultSarama(ctx, t, seeds, group, topic) })
-	add("kafka-go", 2, func(group string, i int) failoverMember { return startDefaultKafkaGo(ctx, t, seeds, group, topic) })
-	if kcat, err := exec.LookPath("kcat"); err == nil {
-		add("kcat", 2, func(group string, i int) failoverMember { return startKcat(ctx, t, kcat, seeds, group, topic) })
-	} else {
-		t.Log("kcat is not installed: librdkafka is left out of the trial")
-	}
-
-	adm := kadm.NewClient(newClient(t, seeds[0], kgo.SeedBrokers(seeds...)))
-	for _, g := range groups {
-		waitFor(ctx, t, g.client+" group Stable with every member", func(ctx context.Context) error {
-			return stableWith(ctx, adm, g)
-		})
-	}
-	// Cooperative groups rebalance a second time, and every client's
-	// heartbeats must be flowing before the fault.
-	time.Sleep(4 * time.Second)
+	groups := startTrialGroups(ctx, t, seeds, topic, shard)
 	before := snapshotGroups(groups)
 
 	_, coordID, err := rawCoordinator(ctx, seeds[0], groups[0].id)
@@ -256,11 +274,7 @@ func runFailoverTrial(ctx context.Context, t testing.TB, signal syscall.Signal) 
 	}
 	res.resumed, res.elected, res.reasons = resumedAfter(t, logs, killed)
 	res.missing = members - len(res.resumed)
-	for _, g := range groups {
-		for _, m := range g.members {
-			m.close()
-		}
-	}
+	closeGroups(groups)
 	return res
 }
 
@@ -366,16 +380,38 @@ func BenchmarkInvisibleFailover(b *testing.B) {
 			}
 			slices.Sort(all)
 			slices.Sort(elected)
-			b.ReportMetric(float64(rebalanced)/float64(b.N), "rebalanced-groups/trial")
-			b.ReportMetric(float64(restarted)/float64(b.N), "restarted-groups/trial")
-			b.ReportMetric(float64(missing)/float64(b.N), "unseen-members/trial")
-			b.ReportMetric(float64(groups)/float64(b.N), "groups/trial")
+			reportTrials(b, rebalanced, restarted, missing, groups)
 			b.ReportMetric(quantile(elected, 0.5).Seconds()*1000, "elected-p50-ms")
 			b.ReportMetric(quantile(all, 0.5).Seconds()*1000, "heartbeat-p50-ms")
 			b.ReportMetric(quantile(all, 0.99).Seconds()*1000, "heartbeat-p99-ms")
 			b.ReportMetric(quantile(all, 1).Seconds()*1000, "heartbeat-max-ms")
 		})
 	}
+}
+
+// reportTrials reports the per-trial group counts of b.N trials.
+func reportTrials(b *testing.B, rebalanced, restarted, missing, groups int) {
+	b.ReportMetric(float64(rebalanced)/float64(b.N), "rebalanced-groups/trial")
+	b.ReportMetric(float64(restarted)/float64(b.N), "restarted-groups/trial")
+	b.ReportMetric(float64(missing)/float64(b.N), "unseen-members/trial")
+	b.ReportMetric(float64(groups)/float64(b.N), "groups/trial")
+}
+
+// BenchmarkInvisibleTransfer runs b.N trials of the balance loop's move:
+// the same groups on an in-process three-node cluster, the shard's
+// leadership transferred away (run it with -benchtime 20x).
+func BenchmarkInvisibleTransfer(b *testing.B) {
+	rebalanced, restarted, groups := 0, 0, 0
+	for i := 0; i < b.N; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+		res := runTransferTrial(ctx, b)
+		cancel()
+		groups += res.groups
+		rebalanced += len(res.rebalanced)
+		restarted += len(res.restarted)
+		fmt.Fprintf(os.Stderr, "transfer trial %d: rebalanced %v; restarted %v\n", i+1, res.rebalanced, res.restarted)
+	}
+	reportTrials(b, rebalanced, restarted, 0, groups)
 }
 
 // quantile is the q-quantile of sorted ds (0 when empty).

@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os/exec"
 	"testing"
 	"time"
 
@@ -18,38 +17,36 @@ import (
 // client library run on it, with their default settings. No group's
 // generation may change; a client that restarts its session in the same
 // generation (kafka-go ends a generation on any heartbeat error, here the
-// old coordinator's NOT_COORDINATOR) is logged.
+// old coordinator's NOT_COORDINATOR) is logged. BenchmarkInvisibleTransfer
+// runs many trials.
 func TestLeadershipTransferIsInvisibleToClients(t *testing.T) {
 	t.Parallel()
+	res := runTransferTrial(testContext(t, 120*time.Second), t)
+	if len(res.restarted) > 0 {
+		t.Logf("sessions restarted in the same generation (client behaviour): %v", res.restarted)
+	}
+	if len(res.rebalanced) > 0 {
+		t.Fatalf("%d of %d groups rebalanced across the transfer: %v", len(res.rebalanced), res.groups, res.rebalanced)
+	}
+}
+
+// runTransferTrial runs the trial's groups on a fresh in-process
+// three-node cluster, moves their shard's leadership away with the
+// transfer the balance loop uses, and reports which groups rebalanced or
+// restarted sessions. The cluster is stopped before it returns.
+func runTransferTrial(ctx context.Context, t testing.TB) failoverTrial {
+	t.Helper()
 	servers, seeds := startTestCluster(t)
-	ctx := testContext(t, 90*time.Second)
+	defer func() {
+		for _, s := range servers {
+			_ = s.Kill()
+		}
+	}()
 	const topic, shard = "transfer-topic", 5
 	createTopic(ctx, t, newAdmin(t, seeds[0]), topic, 6)
 	waitTopicEverywhere(ctx, t, seeds[1:], topic, 6)
-
-	var groups []*failoverGroup
-	add := func(client string, start func(group string) failoverMember) {
-		g := &failoverGroup{client: client, id: groupOnShard("transfer-"+client, shard)}
-		for range 2 {
-			g.members = append(g.members, start(g.id))
-		}
-		groups = append(groups, g)
-	}
-	add("kgo-coop", func(group string) failoverMember {
-		return startDefaultKgo(ctx, t, seeds, group, topic, kgo.CooperativeStickyBalancer())
-	})
-	add("sarama", func(group string) failoverMember { return startDefaultSarama(ctx, t, seeds, group, topic) })
-	add("kafka-go", func(group string) failoverMember { return startDefaultKafkaGo(ctx, t, seeds, group, topic) })
-	if kcat, err := exec.LookPath("kcat"); err == nil {
-		add("kcat", func(group string) failoverMember { return startKcat(ctx, t, kcat, seeds, group, topic) })
-	}
-	adm := kadm.NewClient(newClient(t, seeds[0], kgo.SeedBrokers(seeds...)))
-	for _, g := range groups {
-		waitFor(ctx, t, g.client+" group Stable with every member", func(ctx context.Context) error {
-			return stableWith(ctx, adm, g)
-		})
-	}
-	time.Sleep(4 * time.Second) // the cooperative group's second rebalance; heartbeats flowing
+	groups := startTrialGroups(ctx, t, seeds, topic, shard)
+	defer closeGroups(groups)
 	before := snapshotGroups(groups)
 
 	var leader *server.Server
@@ -66,18 +63,15 @@ func TestLeadershipTransferIsInvisibleToClients(t *testing.T) {
 	}
 	t.Logf("moved shard %d's leadership away from node %d", shard, leader.Node().ID())
 	time.Sleep(8 * time.Second) // past every client's 3 s heartbeat, twice
+	adm := kadm.NewClient(newClient(t, seeds[0], kgo.SeedBrokers(seeds...)))
 	for _, g := range groups {
 		waitFor(ctx, t, g.client+" group Stable after the transfer", func(ctx context.Context) error {
 			return stableWith(ctx, adm, g)
 		})
 	}
-	rebalanced, restarted := before.compare(groups)
-	if len(restarted) > 0 {
-		t.Logf("sessions restarted in the same generation (client behaviour): %v", restarted)
-	}
-	if len(rebalanced) > 0 {
-		t.Fatalf("groups rebalanced across the transfer: %v", rebalanced)
-	}
+	res := failoverTrial{groups: len(groups)}
+	res.rebalanced, res.restarted = before.compare(groups)
+	return res
 }
 
 // stableWith checks that DescribeGroups answers g Stable with all its
