@@ -44,6 +44,10 @@ func (h *Handlers) fetch(ctx context.Context, _ *transport.RequestContext, kreq 
 			rp.Partition = p.Partition
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = 0, 0, 0
 			rp.PreferredReadReplica = -1
+			// An empty record set, never a null one (length -1), which
+			// Kafka never sends: librdkafka fails to parse a Fetch v0 answer
+			// holding one ("Protocol parse failure for Fetch v0").
+			rp.RecordBatches = []byte{}
 			if !known || p.Partition < 0 || p.Partition >= topic.Partitions {
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
