@@ -46,6 +46,14 @@
 //     advertised address and (version 2) its cluster id; the accept loop
 //     drops a header of another cluster and hands the rest to the shard's
 //     raft.StreamLayer, used by raft.NewNetworkTransportWithConfig.
+//   - Peer deaths (peerdeath.go): a Raft connection that the peer ended is
+//     followed by a probe dial; a refusal proves the process gone, and the
+//     death is gossiped, re-probed every 500 ms and cleared by any new
+//     connection. Routing leaves proven-dead nodes out at once.
+//   - Settling (settling.go): while a shard's leadership is being decided
+//     as this replica sees it, LeaderOf names this node and the group
+//     coordinator holds requests (groups.Coordinator, hold.go);
+//     RoutingChanges wakes the held requests.
 //   - Leadership balance (balance.go): a node leading more than its share
 //     of group shards hands the excess to voters that lead fewer.
 //   - Faults (faults.go): drop, delay and partition hooks in the Mux for
@@ -57,6 +65,7 @@
 // NewNode runs on the caller's goroutine. With gossip, each node then runs a
 // cluster loop (meta refresh, bootstrap, cluster id adoption), a balance
 // loop and a join loop (until a seed answers); each shard runs a leadership
-// goroutine that calls Config.OnLeadership; memberlist calls the gossip
-// delegates on its own goroutines. Node methods are safe for concurrent use.
+// goroutine that calls Config.OnLeadership and a leader-observer goroutine;
+// the mux runs a re-probe loop and a goroutine per death probe; memberlist
+// calls the gossip delegates on its own goroutines. Node methods are safe for concurrent use.
 package cluster
