@@ -59,8 +59,10 @@ func (n *Node) balanceLeaders() {
 	var mine []*Shard
 	for _, s := range n.shards {
 		b, ok := n.LeaderOf(s.ID)
-		if !ok || (s.Settling() && !s.IsLeader()) {
-			return // an election is under way: wait for a settled view
+		if !ok || (b.NodeID == n.cfg.NodeID && !s.IsLeader()) {
+			// An election is under way (a settling replica names itself):
+			// wait for a settled view.
+			return
 		}
 		counts[b.NodeID]++
 		if b.NodeID == n.cfg.NodeID && s.IsLeader() {

@@ -102,9 +102,7 @@ func (d *peerDeaths) watch(onDeath func(addr string), onChange func()) {
 
 // isDead reports whether addr's death is proven and not disproven since.
 func (d *peerDeaths) isDead(addr string) bool {
-	d.mu.Lock()
-	_, dead := d.dead[addr]
-	d.mu.Unlock()
+	_, dead := d.deadSince(addr)
 	return dead
 }
 

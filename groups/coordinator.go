@@ -74,9 +74,9 @@ type Coordinator struct {
 	// loading is the epoch an activation is loading for (0: none). Requests
 	// are held meanwhile (see serving).
 	loading uint64
-	// changed is closed, and replaced, whenever active, epoch or loading
-	// change, under mu: held requests wait on it.
-	changed chan struct{}
+	// changed fires whenever active, epoch or loading change, under mu:
+	// held requests wait on it.
+	changed broadcast
 	// stopCh is closed by Stop: held requests end, none are held again.
 	stopCh   chan struct{}
 	stopOnce sync.Once
@@ -106,7 +106,7 @@ func NewCoordinator(cfg Config, shard int32, log Log, state *fsm.ShardFSM) (*Coo
 		logger:  logger.With("shard", shard),
 		now:     func() int64 { return time.Now().UnixMilli() },
 		groups:  make(map[string]*group),
-		changed: make(chan struct{}),
+		changed: newBroadcast(),
 		stopCh:  make(chan struct{}),
 	}, nil
 }
@@ -133,13 +133,13 @@ func (c *Coordinator) Activate(epoch uint64) error {
 		return ErrNotCoordinator
 	}
 	c.loading = epoch
-	c.changedLocked()
+	c.changed.fire()
 	c.mu.Unlock()
 	if err := c.log.Barrier(c.cfg.WriteTimeout); err != nil {
 		c.mu.Lock()
 		if c.loading == epoch {
 			c.loading = 0
-			c.changedLocked()
+			c.changed.fire()
 		}
 		c.mu.Unlock()
 		return err
@@ -169,7 +169,7 @@ func (c *Coordinator) Activate(epoch uint64) error {
 	}
 	superseded := c.groups
 	c.groups, c.active, c.epoch, c.loading = groups, true, epoch, 0
-	c.changedLocked()
+	c.changed.fire()
 	c.mu.Unlock()
 	now := time.Now()
 	for _, g := range loaded {
@@ -195,7 +195,7 @@ func (c *Coordinator) Deactivate() {
 	c.mu.Lock()
 	groups, wasActive := c.groups, c.active
 	c.groups, c.active, c.loading = make(map[string]*group), false, 0
-	c.changedLocked()
+	c.changed.fire()
 	c.mu.Unlock()
 	closeGroups(groups)
 	if wasActive {
@@ -237,13 +237,6 @@ func (c *Coordinator) current() (uint64, error) {
 		return 0, ErrNotCoordinator
 	}
 	return c.epoch, nil
-}
-
-// changedLocked wakes the requests held in serving. c.mu must be held for
-// writing.
-func (c *Coordinator) changedLocked() {
-	close(c.changed)
-	c.changed = make(chan struct{})
 }
 
 // confirm asks a quorum whether epoch is still this node's leadership: an

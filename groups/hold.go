@@ -47,7 +47,8 @@ func (c *Coordinator) serving(ctx context.Context) (uint64, error) {
 	}()
 	for {
 		c.mu.RLock()
-		active, loading, epoch, changed := c.active, c.loading, c.epoch, c.changed
+		active, loading, epoch := c.active, c.loading, c.epoch
+		changed := c.changed.wait()
 		c.mu.RUnlock()
 		if active && c.log.Leads(epoch) {
 			return epoch, nil

@@ -28,13 +28,13 @@ type MemLog struct {
 	confirmFail error
 	confirms    int
 	settling    bool
-	routing     chan struct{} // closed and replaced by SetSettling and SetLeader
+	routing     broadcast // fired by SetSettling and SetLeader
 }
 
 // NewMemLog returns a MemLog applying to a fresh shard FSM, leading in
 // epoch 1.
 func NewMemLog() *MemLog {
-	return &MemLog{FSM: fsm.NewShardFSM(0, nil), epoch: 1, routing: make(chan struct{})}
+	return &MemLog{FSM: fsm.NewShardFSM(0, nil), epoch: 1, routing: newBroadcast()}
 }
 
 // SetFault makes every following write fail with err (nil heals).
@@ -86,7 +86,7 @@ func (l *MemLog) SetLeader(leader bool) uint64 {
 	defer l.mu.Unlock()
 	l.epoch++
 	l.notLeader = !leader
-	l.routedLocked()
+	l.routing.fire()
 	return l.epoch
 }
 
@@ -95,7 +95,7 @@ func (l *MemLog) SetLeader(leader bool) uint64 {
 func (l *MemLog) SetSettling(settling bool) {
 	l.mu.Lock()
 	l.settling = settling
-	l.routedLocked()
+	l.routing.fire()
 	l.mu.Unlock()
 }
 
@@ -110,12 +110,7 @@ func (l *MemLog) Settling() bool {
 func (l *MemLog) RoutingChanges() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.routing
-}
-
-func (l *MemLog) routedLocked() {
-	close(l.routing)
-	l.routing = make(chan struct{})
+	return l.routing.wait()
 }
 
 // StepDown makes the log stop leading without a new epoch: Raft stepped

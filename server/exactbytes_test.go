@@ -31,12 +31,9 @@ func TestInvalidUTF8GroupIDsKeepTheirOwnOffsetsAcrossRestart(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
-	createTopicOverKafka(ctx, t, servers[0], exactBytesTopic, 2)
-	want := map[string]map[int32]int64{}
-	for i, id := range fffdEqualGroupIDs {
-		offset := int64(1000 * (i + 1))
-		commitOverKafka(ctx, t, servers[0], id, 0, offset)
-		want[id] = map[int32]int64{0: offset, 1: -1}
+	want := commitEachID(ctx, t, servers[0])
+	for _, offsets := range want {
+		offsets[1] = -1 // partition 1 has no commit yet
 	}
 	checkOffsetsOverKafka(ctx, t, servers[0], want)
 
@@ -69,13 +66,7 @@ func TestInvalidUTF8GroupIDsKeepTheirOwnOffsetsAcrossLeaderKill(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 
-	createTopicOverKafka(ctx, t, servers[0], exactBytesTopic, 2)
-	want := map[string]map[int32]int64{}
-	for i, id := range fffdEqualGroupIDs {
-		offset := int64(1000 * (i + 1))
-		commitOverKafka(ctx, t, servers[0], id, 0, offset)
-		want[id] = map[int32]int64{0: offset}
-	}
+	want := commitEachID(ctx, t, servers[0])
 	checkOffsetsOverKafka(ctx, t, servers[0], want)
 
 	leader := coordinatorNodeOf(ctx, t, servers[0], fffdEqualGroupIDs[0])
@@ -83,6 +74,21 @@ func TestInvalidUTF8GroupIDsKeepTheirOwnOffsetsAcrossLeaderKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkOffsetsOverKafka(ctx, t, servers[leader%3], want)
+}
+
+// commitEachID creates the test topic and commits a different offset on its
+// partition 0 for each of fffdEqualGroupIDs through s; it returns what each
+// id committed.
+func commitEachID(ctx context.Context, t *testing.T, s *Server) map[string]map[int32]int64 {
+	t.Helper()
+	createTopicOverKafka(ctx, t, s, exactBytesTopic, 2)
+	want := map[string]map[int32]int64{}
+	for i, id := range fffdEqualGroupIDs {
+		offset := int64(1000 * (i + 1))
+		commitOverKafka(ctx, t, s, id, 0, offset)
+		want[id] = map[int32]int64{0: offset}
+	}
+	return want
 }
 
 // snapshotEveryShard makes each shard of s (and the metadata group) take a
