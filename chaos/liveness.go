@@ -1,0 +1,107 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// CheckLiveness waits, up to bound, until every consumer group is Stable
+// with as many members as the workload runs in it and every partition of
+// the topic assigned to exactly one of them, as DescribeGroups says. A
+// group that does not get there within bound is an anomaly. Called after
+// the last fault healed; the result names the time each group took.
+func CheckLiveness(ctx context.Context, w *Workload, bound time.Duration) CheckResult {
+	res := CheckResult{Name: "liveness"}
+	groups := w.ConsumerGroups()
+	if len(groups) == 0 {
+		res.Summary = "no consumer groups"
+		return res
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	settled := map[string]time.Duration{}
+	last := map[string]string{}
+	for len(settled) < len(groups) {
+		want := w.Members()
+		// A fresh client each round: one that cached a coordinator found
+		// while a node was dying keeps asking it.
+		if cl, err := kgo.NewClient(kgo.SeedBrokers(w.cfg.Brokers...)); err == nil {
+			described, err := kadm.NewClient(cl).DescribeGroups(ctx, groups...)
+			for _, g := range groups {
+				if _, ok := settled[g]; ok {
+					continue
+				}
+				if err != nil && described == nil {
+					last[g] = err.Error()
+					continue
+				}
+				why := stableProblem(described[g], w.cfg.Topic, w.cfg.Partitions, want[g])
+				if why == "" {
+					settled[g] = time.Since(start)
+				} else {
+					last[g] = why
+				}
+			}
+			cl.Close()
+		}
+		if len(settled) == len(groups) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			for _, g := range groups {
+				if _, ok := settled[g]; !ok {
+					res.Anomalies = append(res.Anomalies, fmt.Sprintf("%s not stable %v after the faults healed: %s", g, bound, last[g]))
+				}
+			}
+			res.Summary = fmt.Sprintf("%d of %d groups stable within %v", len(settled), len(groups), bound)
+			return res
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	var worst time.Duration
+	for _, d := range settled {
+		worst = max(worst, d)
+	}
+	res.Checked = len(groups)
+	res.Summary = fmt.Sprintf("%d groups stable, all partitions assigned, %v after the faults healed at worst (bound %v)",
+		len(groups), worst.Round(10*time.Millisecond), bound)
+	return res
+}
+
+// stableProblem says why a described group is not yet what the workload
+// expects, or "" when it is.
+func stableProblem(g kadm.DescribedGroup, topic string, partitions int32, members int) string {
+	if err := g.Err; err != nil {
+		return err.Error()
+	}
+	if g.State != "Stable" {
+		return "state " + g.State
+	}
+	if len(g.Members) != members {
+		return fmt.Sprintf("%d members, the workload runs %d", len(g.Members), members)
+	}
+	var owned []int32
+	for _, m := range g.Members {
+		a, ok := m.Assigned.AsConsumer()
+		if !ok {
+			return "an assignment that is not a consumer's"
+		}
+		for _, t := range a.Topics {
+			if t.Topic == topic {
+				owned = append(owned, t.Partitions...)
+			}
+		}
+	}
+	slices.Sort(owned)
+	if int32(len(owned)) != partitions || len(slices.Compact(slices.Clone(owned))) != len(owned) {
+		return fmt.Sprintf("partitions assigned %v of %d", owned, partitions)
+	}
+	return ""
+}

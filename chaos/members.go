@@ -1,0 +1,243 @@
+package chaos
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// member is one franz-go consumer group member. It commits the partitions
+// it owns with its member id and generation, as a consumer does after
+// processing, and records every assignment it receives (whole, from the
+// SyncGroup answer) and every partition it gives up.
+type member struct {
+	w           *Workload
+	group       string
+	instance    string // static members' group.instance.id; "" for dynamic ones
+	cooperative bool
+	client      int // the porcupine client id of its commits
+
+	cl     *kgo.Client
+	mu     sync.Mutex
+	owned  []int32
+	stop   chan struct{}
+	done   chan struct{}
+	closed atomic.Bool
+}
+
+// recordingBalancer wraps a balancer to see the whole assignment a member
+// receives in each generation: franz-go parses every SyncGroup answer
+// through ParseSyncAssignment, after storing the generation of the join.
+type recordingBalancer struct {
+	kgo.GroupBalancer
+	m *member
+}
+
+func (b recordingBalancer) ParseSyncAssignment(assignment []byte) (map[string][]int32, error) {
+	parsed, err := b.GroupBalancer.ParseSyncAssignment(assignment)
+	if err != nil || b.m.cl == nil {
+		return parsed, err
+	}
+	id, gen := b.m.cl.GroupMetadata()
+	ps := slices.Clone(parsed[b.m.w.cfg.Topic])
+	slices.Sort(ps)
+	b.m.w.hist.addSync(SyncRecord{
+		Group: b.m.group, Member: id, Instance: b.m.instance, Generation: gen,
+		Partitions: ps, At: b.m.w.hist.Now(), Cooperative: b.m.cooperative,
+	})
+	return parsed, nil
+}
+
+// start creates the client, which joins the group at once, and runs the
+// member's poll and commit loops until close.
+func (m *member) start() error {
+	var balancer kgo.GroupBalancer = kgo.RangeBalancer()
+	if m.cooperative {
+		balancer = kgo.CooperativeStickyBalancer()
+	}
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(m.w.cfg.Brokers...),
+		kgo.ClientID("kcoord-verify"),
+		kgo.ConsumerGroup(m.group),
+		kgo.ConsumeTopics(m.w.cfg.Topic),
+		kgo.Balancers(recordingBalancer{balancer, m}),
+		kgo.DisableAutoCommit(),
+		kgo.SessionTimeout(m.w.cfg.SessionTimeout),
+		kgo.HeartbeatInterval(m.w.cfg.SessionTimeout / 6),
+		kgo.OnPartitionsAssigned(m.assigned),
+		kgo.OnPartitionsRevoked(m.revoked),
+		kgo.OnPartitionsLost(m.lost),
+		kgo.FetchMaxWait(time.Second),
+	}
+	if m.instance != "" {
+		opts = append(opts, kgo.InstanceID(m.instance))
+	}
+	// The balancer reads m.cl: set it before the first join can finish.
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return err
+	}
+	m.cl = cl
+	m.stop, m.done = make(chan struct{}), make(chan struct{})
+	go m.run()
+	return nil
+}
+
+func (m *member) assigned(_ context.Context, cl *kgo.Client, added map[string][]int32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, p := range added[m.w.cfg.Topic] {
+		if !slices.Contains(m.owned, p) {
+			m.owned = append(m.owned, p)
+		}
+	}
+}
+
+func (m *member) revoked(_ context.Context, cl *kgo.Client, gone map[string][]int32) {
+	m.release(cl, gone, false)
+}
+
+func (m *member) lost(_ context.Context, cl *kgo.Client, gone map[string][]int32) {
+	m.release(cl, gone, true)
+}
+
+func (m *member) release(cl *kgo.Client, gone map[string][]int32, lost bool) {
+	m.mu.Lock()
+	ps := gone[m.w.cfg.Topic]
+	m.owned = slices.DeleteFunc(m.owned, func(p int32) bool { return slices.Contains(ps, p) })
+	m.mu.Unlock()
+	if len(ps) == 0 {
+		return
+	}
+	id, gen := cl.GroupMetadata()
+	m.w.hist.addRelease(Release{Group: m.group, Member: id, Generation: gen,
+		Partitions: slices.Clone(ps), Lost: lost, At: m.w.hist.Now()})
+}
+
+// run polls (franz-go delivers rebalance callbacks from polls too) and
+// commits what the member owns every CommitInterval.
+func (m *member) run() {
+	defer close(m.done)
+	polled := make(chan struct{})
+	go func() {
+		defer close(polled)
+		for {
+			fs := m.cl.PollFetches(m.w.ctx)
+			if fs.IsClientClosed() || m.w.ctx.Err() != nil {
+				return
+			}
+			select {
+			case <-m.stop:
+				return
+			default:
+			}
+		}
+	}()
+	tick := time.NewTicker(m.w.cfg.CommitInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-m.w.ctx.Done():
+			return
+		case <-tick.C:
+		}
+		if m.w.loadStopped() {
+			continue
+		}
+		m.commitOwned()
+	}
+}
+
+// commitOwned commits a fresh offset for every owned partition, in one
+// OffsetCommit as franz-go sends it, and records one operation per
+// partition.
+func (m *member) commitOwned() {
+	m.mu.Lock()
+	owned := slices.Clone(m.owned)
+	m.mu.Unlock()
+	if len(owned) == 0 {
+		return
+	}
+	topic := m.w.cfg.Topic
+	offsets := map[string]map[int32]kgo.EpochOffset{topic: {}}
+	values := map[int32]int64{}
+	for _, p := range owned {
+		v := m.w.nextValue()
+		values[p] = v
+		offsets[topic][p] = kgo.EpochOffset{Epoch: -1, Offset: v}
+	}
+	call := m.w.hist.Now()
+	ctx, cancel := context.WithTimeout(m.w.ctx, m.w.cfg.OpTimeout)
+	defer cancel()
+	var (
+		req  *kmsg.OffsetCommitRequest
+		resp *kmsg.OffsetCommitResponse
+		err  error
+	)
+	m.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, rq *kmsg.OffsetCommitRequest, rs *kmsg.OffsetCommitResponse, e error) {
+		req, resp, err = rq, rs, e
+	})
+	ret := m.w.hist.Now()
+	codes := map[int32]int16{}
+	if resp != nil {
+		for _, t := range resp.Topics {
+			if t.Topic != topic {
+				continue
+			}
+			for _, p := range t.Partitions {
+				codes[p.Partition] = p.ErrorCode
+			}
+		}
+	}
+	memberID, gen := "", int32(-1)
+	sent := map[int32]bool{}
+	if req != nil {
+		memberID, gen = req.MemberID, req.Generation
+		for _, t := range req.Topics {
+			if t.Topic == topic {
+				for _, p := range t.Partitions {
+					sent[p.Partition] = true
+				}
+			}
+		}
+	}
+	for p, v := range values {
+		op := Op{Client: m.client, Kind: Commit, Register: Register{m.group, topic, p}, Value: v,
+			Call: call, Return: ret, Member: memberID, Generation: gen}
+		code, answered := codes[p]
+		switch {
+		case !sent[p]:
+			// franz-go did not send it: the group is between
+			// generations, or the client is closing.
+			op.Outcome = Failed
+		case err != nil || !answered:
+			op.Outcome = Unknown
+			if err != nil {
+				op.Err = err.Error()
+			}
+		default:
+			op.Outcome = CommitOutcome(code)
+		}
+		m.w.hist.addOp(op)
+	}
+}
+
+// close leaves the group (a static member just goes away, as Kafka's
+// static members do) and waits for the member's loops.
+func (m *member) close() {
+	if m.closed.Swap(true) {
+		return
+	}
+	close(m.stop)
+	m.cl.Close()
+	<-m.done
+}
