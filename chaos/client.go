@@ -143,11 +143,30 @@ func (c *rawClient) connect(ctx context.Context) error {
 	return last
 }
 
-// findCoordinator asks seed for group's coordinator.
+// findCoordinator asks seed for group's coordinator's address.
 func findCoordinator(ctx context.Context, seed, group string) (string, error) {
-	conn, err := transport.Dial(ctx, seed)
+	fc, err := askCoordinator(ctx, seed, group)
 	if err != nil {
 		return "", err
+	}
+	return net.JoinHostPort(fc.Host, strconv.Itoa(int(fc.Port))), nil
+}
+
+// findCoordinatorID asks seed for group's coordinator's node id.
+func findCoordinatorID(ctx context.Context, seed, group string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	fc, err := askCoordinator(ctx, seed, group)
+	if err != nil {
+		return 0, err
+	}
+	return int(fc.NodeID), nil
+}
+
+func askCoordinator(ctx context.Context, seed, group string) (*kmsg.FindCoordinatorResponse, error) {
+	conn, err := transport.Dial(ctx, seed)
+	if err != nil {
+		return nil, err
 	}
 	defer conn.Close()
 	conn.SetClientID("kcoord-verify")
@@ -156,13 +175,13 @@ func findCoordinator(ctx context.Context, seed, group string) (string, error) {
 	req.CoordinatorKey = group
 	resp, err := conn.Do(ctx, req)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
 	fc := resp.(*kmsg.FindCoordinatorResponse)
 	if err := kerr.ErrorForCode(fc.ErrorCode); err != nil {
-		return "", err
+		return nil, err
 	}
-	return net.JoinHostPort(fc.Host, strconv.Itoa(int(fc.Port))), nil
+	return fc, nil
 }
 
 // CommitOutcome classifies an OffsetCommit partition error code. Only the

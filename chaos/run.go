@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,9 +18,11 @@ type RunConfig struct {
 	Baseline time.Duration
 	// Duration is the length of the main phase.
 	Duration time.Duration
-	// Faults runs during the main phase and returns once every fault it
-	// injected has healed; it records each fault in the History. nil for
-	// a run against a cluster someone else faults (kcoord verify).
+	// Faults runs during the main phase, which ends when it returns (or
+	// after Duration); it returns once every fault it injected has healed
+	// and records each fault in the History. nil for a run against a
+	// cluster someone else faults (kcoord verify): the phase lasts
+	// Duration.
 	Faults func(ctx context.Context, hist *History)
 	// LivenessBound is how long groups may take to be Stable again after
 	// the main phase.
@@ -67,10 +70,11 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 	faultStart := hist.Now()
 	phaseCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	if cfg.Faults != nil {
-		progress("fault phase: %v", cfg.Duration)
+		progress("fault phase: at most %v", cfg.Duration)
 		cfg.Faults(phaseCtx, hist)
+	} else {
+		<-phaseCtx.Done()
 	}
-	<-phaseCtx.Done()
 	cancel()
 	faultEnd := hist.Now()
 	if ctx.Err() != nil {
@@ -85,12 +89,14 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 	w.Close()
 
 	s := hist.Snapshot()
-	if os.Getenv("CHAOS_DUMP") != "" {
-		_ = s.WriteFile(os.Getenv("CHAOS_DUMP"))
-	}
 	rep := &Report{Ops: len(s.Ops), Faults: s.Faults, Churn: s.Churn, Duration: hist.Now(), BaselinePerMinute: -1}
 	measureRecovery(&s, w.RegisterGroups())
 	rep.Faults = s.Faults
+	for _, f := range s.Faults {
+		if f.Err != "" {
+			liveness.Anomalies = append(liveness.Anomalies, fmt.Sprintf("fault %s on %s did not inject or heal cleanly: %s", f.Name, f.Target, f.Err))
+		}
+	}
 	if finalErr != nil {
 		liveness.Anomalies = append(liveness.Anomalies, "registers unreadable after the faults healed: "+finalErr.Error())
 	}

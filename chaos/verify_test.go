@@ -3,7 +3,6 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -116,9 +115,6 @@ func TestVerifyReportsOffsetsLostWhenKfakeRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log("\n" + rep.String())
-	if os.Getenv("CHAOS_DEBUG") != "" {
-		_ = 0
-	}
 	var durable CheckResult
 	for _, c := range rep.Checks {
 		if c.Name == "durable" {
@@ -149,4 +145,3 @@ func atoi(t *testing.T, s string) int {
 	}
 	return n
 }
-

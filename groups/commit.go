@@ -33,7 +33,18 @@ func (c *Coordinator) Commit(req CommitRequest) error {
 	}
 	g.trackCommits(req.Offsets, 1)
 	g.mu.Unlock()
-	err = waitWrite(f)
+	if c.cfg.UnsafeAckBeforeCommit {
+		go c.finishCommit(g, req, f)
+		return nil
+	}
+	return c.finishCommit(g, req, f)
+}
+
+// finishCommit waits for a commit's write and counts it. Called from the
+// commit's handler goroutine (or, with the planted UnsafeAckBeforeCommit
+// bug, from a goroutine of its own after the commit was answered).
+func (c *Coordinator) finishCommit(g *group, req CommitRequest, f raft.ApplyFuture) error {
+	err := waitWrite(f)
 	g.mu.Lock()
 	g.trackCommits(req.Offsets, -1)
 	g.mu.Unlock()

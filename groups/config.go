@@ -43,6 +43,13 @@ type Config struct {
 	// so benchmarks can measure what linearizable reads cost, side by side
 	// in one run; no Kafka config or flag sets it.
 	UnconfirmedReads bool
+	// UnsafeAckBeforeCommit answers an OffsetCommit as soon as its entry is
+	// handed to Raft, before a quorum has it, and lets the write finish in
+	// the background: a planted bug, for proving that the chaos suite
+	// catches lost and stale commits (kcoord serve
+	// --unsafe-ack-before-commit, a hidden test-only flag). Never set it
+	// otherwise.
+	UnsafeAckBeforeCommit bool
 	// Logger gets the coordinator's logs; nil discards them.
 	Logger hclog.Logger
 }

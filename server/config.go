@@ -87,6 +87,15 @@ type Config struct {
 	// after the Kafka names have filled it (benchmarks compare read
 	// modes with it). Not a flag.
 	Groups func(*groups.Config) `yaml:"-"`
+	// FaultInjection serves /debug/faults/raft on the HTTP address (see
+	// Server.FaultHandler), for the chaos suite. Hidden test-only flag
+	// --fault-injection; never on in production.
+	FaultInjection bool `yaml:"-"`
+	// UnsafeAckBeforeCommit plants a bug: OffsetCommit is answered before
+	// Raft commits it (groups.Config.UnsafeAckBeforeCommit). Hidden
+	// test-only flag --unsafe-ack-before-commit, to prove the chaos
+	// checkers catch what it loses.
+	UnsafeAckBeforeCommit bool `yaml:"-"`
 
 	// SocketRequestMaxBytes is socket.request.max.bytes: the largest request
 	// frame accepted, in bytes; a larger one closes the connection.

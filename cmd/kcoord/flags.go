@@ -55,6 +55,11 @@ func addServeFlags(fs *pflag.FlagSet) *serveOptions {
 	fs.StringVar(&o.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
 	fs.BoolVar(&o.logJSON, "log-json", false, "log as JSON")
 	fs.DurationVar(&o.shutdownTimeout, "shutdown-timeout", 20*time.Second, "how long a clean shutdown may take (leadership moves, kcoord.shutdown.drain.ms, then the stop)")
+	// Test-only switches of the chaos suite, hidden from the help.
+	fs.BoolVar(&c.FaultInjection, "fault-injection", false, "serve /debug/faults/raft on --http-addr (test only)")
+	fs.BoolVar(&c.UnsafeAckBeforeCommit, "unsafe-ack-before-commit", false, "answer OffsetCommit before Raft commits it: a planted bug (test only)")
+	_ = fs.MarkHidden("fault-injection")
+	_ = fs.MarkHidden("unsafe-ack-before-commit")
 	fs.VisitAll(func(f *pflag.Flag) {
 		f.Usage += " [$" + envName(f.Name) + "]"
 	})

@@ -148,8 +148,16 @@ func serve(ctx context.Context, cfg server.Config, logger hclog.Logger, shutdown
 	httpErr := make(chan error, 1)
 	var httpSrv *http.Server
 	if httpLn != nil {
+		var handler http.Handler = server.NewHTTPHandler(n.Ready, reg)
+		if fi, ok := n.(interface{ FaultHandler() http.Handler }); ok && cfg.FaultInjection {
+			logger.Warn("fault injection on: /debug/faults/raft delays and cuts this node's Raft traffic (--fault-injection, test only)")
+			mux := http.NewServeMux()
+			mux.Handle("/", handler)
+			mux.Handle("/debug/faults/", fi.FaultHandler())
+			handler = mux
+		}
 		httpSrv = &http.Server{
-			Handler:           server.NewHTTPHandler(n.Ready, reg),
+			Handler:           handler,
 			ReadHeaderTimeout: 5 * time.Second,
 			ErrorLog:          logger.Named("http").StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true}),
 		}

@@ -1,0 +1,330 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Ports every node listens on, each in its own network namespace.
+const (
+	kafkaPort  = 9092
+	raftPort   = 9093
+	gossipPort = 7946
+	httpPort   = 9644
+)
+
+// ClusterConfig describes a cluster of real `kcoord serve` processes.
+type ClusterConfig struct {
+	// Binary is the kcoord binary every node runs.
+	Binary string
+	// Nodes is the cluster size (3 by default).
+	Nodes int
+	// Dir holds each node's data directory and log.
+	Dir string
+	// Shards is offsets.topic.num.partitions (16 by default: enough
+	// shards for every node to lead several, few enough for two cores).
+	Shards int
+	// Extra are more serve arguments for every node.
+	Extra []string
+	// Logger gets the cluster's events; nil: none.
+	Logger hclog.Logger
+}
+
+// Cluster is a cluster of kcoord processes, each in its own network
+// namespace, that the nemeses kill, pause, restart and cut off. Its
+// methods are called from one goroutine (the nemesis schedule's).
+type Cluster struct {
+	cfg   ClusterConfig
+	net   *network
+	nodes []*procNode
+}
+
+// procNode is one kcoord process and its state on disk.
+type procNode struct {
+	id      int
+	dataDir string
+	logPath string
+	cmd     *exec.Cmd
+	exited  chan struct{}
+	paused  bool
+}
+
+// StartCluster builds the network, starts every node and waits until all
+// are ready.
+func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
+	if cfg.Nodes == 0 {
+		cfg.Nodes = 3
+	}
+	if cfg.Shards == 0 {
+		cfg.Shards = 16
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Binary == "" || cfg.Dir == "" {
+		return nil, errors.New("chaos: a cluster needs a binary and a directory")
+	}
+	net, err := newNetwork(ctx, cfg.Nodes)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cluster{cfg: cfg, net: net}
+	for i := 1; i <= cfg.Nodes; i++ {
+		dir := filepath.Join(cfg.Dir, fmt.Sprintf("node%d", i))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			c.Close()
+			return nil, err
+		}
+		c.nodes = append(c.nodes, &procNode{id: i, dataDir: filepath.Join(dir, "data"), logPath: filepath.Join(dir, "kcoord.log")})
+	}
+	for i := 1; i <= cfg.Nodes; i++ {
+		if err := c.launch(i); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	for i := 1; i <= cfg.Nodes; i++ {
+		if err := c.WaitReady(ctx, i, 90*time.Second); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// Nodes is the cluster size.
+func (c *Cluster) Nodes() int { return len(c.nodes) }
+
+// Brokers are every node's Kafka address.
+func (c *Cluster) Brokers() []string {
+	var out []string
+	for i := range c.nodes {
+		out = append(out, c.addr(i+1, kafkaPort))
+	}
+	return out
+}
+
+// RaftAddr is node i's advertised Raft address.
+func (c *Cluster) RaftAddr(i int) string { return c.addr(i, raftPort) }
+
+func (c *Cluster) addr(i, port int) string { return net.JoinHostPort(c.net.IP(i), strconv.Itoa(port)) }
+
+func (c *Cluster) node(i int) *procNode { return c.nodes[i-1] }
+
+// launch starts node i's process, without waiting for it to be ready.
+func (c *Cluster) launch(i int) error {
+	n := c.node(i)
+	var seeds []string
+	for j := 1; j <= len(c.nodes); j++ {
+		if j != i {
+			seeds = append(seeds, c.addr(j, gossipPort))
+		}
+	}
+	args := []string{c.cfg.Binary, "serve",
+		"--node-id", strconv.Itoa(i),
+		"--data-dir", n.dataDir,
+		"--kafka-addr", c.addr(i, kafkaPort),
+		"--raft-addr", c.addr(i, raftPort),
+		"--gossip-addr", c.addr(i, gossipPort),
+		"--http-addr", c.addr(i, httpPort),
+		"--bootstrap-expect", strconv.Itoa(len(c.nodes)),
+		"--join", strings.Join(seeds, ","),
+		"--fault-injection",
+		"-c", "offsets.topic.num.partitions=" + strconv.Itoa(c.cfg.Shards),
+		"-c", "group.initial.rebalance.delay.ms=500",
+	}
+	args = append(args, c.cfg.Extra...)
+	argv := c.net.exec(i, args...)
+	logf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(logf, "----- start %s\n", time.Now().Format(time.RFC3339Nano))
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = cleanEnv()
+	// The node dies with this process, whatever happens to it (`ip netns
+	// exec` execs kcoord, which keeps the signal).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("chaos: start node %d: %w", i, err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(exited)
+	}()
+	n.cmd, n.exited, n.paused = cmd, exited, false
+	c.cfg.Logger.Debug("node started", "node", i, "pid", cmd.Process.Pid)
+	return nil
+}
+
+// Running says whether node i's process is alive (paused counts).
+func (c *Cluster) Running(i int) bool {
+	n := c.node(i)
+	if n.exited == nil {
+		return false
+	}
+	select {
+	case <-n.exited:
+		return false
+	default:
+		return true
+	}
+}
+
+// WaitReady waits until node i's /readyz answers 200.
+func (c *Cluster) WaitReady(ctx context.Context, i int, bound time.Duration) error {
+	n := c.node(i)
+	ctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	client := &http.Client{Timeout: time.Second}
+	url := "http://" + c.addr(i, httpPort) + "/readyz"
+	for {
+		if resp, err := client.Get(url); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-n.exited:
+			return fmt.Errorf("chaos: node %d exited before it was ready (log: %s)", i, n.logPath)
+		case <-ctx.Done():
+			return fmt.Errorf("chaos: node %d not ready after %v (log: %s)", i, bound, n.logPath)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// WaitAllReady waits until every node is ready.
+func (c *Cluster) WaitAllReady(ctx context.Context, bound time.Duration) error {
+	for i := 1; i <= len(c.nodes); i++ {
+		if err := c.WaitReady(ctx, i, bound); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Signal sends sig to node i and, for SIGKILL and SIGTERM, waits until
+// the process is gone.
+func (c *Cluster) Signal(i int, sig syscall.Signal) error {
+	n := c.node(i)
+	if !c.Running(i) {
+		return fmt.Errorf("chaos: node %d is not running", i)
+	}
+	if n.paused && (sig == syscall.SIGTERM) {
+		_ = n.cmd.Process.Signal(syscall.SIGCONT)
+	}
+	if err := n.cmd.Process.Signal(sig); err != nil {
+		return err
+	}
+	switch sig {
+	case syscall.SIGSTOP:
+		n.paused = true
+	case syscall.SIGCONT:
+		n.paused = false
+	case syscall.SIGKILL, syscall.SIGTERM:
+		select {
+		case <-n.exited:
+		case <-time.After(60 * time.Second):
+			_ = n.cmd.Process.Kill()
+			<-n.exited
+			return fmt.Errorf("chaos: node %d still running 60 s after %v", i, sig)
+		}
+	}
+	return nil
+}
+
+// Restart starts node i again on its data and waits until it is ready.
+func (c *Cluster) Restart(ctx context.Context, i int) error {
+	if err := c.launch(i); err != nil {
+		return err
+	}
+	return c.WaitReady(ctx, i, 90*time.Second)
+}
+
+// raftFaults posts a Raft fault to node i's fault-injection endpoint.
+func (c *Cluster) raftFaults(ctx context.Context, i int, body string) error {
+	method, rd := http.MethodPost, strings.NewReader(body)
+	if body == "" {
+		method = http.MethodDelete
+	}
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+c.addr(i, httpPort)+"/debug/faults/raft", rd)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("chaos: node %d: %s /debug/faults/raft: %s", i, method, resp.Status)
+	}
+	return nil
+}
+
+// Coordinator is the node id FindCoordinator names for group, asked of
+// the running nodes in turn.
+func (c *Cluster) Coordinator(ctx context.Context, group string) (int, error) {
+	var last error = errors.New("no node running")
+	for i := 1; i <= len(c.nodes); i++ {
+		if !c.Running(i) || c.node(i).paused {
+			continue
+		}
+		addr, err := findCoordinatorID(ctx, c.addr(i, kafkaPort), group)
+		if err == nil {
+			return addr, nil
+		}
+		last = err
+	}
+	return 0, last
+}
+
+// LogPaths are the nodes' log files.
+func (c *Cluster) LogPaths() []string {
+	var out []string
+	for _, n := range c.nodes {
+		out = append(out, n.logPath)
+	}
+	return out
+}
+
+// Close kills every node and removes the network, rules included.
+func (c *Cluster) Close() {
+	for i, n := range c.nodes {
+		if c.Running(i + 1) {
+			_ = n.cmd.Process.Signal(syscall.SIGKILL)
+			<-n.exited
+		}
+	}
+	c.net.close()
+}
+
+// cleanEnv is the environment without KCOORD_ variables, so a developer's
+// settings cannot change the nodes' flags.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "KCOORD_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
