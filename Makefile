@@ -3,7 +3,21 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 BENCH   ?= .
 PKGS    ?= ./...
 
-.PHONY: build test bench run
+.PHONY: build test bench run chaos chaos-short
+
+# The chaos suite (needs root: network namespaces and iptables inside
+# them): a three-node cluster of bin/kcoord under the verify workload,
+# every nemesis twice, at most 10 minutes on two cores. The last line is
+# "chaos: N ops, F faults, A anomalies"; it exits 1 on any anomaly and keeps
+# the histories in the folder it names. The long run of docs/reliability.md:
+#   make chaos CHAOS_FLAGS="--cycles 12 --bound 45m --out chaos-long"
+CHAOS_FLAGS ?= --cycles 2 --baseline 30s --bound 9m
+chaos: build
+	bin/kcoord chaos $(CHAOS_FLAGS)
+
+# One cycle, for CI (at most 5 minutes).
+chaos-short: build
+	bin/kcoord chaos --cycles 1 --baseline 15s --bound 4m
 
 # A static binary, as the FROM scratch images need.
 build:

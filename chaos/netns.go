@@ -129,11 +129,11 @@ func (n *network) cut(ctx context.Context, a, b int) error {
 	return n.iptables(ctx, "-A", "FORWARD", "-s", n.IP(a), "-d", n.IP(b), "-j", "DROP")
 }
 
-// lose drops the given share of the packets between nodes to or from the
-// Raft port.
+// lose drops the given share of the packets to or from the Raft port
+// (only nodes use it).
 func (n *network) lose(ctx context.Context, port int, share float64) error {
 	for _, dir := range []string{"--dport", "--sport"} {
-		if err := n.iptables(ctx, "-A", "FORWARD", "-s", fmt.Sprintf("10.%d.0.0/16", n.subnet), "!", "-s", fmt.Sprintf("10.%d.0.1", n.subnet),
+		if err := n.iptables(ctx, "-A", "FORWARD",
 			"-p", "tcp", dir, strconv.Itoa(port), "-m", "statistic", "--mode", "random",
 			"--probability", strconv.FormatFloat(share, 'f', 3, 64), "-j", "DROP"); err != nil {
 			return err

@@ -79,7 +79,7 @@ func (r *Report) Write(w io.Writer) {
 			}
 			name := f.Name
 			if f.Err != "" {
-				name += " (" + f.Err + ")"
+				name += " (failed)"
 			}
 			fmt.Fprintf(w, "%-22s %-10s %9s %9s %12s\n", name, f.Target, f.Start.Round(time.Second),
 				(f.Healed - f.Start).Round(100*time.Millisecond), rec)

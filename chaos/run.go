@@ -82,7 +82,16 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 	}
 	w.StopLoad()
 	progress("load stopped; waiting for every group to be stable (at most %v)", cfg.LivenessBound)
-	liveness := CheckLiveness(ctx, w, cfg.LivenessBound)
+	// Liveness counts from the last heal; without faults of its own (a
+	// verify run), from the end of the phase.
+	lastHeal := faultEnd
+	if faults := hist.Snapshot().Faults; len(faults) > 0 {
+		lastHeal = 0
+		for _, f := range faults {
+			lastHeal = max(lastHeal, f.Healed)
+		}
+	}
+	liveness := CheckLiveness(ctx, w, cfg.LivenessBound, hist.Now()-lastHeal)
 	readCtx, cancelReads := context.WithTimeout(ctx, cfg.LivenessBound)
 	finalErr := w.FinalReads(readCtx)
 	cancelReads()
