@@ -156,8 +156,10 @@ func (c *Cluster) launch(i int) error {
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = cleanEnv()
 	// The node dies with this process, whatever happens to it (`ip netns
-	// exec` execs kcoord, which keeps the signal).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// exec` execs kcoord, which keeps the signal), and only the nemeses
+	// signal it: in a process group of its own, a Ctrl-C or timeout(1)
+	// aimed at the suite does not reach it.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return fmt.Errorf("chaos: start node %d: %w", i, err)
@@ -190,6 +192,7 @@ func (c *Cluster) Running(i int) bool {
 // WaitReady waits until node i's /readyz answers 200.
 func (c *Cluster) WaitReady(ctx context.Context, i int, bound time.Duration) error {
 	n := c.node(i)
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	client := &http.Client{Timeout: time.Second}
@@ -205,6 +208,9 @@ func (c *Cluster) WaitReady(ctx context.Context, i int, bound time.Duration) err
 		case <-n.exited:
 			return fmt.Errorf("chaos: node %d exited before it was ready (log: %s)", i, n.logPath)
 		case <-ctx.Done():
+			if parent.Err() != nil {
+				return fmt.Errorf("chaos: waiting for node %d: %w", i, parent.Err())
+			}
 			return fmt.Errorf("chaos: node %d not ready after %v (log: %s)", i, bound, n.logPath)
 		case <-time.After(100 * time.Millisecond):
 		}

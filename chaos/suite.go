@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -56,6 +57,9 @@ func RunSuite(ctx context.Context, cfg SuiteConfig) (*Report, error) {
 	progress := cfg.Progress
 	if progress == nil {
 		progress = func(string, ...any) {}
+	}
+	if entries, err := os.ReadDir(filepath.Join(cfg.Dir, "cluster")); err == nil && len(entries) > 0 {
+		return nil, fmt.Errorf("chaos: %s holds an earlier run's cluster; give a new folder", cfg.Dir)
 	}
 	c, err := StartCluster(ctx, ClusterConfig{
 		Binary: cfg.Binary, Nodes: cfg.Nodes, Shards: cfg.Shards, Dir: filepath.Join(cfg.Dir, "cluster"),

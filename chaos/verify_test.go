@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/kcoord/kcoord/cluster"
 	"github.com/kcoord/kcoord/server"
 )
 
@@ -55,6 +56,7 @@ func TestVerifyFindsNoAnomaliesAcrossACoordinatorKill(t *testing.T) {
 			}
 			f.Healed = hist.Now()
 			hist.AddFault(f)
+			sleep(ctx, 6*time.Second)
 		},
 		Progress: t.Logf,
 	})
@@ -67,6 +69,63 @@ func TestVerifyFindsNoAnomaliesAcrossACoordinatorKill(t *testing.T) {
 	}
 	if rep.Ops < 200 {
 		t.Fatalf("only %d operations: the run says nothing", rep.Ops)
+	}
+}
+
+// TestVerifyFindsNoAnomaliesUnderInProcessRaftFaults runs the workload
+// over a three-node in-process cluster while the Raft mux's hooks cut the
+// register group's coordinator's outbound traffic (it hears its peers but
+// cannot reach them), then delay every node's Raft writes by 100 ms.
+func TestVerifyFindsNoAnomaliesUnderInProcessRaftFaults(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 20 s workload")
+	}
+	t.Parallel()
+	servers := server.StartTestCluster(t, 3, nil)
+	var brokers []string
+	for _, s := range servers {
+		brokers = append(brokers, s.KafkaAddr().String())
+	}
+	cfg := shortWorkload(brokers)
+	cfg.Prefix = "oneway"
+	rep, err := Run(testCtx(t), RunConfig{
+		Workload: cfg,
+		Duration: 30 * time.Second,
+		Faults: func(ctx context.Context, hist *History) {
+			sleep(ctx, 4*time.Second)
+			leader, ok := servers[0].Node().LeaderOf(servers[0].Node().ShardFor(cfg.Prefix + "-r0"))
+			if !ok {
+				t.Error("no leader for the register group's shard")
+				return
+			}
+			f := FaultRecord{Name: "one-way", Target: fmt.Sprint("node ", leader.NodeID), Start: hist.Now()}
+			heal := servers[leader.NodeID-1].Node().Faults().Add(cluster.Fault{Dir: cluster.DirOutbound, Drop: true})
+			sleep(ctx, 5*time.Second)
+			heal()
+			f.Healed = hist.Now()
+			hist.AddFault(f)
+			sleep(ctx, 3*time.Second)
+			f = FaultRecord{Name: "raft-delay", Target: "all", Start: hist.Now()}
+			var heals []func()
+			for _, s := range servers {
+				heals = append(heals, s.Node().Faults().Add(cluster.Fault{Delay: 100 * time.Millisecond}))
+			}
+			sleep(ctx, 5*time.Second)
+			for _, h := range heals {
+				h()
+			}
+			f.Healed = hist.Now()
+			hist.AddFault(f)
+			sleep(ctx, 3*time.Second)
+		},
+		Progress: t.Logf,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + rep.String())
+	if rep.Anomalies() != 0 {
+		t.Fatalf("%d anomalies", rep.Anomalies())
 	}
 }
 
@@ -108,6 +167,7 @@ func TestVerifyReportsOffsetsLostWhenKfakeRestarts(t *testing.T) {
 			}
 			f.Healed = hist.Now()
 			hist.AddFault(f)
+			sleep(ctx, 4*time.Second)
 		},
 		Progress: t.Logf,
 	})

@@ -46,8 +46,8 @@ type WorkloadConfig struct {
 	ColdGroups int
 	// CommitInterval is how often a member commits what it owns.
 	CommitInterval time.Duration
-	// Churn is how often one member leaves its group and another joins
-	// (0: never).
+	// Churn is how often a member joins or leaves a group, or a static
+	// member restarts (0: never).
 	Churn time.Duration
 	// SessionTimeout is the members' session.timeout.ms.
 	SessionTimeout time.Duration
@@ -276,9 +276,12 @@ func (w *Workload) addMember(gi int, group, instance string) error {
 	return nil
 }
 
-// churn replaces one member of a random group every Churn: a dynamic
-// member leaves and a new one joins; a static member goes away and comes
-// back under its instance id, as a restarted static consumer does.
+// churn changes one random group every Churn. A static member goes away
+// and comes back under its instance id, as a restarted static consumer
+// does (no rebalance). Otherwise the group shrinks by a dynamic member or
+// grows by a new one, keeping within one of Members: a cooperative group
+// that grows moves partitions between members that stay, which is what
+// the revoke-before-reassign check needs.
 func (w *Workload) churn() {
 	rng := rand.New(rand.NewPCG(rand.Uint64(), 1))
 	t := time.NewTicker(w.cfg.Churn)
@@ -295,19 +298,31 @@ func (w *Workload) churn() {
 		g := w.ConsumerGroups()[gi]
 		w.mu.Lock()
 		ms := w.members[g]
-		if len(ms) == 0 {
-			w.mu.Unlock()
-			continue
+		n := len(ms)
+		grow := n < w.cfg.Members-1 || n <= w.cfg.Members && rng.IntN(2) == 0
+		var victim *member
+		if !grow && n > 0 {
+			i := rng.IntN(n)
+			victim = ms[i]
+			w.members[g] = append(ms[:i:i], ms[i+1:]...)
 		}
-		i := rng.IntN(len(ms))
-		victim := ms[i]
-		w.members[g] = append(ms[:i:i], ms[i+1:]...)
 		w.mu.Unlock()
-		victim.close()
 		w.hist.addChurn()
-		w.cfg.Logger.Debug("member replaced", "group", g, "instance", victim.instance)
-		if err := w.addMember(gi, g, victim.instance); err != nil {
-			w.cfg.Logger.Warn("member could not rejoin", "group", g, "error", err)
+		switch {
+		case victim == nil:
+			w.cfg.Logger.Debug("member added", "group", g)
+			if err := w.addMember(gi, g, ""); err != nil {
+				w.cfg.Logger.Warn("member could not join", "group", g, "error", err)
+			}
+		case victim.instance != "":
+			victim.close()
+			w.cfg.Logger.Debug("static member restarted", "group", g, "instance", victim.instance)
+			if err := w.addMember(gi, g, victim.instance); err != nil {
+				w.cfg.Logger.Warn("static member could not rejoin", "group", g, "error", err)
+			}
+		default:
+			victim.close()
+			w.cfg.Logger.Debug("member left", "group", g)
 		}
 	}
 }

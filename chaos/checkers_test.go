@@ -1,0 +1,112 @@
+package chaos
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+var reg = Register{"g", "t", 0}
+
+func commit(client int, v int64, call, ret time.Duration, o Outcome) Op {
+	return Op{Client: client, Kind: Commit, Register: reg, Value: v, Call: call, Return: ret, Outcome: o, Generation: -1}
+}
+
+func fetch(client int, v int64, call, ret time.Duration, final bool) Op {
+	return Op{Client: client, Kind: Fetch, Register: reg, Value: v, Call: call, Return: ret, Outcome: OK, Generation: -1, Final: final}
+}
+
+const ms = time.Millisecond
+
+func TestLinearizableCheckerFlagsAStaleFetch(t *testing.T) {
+	ok := Snapshot{Ops: []Op{
+		commit(1, 1, 0, 10*ms, OK),
+		fetch(2, 1, 20*ms, 30*ms, false),
+		commit(1, 2, 40*ms, 50*ms, Unknown), // may land any time later, or never
+		fetch(2, 1, 60*ms, 70*ms, false),
+		fetch(2, 2, 80*ms, 90*ms, false),
+	}}
+	if r := CheckLinearizable(ok, time.Second, ""); len(r.Anomalies) != 0 {
+		t.Fatalf("a linearizable history flagged: %v", r.Anomalies)
+	}
+	stale := Snapshot{Ops: []Op{
+		commit(1, 1, 0, 10*ms, OK),
+		commit(1, 2, 20*ms, 30*ms, OK),
+		fetch(2, 1, 40*ms, 50*ms, false), // commit 2 was acknowledged before this fetch began
+	}}
+	if r := CheckLinearizable(stale, time.Second, ""); len(r.Anomalies) != 1 {
+		t.Fatalf("a stale fetch not flagged: %+v", r)
+	}
+}
+
+func TestDurableCheckerFlagsAnOverwrittenAcknowledgedCommit(t *testing.T) {
+	kept := Snapshot{Ops: []Op{
+		commit(1, 1, 0, 10*ms, OK),
+		commit(1, 2, 20*ms, 30*ms, OK),
+		commit(1, 3, 40*ms, 50*ms, Failed), // never happened
+		fetch(9, 2, time.Second, time.Second+ms, true),
+	}}
+	if r := CheckDurable(kept); len(r.Anomalies) != 0 {
+		t.Fatalf("nothing was lost, yet: %v", r.Anomalies)
+	}
+	lost := Snapshot{Ops: []Op{
+		commit(1, 1, 0, 10*ms, OK),
+		commit(1, 2, 20*ms, 30*ms, OK),
+		fetch(9, 1, time.Second, time.Second+ms, true),
+	}}
+	if r := CheckDurable(lost); len(r.Anomalies) != 1 || !strings.Contains(r.Summary, "1 lost") {
+		t.Fatalf("commit 2 was lost and not flagged: %+v", r)
+	}
+	gone := Snapshot{Ops: []Op{
+		commit(1, 1, 0, 10*ms, OK),
+		fetch(9, -1, time.Second, time.Second+ms, true),
+	}}
+	if r := CheckDurable(gone); len(r.Anomalies) != 1 {
+		t.Fatalf("an offset gone at the end not flagged: %+v", r)
+	}
+}
+
+func syncRec(member, instance string, gen int32, at time.Duration, coop bool, ps ...int32) SyncRecord {
+	return SyncRecord{Group: "g", Member: member, Instance: instance, Generation: gen, Partitions: ps, At: at, Cooperative: coop}
+}
+
+func TestOwnershipCheckerFlagsTwoOwnersInOneGeneration(t *testing.T) {
+	s := Snapshot{Syncs: []SyncRecord{
+		syncRec("a", "", 1, 0, false, 0, 1),
+		syncRec("b", "", 1, ms, false, 1, 2),
+	}}
+	if r := CheckOwnership(s); len(r.Anomalies) != 1 {
+		t.Fatalf("partition 1 owned twice in generation 1, not flagged: %+v", r)
+	}
+	// A static member restarted under a new member id takes its
+	// assignment over in the same generation: one owner, the instance.
+	s = Snapshot{Syncs: []SyncRecord{
+		syncRec("s-1", "s", 1, 0, false, 0, 1),
+		syncRec("s-2", "s", 1, time.Second, false, 0, 1),
+	}}
+	if r := CheckOwnership(s); len(r.Anomalies) != 0 {
+		t.Fatalf("a static member's restart flagged: %v", r.Anomalies)
+	}
+}
+
+func TestOwnershipCheckerFlagsACooperativeHandoffBeforeRevocation(t *testing.T) {
+	syncs := []SyncRecord{
+		syncRec("a", "", 1, 0, true, 0, 1),
+		syncRec("a", "", 2, 100*ms, true, 0), // a gives 1 up
+		syncRec("b", "", 2, 100*ms, true),
+		syncRec("a", "", 3, 300*ms, true, 0),
+		syncRec("b", "", 3, 300*ms, true, 1),
+	}
+	revokedInTime := Snapshot{Syncs: syncs, Releases: []Release{{Group: "g", Member: "a", Generation: 2, Partitions: []int32{1}, At: 150 * ms}}}
+	if r := CheckOwnership(revokedInTime); len(r.Anomalies) != 0 {
+		t.Fatalf("a clean cooperative handoff flagged: %v", r.Anomalies)
+	}
+	revokedLate := Snapshot{Syncs: syncs, Releases: []Release{{Group: "g", Member: "a", Generation: 2, Partitions: []int32{1}, At: 400 * ms}}}
+	if r := CheckOwnership(revokedLate); len(r.Anomalies) != 1 {
+		t.Fatalf("partition 1 reached b before a revoked it, not flagged: %+v", r)
+	}
+	neverRevoked := Snapshot{Syncs: syncs}
+	if r := CheckOwnership(neverRevoked); len(r.Anomalies) != 1 {
+		t.Fatalf("partition 1 reached b and a never revoked it, not flagged: %+v", r)
+	}
+}
