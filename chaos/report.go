@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 )
@@ -85,7 +86,39 @@ func (r *Report) Write(w io.Writer) {
 				(f.Healed - f.Start).Round(100*time.Millisecond), rec)
 		}
 	}
+	if len(r.Faults) > len(r.byNemesis()) {
+		fmt.Fprintf(w, "\n%-22s %6s %12s %12s\n", "NEMESIS", "FAULTS", "WAIT-MEDIAN", "WAIT-MAX")
+		for _, n := range r.byNemesis() {
+			fmt.Fprintf(w, "%-22s %6d %12s %12s\n", n.name, n.count, n.median.Round(10*time.Millisecond), n.max.Round(10*time.Millisecond))
+		}
+	}
 	fmt.Fprintln(w, r.Summary())
+}
+
+type nemesisSummary struct {
+	name        string
+	count       int
+	median, max time.Duration
+}
+
+// byNemesis sums the faults up per nemesis, in the order first seen: the
+// longest wait for an acknowledged commit, median and worst.
+func (r *Report) byNemesis() []nemesisSummary {
+	var order []string
+	waits := map[string][]time.Duration{}
+	for _, f := range r.Faults {
+		if _, ok := waits[f.Name]; !ok {
+			order = append(order, f.Name)
+		}
+		waits[f.Name] = append(waits[f.Name], f.Recovery)
+	}
+	var out []nemesisSummary
+	for _, name := range order {
+		ws := waits[name]
+		slices.Sort(ws)
+		out = append(out, nemesisSummary{name: name, count: len(ws), median: ws[len(ws)/2], max: ws[len(ws)-1]})
+	}
+	return out
 }
 
 func limit(s []string, n int) []string {
