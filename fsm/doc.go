@@ -27,8 +27,10 @@
 // Apply decodes with Decode and panics on an entry it cannot decode: an
 // unknown type or a newer body version means a newer kcoord wrote the log,
 // and applying around it would diverge. Business outcomes (ErrGroupNotEmpty,
-// ErrClusterIDMismatch, ...) are Apply's response, never panics. Apply reads
-// no clock: the leader stamps times into commands.
+// ErrClusterIDMismatch, ...) are Apply's response, never panics, and so is
+// a command of the other FSM's log (ErrForeignCommand: it decodes, so every
+// replica refuses it alike). Apply reads no clock: the leader stamps times
+// into commands.
 //
 // # Snapshots
 //

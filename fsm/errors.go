@@ -26,4 +26,10 @@ var (
 	// not the cluster id the FSM already holds: the Raft group belongs to
 	// another cluster. The FSM keeps its cluster id.
 	ErrClusterIDMismatch = errors.New("cluster id mismatch")
+	// ErrForeignCommand is Apply's answer to a command that belongs to the
+	// other FSM's log: a topic command in a shard's log, or a group or
+	// offset command in the metadata group's. Only a writer's bug puts one
+	// there; every replica answers it alike and changes nothing, rather
+	// than every replica panicking on it at every replay.
+	ErrForeignCommand = errors.New("command of another FSM's log")
 )

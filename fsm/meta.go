@@ -35,7 +35,8 @@ func NewMetaFSM(logger hclog.Logger) *MetaFSM {
 
 // Apply applies one committed entry; it panics on an undecodable entry and
 // returns ErrTopicExists, ErrTopicNotFound or ErrClusterIDMismatch as its
-// response.
+// response, and ErrForeignCommand for a shard command, which it does not
+// apply.
 func (f *MetaFSM) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
@@ -60,7 +61,8 @@ func (f *MetaFSM) Apply(l *raft.Log) any {
 	case *ClusterStamp:
 		return stampClusterID(&f.clusterID, c)
 	default:
-		panic(fmt.Sprintf("fsm: meta index %d: %s is not a metadata command", l.Index, cmd.CommandType()))
+		f.logger.Error("refused a shard command in the metadata group's log", "index", l.Index, "command", cmd.CommandType())
+		return fmt.Errorf("%w: %s in the metadata group's log", ErrForeignCommand, cmd.CommandType())
 	}
 	return nil
 }

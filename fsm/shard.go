@@ -43,7 +43,8 @@ func NewShardFSM(shard int32, logger hclog.Logger) *ShardFSM {
 
 // Apply applies one committed entry. It panics on an entry it cannot decode
 // (continuing would diverge from the other replicas) and returns business
-// errors (ErrGroupNotEmpty, ErrClusterIDMismatch, ...) as its response.
+// errors (ErrGroupNotEmpty, ErrClusterIDMismatch, ...) as its response, and
+// ErrForeignCommand for a metadata command, which it does not apply.
 func (f *ShardFSM) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
@@ -66,7 +67,8 @@ func (f *ShardFSM) Apply(l *raft.Log) any {
 	case *ClusterStamp:
 		return stampClusterID(&f.clusterID, c)
 	default:
-		panic(fmt.Sprintf("fsm: shard %d index %d: %s is not a shard command", f.shard, l.Index, cmd.CommandType()))
+		f.logger.Error("refused a metadata command in a shard's log", "shard", f.shard, "index", l.Index, "command", cmd.CommandType())
+		return fmt.Errorf("%w: %s in shard %d's log", ErrForeignCommand, cmd.CommandType(), f.shard)
 	}
 	return nil
 }
