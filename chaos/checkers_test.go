@@ -110,3 +110,35 @@ func TestOwnershipCheckerFlagsACooperativeHandoffBeforeRevocation(t *testing.T) 
 		t.Fatalf("partition 1 reached b and a never revoked it, not flagged: %+v", r)
 	}
 }
+
+func TestOwnershipCheckerFlagsAnEagerHandoffBeforeRevocation(t *testing.T) {
+	syncs := []SyncRecord{
+		syncRec("a", "", 1, 0, false, 0, 1),
+		syncRec("a", "", 2, 300*ms, false, 0),
+		syncRec("b", "", 2, 300*ms, false, 1),
+	}
+	clean := Snapshot{Syncs: syncs, Releases: []Release{{Group: "g", Member: "a", Generation: 1, Partitions: []int32{0, 1}, At: 200 * ms}}}
+	if r := CheckOwnership(clean); len(r.Anomalies) != 0 {
+		t.Fatalf("an eager rebalance that revoked first flagged: %v", r.Anomalies)
+	}
+	if r := CheckOwnership(Snapshot{Syncs: syncs}); len(r.Anomalies) != 1 {
+		t.Fatalf("partition 1 reached b while a, still a member, never revoked it: %+v", r)
+	}
+}
+
+func TestFencingCheckerFlagsAnAcknowledgedCommitFromAPastGeneration(t *testing.T) {
+	syncs := []SyncRecord{syncRec("a", "", 1, 0, false, 0), syncRec("a", "", 2, 100*ms, false, 0)}
+	member := func(gen int32, call time.Duration) Op {
+		op := commit(1, int64(call), call, call+ms, OK)
+		op.Member, op.Generation = "a", gen
+		return op
+	}
+	ok := Snapshot{Syncs: syncs, Ops: []Op{member(1, 50*ms), member(2, 150*ms)}}
+	if r := CheckFencing(ok); len(r.Anomalies) != 0 {
+		t.Fatalf("commits in their own generation flagged: %v", r.Anomalies)
+	}
+	stale := Snapshot{Syncs: syncs, Ops: []Op{member(1, 150*ms)}}
+	if r := CheckFencing(stale); len(r.Anomalies) != 1 {
+		t.Fatalf("a generation-1 commit sent after generation 2 was assigned, acknowledged and not flagged: %+v", r)
+	}
+}

@@ -7,7 +7,7 @@ import (
 
 // CheckDurable checks that no acknowledged commit was lost: the offset
 // each register holds at the end (its last final read) must be the value
-// of a commit that no acknowledged commit followed. Commit values are
+// of a commit that no acknowledged commit followed before that read. Commit values are
 // unique, so the final value names the commit that wrote it; if an
 // acknowledged commit began after that commit had returned, the cluster
 // acknowledged a write and then lost it. A register with acknowledged
@@ -59,9 +59,12 @@ func CheckDurable(s Snapshot) CheckResult {
 			// can be said about what it overwrote.
 			continue
 		}
+		// Lost: acknowledged commits that began after w returned and
+		// returned before the final read began, so they are ordered
+		// between w and the read in every linearization.
 		var after []Op
 		for _, a := range acked {
-			if a.Call > w.Return {
+			if a.Call > w.Return && a.Return < final.Call {
 				after = append(after, a)
 			}
 		}

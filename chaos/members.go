@@ -22,7 +22,7 @@ type member struct {
 	cooperative bool
 	client      int // the porcupine client id of its commits
 
-	cl     *kgo.Client
+	cl     atomic.Pointer[kgo.Client] // set once, after kgo.NewClient; franz-go may call the balancer before
 	mu     sync.Mutex
 	owned  []int32
 	stop   chan struct{}
@@ -40,10 +40,11 @@ type recordingBalancer struct {
 
 func (b recordingBalancer) ParseSyncAssignment(assignment []byte) (map[string][]int32, error) {
 	parsed, err := b.GroupBalancer.ParseSyncAssignment(assignment)
-	if err != nil || b.m.cl == nil {
+	cl := b.m.cl.Load()
+	if err != nil || cl == nil {
 		return parsed, err
 	}
-	id, gen := b.m.cl.GroupMetadata()
+	id, gen := cl.GroupMetadata()
 	ps := slices.Clone(parsed[b.m.w.cfg.Topic])
 	slices.Sort(ps)
 	b.m.w.hist.addSync(SyncRecord{
@@ -73,18 +74,30 @@ func (m *member) start() error {
 		kgo.OnPartitionsRevoked(m.revoked),
 		kgo.OnPartitionsLost(m.lost),
 		kgo.FetchMaxWait(time.Second),
+		// franz-go retries a commit that met NOT_COORDINATOR or a closed
+		// connection with the same request: it could land twice inside
+		// one recorded operation, and the answer recorded would be the
+		// last attempt's. One attempt per commit, as the raw clients.
+		kgo.RetryTimeoutFn(func(key int16) time.Duration {
+			switch key {
+			case kmsg.OffsetCommit.Int16():
+				return time.Nanosecond
+			case kmsg.JoinGroup.Int16(), kmsg.SyncGroup.Int16(), kmsg.Heartbeat.Int16():
+				return m.w.cfg.SessionTimeout
+			}
+			return 30 * time.Second
+		}),
 	}
 	if m.instance != "" {
 		opts = append(opts, kgo.InstanceID(m.instance))
 	}
-	// The balancer reads m.cl: set it before the first join can finish.
-	m.mu.Lock()
-	defer m.mu.Unlock()
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
 	}
-	m.cl = cl
+	// An assignment parsed before this store is not recorded; the first
+	// join takes a round trip more than this.
+	m.cl.Store(cl)
 	m.stop, m.done = make(chan struct{}), make(chan struct{})
 	go m.run()
 	return nil
@@ -125,11 +138,10 @@ func (m *member) release(cl *kgo.Client, gone map[string][]int32, lost bool) {
 // commits what the member owns every CommitInterval.
 func (m *member) run() {
 	defer close(m.done)
-	polled := make(chan struct{})
+	cl := m.cl.Load()
 	go func() {
-		defer close(polled)
 		for {
-			fs := m.cl.PollFetches(m.w.ctx)
+			fs := cl.PollFetches(m.w.ctx)
 			if fs.IsClientClosed() || m.w.ctx.Err() != nil {
 				return
 			}
@@ -150,10 +162,11 @@ func (m *member) run() {
 			return
 		case <-tick.C:
 		}
-		if m.w.loadStopped() {
+		if !m.w.beginCommit() {
 			continue
 		}
 		m.commitOwned()
+		m.w.endCommit()
 	}
 }
 
@@ -183,14 +196,16 @@ func (m *member) commitOwned() {
 		resp *kmsg.OffsetCommitResponse
 		err  error
 	)
-	m.cl.CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, rq *kmsg.OffsetCommitRequest, rs *kmsg.OffsetCommitResponse, e error) {
+	m.cl.Load().CommitOffsetsSync(ctx, offsets, func(_ *kgo.Client, rq *kmsg.OffsetCommitRequest, rs *kmsg.OffsetCommitResponse, e error) {
 		req, resp, err = rq, rs, e
 	})
 	ret := m.w.hist.Now()
 	codes := map[int32]int16{}
 	if resp != nil {
-		for _, t := range resp.Topics {
-			if t.Topic != topic {
+		for i, t := range resp.Topics {
+			// OffsetCommit v10 answers by topic id, with no name: match
+			// by position then.
+			if t.Topic != topic && (t.Topic != "" || req == nil || i >= len(req.Topics) || req.Topics[i].Topic != topic) {
 				continue
 			}
 			for _, p := range t.Partitions {
@@ -232,12 +247,18 @@ func (m *member) commitOwned() {
 }
 
 // close leaves the group (a static member just goes away, as Kafka's
-// static members do) and waits for the member's loops.
+// static members do) and waits for the member's loops. The leave is
+// bounded: a JoinGroup in flight against a faulted cluster may otherwise
+// hold it for the whole rebalance timeout.
 func (m *member) close() {
 	if m.closed.Swap(true) {
 		return
 	}
 	close(m.stop)
-	m.cl.Close()
+	cl := m.cl.Load()
+	ctx, cancel := context.WithTimeout(context.Background(), m.w.cfg.OpTimeout)
+	_ = cl.LeaveGroupContext(ctx)
+	cancel()
+	cl.Close()
 	<-m.done
 }

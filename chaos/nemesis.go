@@ -208,7 +208,11 @@ func (c *Cluster) Schedule(names []string, cycles int, rest time.Duration, leade
 				}
 				f := FaultRecord{Name: n.Name, Start: hist.Now()}
 				c.cfg.Logger.Info("fault", "cycle", cycle+1, "nemesis", n.Name, "leader", leader)
-				target, heal, err := n.Inject(ctx, c, leader)
+				// A fault that restarts nodes as it goes (the rolling
+				// restart) finishes even if the phase ends meanwhile.
+				ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+				target, heal, err := n.Inject(ictx, c, leader)
+				cancel()
 				f.Target = target
 				if err == nil {
 					sleep(ctx, n.Hold)

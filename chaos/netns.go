@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -43,6 +45,13 @@ func newNetwork(ctx context.Context, n int) (*network, error) {
 			return nil, fmt.Errorf("%w: %v", ErrNoNetns, err)
 		}
 	}
+	// Runs at once (make test as root beside make chaos) pick subnets one
+	// at a time: a subnet is taken once its route exists.
+	unlock, err := lockFile(filepath.Join(os.TempDir(), "kcoord-chaos-net.lock"))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	removeStaleNamespaces(ctx)
 	net := &network{id: strconv.Itoa(os.Getpid()), nodes: n}
 	if err := net.pickSubnet(ctx); err != nil {
@@ -180,6 +189,22 @@ func removeStaleNamespaces(ctx context.Context) {
 		_, _ = run(ctx, "ip", "netns", "del", f[0])
 		_, _ = run(ctx, "ip", "link", "del", "kc"+m[1]+"h")
 	}
+}
+
+// lockFile takes an exclusive flock on path, waiting for it.
+func lockFile(path string) (unlock func(), err error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
 }
 
 func run(ctx context.Context, name string, args ...string) (string, error) {

@@ -9,8 +9,10 @@ import (
 // CheckOwnership checks the assignments members received:
 //   - in one generation of a group, no partition is assigned to two
 //     members;
-//   - in a cooperative group, a partition moves to a new member only after
-//     its previous owner finished revoking it. A previous owner that is in
+//   - a partition moves to a new member only after its previous owner
+//     finished revoking it (cooperative members revoke what a sync took
+//     away before they rejoin; eager ones revoke everything before they
+//     rejoin). A previous owner that is in
 //     no later generation left or was expelled (its session expired); a
 //     handoff from it is counted, not checked, since Kafka gives such a
 //     member's partitions away without waiting for it.
@@ -50,10 +52,9 @@ func CheckOwnership(s Snapshot) CheckResult {
 				gen[p] = r.owner()
 			}
 		}
-		if len(recs) == 0 || !recs[0].Cooperative {
-			continue
-		}
-		// Cooperative handoffs wait for the revocation.
+		// Handoffs wait for the revocation: a cooperative member revokes
+		// after the sync that takes a partition away, an eager one all of
+		// its partitions before it rejoins.
 		gensOf := map[string][]int32{}
 		for _, r := range recs {
 			gensOf[r.owner()] = append(gensOf[r.owner()], r.Generation)
@@ -90,8 +91,48 @@ func CheckOwnership(s Snapshot) CheckResult {
 			}
 		}
 	}
-	res.Summary = fmt.Sprintf("%d assignments in %d groups; %d cooperative handoffs, %d of them from members that had left or expired",
+	res.Summary = fmt.Sprintf("%d assignments in %d groups; %d handoffs, %d of them from members that had left or expired",
 		res.Checked, len(byGroup), handoffs, fromDeparted)
+	return res
+}
+
+// CheckFencing checks that commits from a past generation were refused: a
+// member commit acknowledged with generation N and sent after some member
+// of its group had received the assignment of a later generation. The
+// group was past N when the commit arrived, so Kafka answers
+// ILLEGAL_GENERATION.
+func CheckFencing(s Snapshot) CheckResult {
+	res := CheckResult{Name: "fencing"}
+	// For each group, the earliest time each generation's assignment was
+	// seen, and from it the newest generation known at any time.
+	firstSeen := map[string]map[int32]time.Duration{}
+	for _, r := range s.Syncs {
+		m := firstSeen[r.Group]
+		if m == nil {
+			m = map[int32]time.Duration{}
+			firstSeen[r.Group] = m
+		}
+		if at, ok := m[r.Generation]; !ok || r.At < at {
+			m[r.Generation] = r.At
+		}
+	}
+	for _, op := range s.Ops {
+		if op.Kind != Commit || op.Outcome != OK || op.Generation < 0 {
+			continue
+		}
+		res.Checked++
+		for gen, at := range firstSeen[op.Register.Group] {
+			if gen > op.Generation && at < op.Call {
+				res.Anomalies = append(res.Anomalies, fmt.Sprintf("%s: commit %d by %s with generation %d acknowledged, sent at %v after generation %d was assigned at %v",
+					op.Register, op.Value, op.Member, op.Generation, op.Call.Round(time.Millisecond), gen, at.Round(time.Millisecond)))
+				break
+			}
+		}
+	}
+	res.Summary = fmt.Sprintf("%d member commits acknowledged, none from a past generation", res.Checked)
+	if len(res.Anomalies) > 0 {
+		res.Summary = fmt.Sprintf("%d member commits acknowledged, %d from a past generation", res.Checked, len(res.Anomalies))
+	}
 	return res
 }
 

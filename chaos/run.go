@@ -121,6 +121,7 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 		CheckLinearizable(s, cfg.PorcupineTimeout, dir),
 		CheckDurable(s),
 		CheckOwnership(s),
+		CheckFencing(s),
 		liveness,
 	}
 	rep.Rebalances = countBetween(s, faultStart, faultEnd)

@@ -93,7 +93,10 @@ func (c *WorkloadConfig) Validate() error {
 	if c.Groups < 0 || c.Members <= 0 && c.Groups > 0 {
 		return fmt.Errorf("chaos: %d groups of %d members", c.Groups, c.Members)
 	}
-	if c.RegisterGroups+c.ColdGroups > 0 && c.Workers <= 0 {
+	switch {
+	case c.RegisterGroups+c.ColdGroups == 0:
+		c.Workers = 0
+	case c.Workers <= 0:
 		c.Workers = d.Workers
 	}
 	if c.RegisterPartitions <= 0 {
@@ -127,6 +130,9 @@ type Workload struct {
 	cancel  context.CancelFunc
 	value   atomic.Int64
 	stopped atomic.Bool
+	// loadMu is held shared by every member commit in flight and taken
+	// by StopLoad, so the final reads begin after the last commit.
+	loadMu  sync.RWMutex
 	stopCh  chan struct{} // closed by StopLoad
 	stopOne sync.Once
 	wg      sync.WaitGroup
@@ -152,6 +158,19 @@ func (w *Workload) Config() WorkloadConfig { return w.cfg }
 func (w *Workload) nextValue() int64 { return w.value.Add(1) }
 
 func (w *Workload) loadStopped() bool { return w.stopped.Load() }
+
+// beginCommit says whether a member may commit now; if so, endCommit
+// must follow its commit.
+func (w *Workload) beginCommit() bool {
+	w.loadMu.RLock()
+	if w.stopped.Load() {
+		w.loadMu.RUnlock()
+		return false
+	}
+	return true
+}
+
+func (w *Workload) endCommit() { w.loadMu.RUnlock() }
 
 // ConsumerGroups are the names of the franz-go groups.
 func (w *Workload) ConsumerGroups() []string {
@@ -229,8 +248,11 @@ func (w *Workload) createTopic(ctx context.Context) error {
 		if err == nil {
 			err = resp.Err
 		}
-		if err == nil || errors.Is(err, kerr.TopicAlreadyExists) {
+		if err == nil {
 			return nil
+		}
+		if errors.Is(err, kerr.TopicAlreadyExists) {
+			return w.usePartitions(ctx, adm)
 		}
 		w.cfg.Logger.Debug("create topic", "topic", w.cfg.Topic, "error", err)
 		select {
@@ -258,6 +280,25 @@ func (w *Workload) commitCold(ctx context.Context) error {
 			}
 		}
 		c.close()
+	}
+	return nil
+}
+
+// usePartitions reads the partition count of a topic that already
+// existed, so the groups' registers and the liveness check match it.
+func (w *Workload) usePartitions(ctx context.Context, adm *kadm.Client) error {
+	topics, err := adm.ListTopics(ctx, w.cfg.Topic)
+	if err != nil {
+		return fmt.Errorf("chaos: describe topic %s: %w", w.cfg.Topic, err)
+	}
+	t, ok := topics[w.cfg.Topic]
+	if !ok || t.Err != nil || len(t.Partitions) == 0 {
+		return fmt.Errorf("chaos: topic %s exists but its partitions are unknown: %v", w.cfg.Topic, t.Err)
+	}
+	if n := int32(len(t.Partitions)); n != w.cfg.Partitions {
+		w.cfg.Logger.Info("topic exists: using its partitions", "topic", w.cfg.Topic, "partitions", n)
+		w.cfg.Partitions = n
+		w.cfg.RegisterPartitions = min(w.cfg.RegisterPartitions, n)
 	}
 	return nil
 }
@@ -299,7 +340,7 @@ func (w *Workload) churn() {
 		w.mu.Lock()
 		ms := w.members[g]
 		n := len(ms)
-		grow := n < w.cfg.Members-1 || n <= w.cfg.Members && rng.IntN(2) == 0
+		grow := n <= max(1, w.cfg.Members-1) || n <= w.cfg.Members && rng.IntN(2) == 0
 		var victim *member
 		if !grow && n > 0 {
 			i := rng.IntN(n)
@@ -337,13 +378,16 @@ func (w *Workload) rawWorker(id int) {
 			c.close()
 		}
 	}()
-	hot, cold := w.RegisterGroups(), w.ColdGroups()
+	hot, cold, consumers := w.RegisterGroups(), w.ColdGroups(), w.ConsumerGroups()
 	for !w.loadStopped() && w.ctx.Err() == nil {
-		// A quarter of the operations read a cold register.
-		readCold := len(cold) > 0 && (len(hot) == 0 || rng.IntN(4) == 0)
-		groups := hot
-		if readCold {
-			groups = cold
+		// Half the operations use a hot register, a quarter read a cold
+		// one, a quarter read what a consumer group's members committed.
+		groups, partitions, write := hot, w.cfg.RegisterPartitions, rng.IntN(2) == 0
+		switch r := rng.IntN(4); {
+		case r == 0 && len(cold) > 0 || len(hot) == 0 && len(consumers) == 0:
+			groups, write = cold, false
+		case r == 1 && len(consumers) > 0 || len(hot) == 0:
+			groups, partitions, write = consumers, w.cfg.Partitions, false
 		}
 		g := groups[rng.IntN(len(groups))]
 		c := clients[g]
@@ -351,11 +395,11 @@ func (w *Workload) rawWorker(id int) {
 			c = &rawClient{seeds: w.cfg.Brokers, timeout: w.cfg.OpTimeout, group: g}
 			clients[g] = c
 		}
-		reg := Register{g, w.cfg.Topic, rng.Int32N(w.cfg.RegisterPartitions)}
-		if !readCold && rng.IntN(2) == 0 {
+		reg := Register{g, w.cfg.Topic, rng.Int32N(partitions)}
+		if write {
 			w.rawCommit(c, id, reg)
 		} else {
-			w.rawFetch(c, id, reg, false)
+			w.rawFetch(w.ctx, c, id, reg, false)
 		}
 		time.Sleep(time.Duration(5+rng.IntN(20)) * time.Millisecond)
 	}
@@ -373,9 +417,9 @@ func (w *Workload) rawCommit(c *rawClient, client int, reg Register) Outcome {
 	return outcome
 }
 
-func (w *Workload) rawFetch(c *rawClient, client int, reg Register, final bool) error {
+func (w *Workload) rawFetch(ctx context.Context, c *rawClient, client int, reg Register, final bool) error {
 	op := Op{Client: client, Kind: Fetch, Register: reg, Generation: -1, Call: w.hist.Now(), Final: final}
-	v, err := c.fetch(w.ctx, reg.Topic, reg.Partition)
+	v, err := c.fetch(ctx, reg.Topic, reg.Partition)
 	op.Return = w.hist.Now()
 	if err != nil {
 		op.Outcome, op.Err = Unknown, err.Error()
@@ -389,7 +433,9 @@ func (w *Workload) rawFetch(c *rawClient, client int, reg Register, final bool) 
 // StopLoad stops the raw clients, the members' commits and the churn, and
 // waits for the operations in flight. Members stay in their groups.
 func (w *Workload) StopLoad() {
+	w.loadMu.Lock() // waits for the members' commits in flight
 	w.stopped.Store(true)
+	w.loadMu.Unlock()
 	w.stopOne.Do(func() { close(w.stopCh) })
 	w.wg.Wait()
 }
@@ -420,7 +466,7 @@ func (w *Workload) FinalReads(ctx context.Context) error {
 	for i, reg := range w.Registers() {
 		c := &rawClient{seeds: w.cfg.Brokers, timeout: w.cfg.OpTimeout, group: reg.Group}
 		for {
-			err := w.rawFetch(c, 2_000_000+i, reg, true)
+			err := w.rawFetch(ctx, c, 2_000_000+i, reg, true)
 			if err == nil {
 				break
 			}
