@@ -32,11 +32,7 @@ func TestVerifyFindsNoAnomaliesAcrossACoordinatorKill(t *testing.T) {
 		t.Skip("a 20 s workload")
 	}
 	t.Parallel()
-	servers := server.StartTestCluster(t, 3, nil)
-	var brokers []string
-	for _, s := range servers {
-		brokers = append(brokers, s.KafkaAddr().String())
-	}
+	servers, brokers := startCluster(t)
 	cfg := shortWorkload(brokers)
 	cfg.Prefix = "kill"
 	rep, err := Run(testCtx(t), RunConfig{
@@ -44,14 +40,13 @@ func TestVerifyFindsNoAnomaliesAcrossACoordinatorKill(t *testing.T) {
 		Duration: 16 * time.Second,
 		Faults: func(ctx context.Context, hist *History) {
 			sleep(ctx, 6*time.Second)
-			group := cfg.Prefix + "-r0"
-			leader, ok := servers[0].Node().LeaderOf(servers[0].Node().ShardFor(group))
+			leader, ok := leaderOf(servers, cfg.Prefix+"-r0")
 			if !ok {
 				t.Error("no leader for the register group's shard")
 				return
 			}
-			f := FaultRecord{Name: "kill", Target: fmt.Sprint("node ", leader.NodeID), Start: hist.Now()}
-			if err := servers[leader.NodeID-1].Kill(); err != nil {
+			f := FaultRecord{Name: "kill", Target: fmt.Sprint("node ", leader), Start: hist.Now()}
+			if err := servers[leader-1].Kill(); err != nil {
 				t.Error(err)
 			}
 			f.Healed = hist.Now()
@@ -81,11 +76,7 @@ func TestVerifyFindsNoAnomaliesUnderInProcessRaftFaults(t *testing.T) {
 		t.Skip("a 20 s workload")
 	}
 	t.Parallel()
-	servers := server.StartTestCluster(t, 3, nil)
-	var brokers []string
-	for _, s := range servers {
-		brokers = append(brokers, s.KafkaAddr().String())
-	}
+	servers, brokers := startCluster(t)
 	cfg := shortWorkload(brokers)
 	cfg.Prefix = "oneway"
 	rep, err := Run(testCtx(t), RunConfig{
@@ -93,13 +84,13 @@ func TestVerifyFindsNoAnomaliesUnderInProcessRaftFaults(t *testing.T) {
 		Duration: 30 * time.Second,
 		Faults: func(ctx context.Context, hist *History) {
 			sleep(ctx, 4*time.Second)
-			leader, ok := servers[0].Node().LeaderOf(servers[0].Node().ShardFor(cfg.Prefix + "-r0"))
+			leader, ok := leaderOf(servers, cfg.Prefix+"-r0")
 			if !ok {
 				t.Error("no leader for the register group's shard")
 				return
 			}
-			f := FaultRecord{Name: "one-way", Target: fmt.Sprint("node ", leader.NodeID), Start: hist.Now()}
-			heal := servers[leader.NodeID-1].Node().Faults().Add(cluster.Fault{Dir: cluster.DirOutbound, Drop: true})
+			f := FaultRecord{Name: "one-way", Target: fmt.Sprint("node ", leader), Start: hist.Now()}
+			heal := servers[leader-1].Node().Faults().Add(cluster.Fault{Dir: cluster.DirOutbound, Drop: true})
 			sleep(ctx, 5*time.Second)
 			heal()
 			f.Healed = hist.Now()
@@ -187,6 +178,24 @@ func TestVerifyReportsOffsetsLostWhenKfakeRestarts(t *testing.T) {
 	if !strings.HasSuffix(strings.TrimSpace(rep.String()), "anomalies") {
 		t.Fatal("the report does not end with the summary line")
 	}
+}
+
+// startCluster starts a three-node in-process cluster and returns its
+// servers and Kafka addresses.
+func startCluster(t *testing.T) ([]*server.Server, []string) {
+	servers := server.StartTestCluster(t, 3, nil)
+	var brokers []string
+	for _, s := range servers {
+		brokers = append(brokers, s.KafkaAddr().String())
+	}
+	return servers, brokers
+}
+
+// leaderOf names the node leading group's shard, as servers[0] sees
+// it, and whether there is one.
+func leaderOf(servers []*server.Server, group string) (int32, bool) {
+	b, ok := servers[0].Node().LeaderOf(servers[0].Node().ShardFor(group))
+	return b.NodeID, ok
 }
 
 func testCtx(t *testing.T) context.Context {
