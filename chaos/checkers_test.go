@@ -142,3 +142,25 @@ func TestFencingCheckerFlagsAnAcknowledgedCommitFromAPastGeneration(t *testing.T
 		t.Fatalf("a generation-1 commit sent after generation 2 was assigned, acknowledged and not flagged: %+v", r)
 	}
 }
+
+func TestLinearizableCheckerBoundsUnknownCommitsByTheFetchesThatSawThem(t *testing.T) {
+	// Commit 2's answer was lost; a fetch saw it, so it happened before
+	// that fetch returned, and a later fetch of 1 is stale.
+	s := Snapshot{Ops: []Op{
+		commit(1, 1, 0, 10*ms, OK),
+		commit(1, 2, 20*ms, 30*ms, Unknown),
+		fetch(2, 2, 40*ms, 50*ms, false),
+		fetch(2, 1, 60*ms, 70*ms, false),
+	}}
+	if r := CheckLinearizable(s, time.Second, ""); len(r.Anomalies) != 1 {
+		t.Fatalf("a fetch of 1 after a fetch of 2 not flagged: %+v", r)
+	}
+	// A fetch that saw a value before its commit was sent.
+	s = Snapshot{Ops: []Op{
+		fetch(2, 5, 0, 10*ms, false),
+		commit(1, 5, 20*ms, 30*ms, Unknown),
+	}}
+	if r := CheckLinearizable(s, time.Second, ""); len(r.Anomalies) != 1 {
+		t.Fatalf("a value fetched before it was committed not flagged: %+v", r)
+	}
+}

@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"fmt"
-	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -60,32 +59,42 @@ func byRegister(ops []Op) ([]Register, map[Register][]Op) {
 }
 
 // porcupineOps turns one register's operations into porcupine's: an
-// acknowledged commit happens between its call and return, an unknown one
-// at any time after its call or never (its return is the end of time), a
-// failed one never; only answered fetches say anything.
+// acknowledged commit happens between its call and return, a failed one
+// never, and only answered fetches say anything. An unknown commit may
+// happen at any time after its call, or never; two facts bound it without
+// changing the answer, since commit values are unique:
+//   - if no fetch returned its value, it is left out: it can always be
+//     placed after every other operation, where nothing observes it;
+//   - if fetches did, it happened before the first of them returned, so
+//     that is its return.
 //
-// An unknown commit whose value no fetch returned is left out: it can
-// always be placed after every other operation, where nothing observes it,
-// so the history is linearizable with it exactly when it is without it.
-// Leaving it out keeps porcupine's search small after long faults.
+// Without them every unknown commit would stay open to the end of the
+// history, and after a few faults porcupine could not split a long
+// history into the independent stretches that keep its search small.
 func porcupineOps(ops []Op) []porcupine.Operation {
-	seen := map[int64]bool{}
+	firstSeen := map[int64]int64{} // value → the earliest return of a fetch that saw it
 	for _, op := range ops {
 		if op.Kind == Fetch && op.Outcome == OK {
-			seen[op.Value] = true
+			if r, ok := firstSeen[op.Value]; !ok || op.Return.Nanoseconds() < r {
+				firstSeen[op.Value] = op.Return.Nanoseconds()
+			}
 		}
 	}
 	var out []porcupine.Operation
 	for _, op := range ops {
-		if op.Kind == Commit && op.Outcome == Unknown && !seen[op.Value] {
-			continue
-		}
 		call, ret := op.Call.Nanoseconds(), op.Return.Nanoseconds()
 		switch {
 		case op.Kind == Commit && op.Outcome == OK:
 			out = append(out, porcupine.Operation{ClientId: op.Client, Input: regInput{true, op.Value}, Call: call, Return: ret})
 		case op.Kind == Commit && op.Outcome == Unknown:
-			out = append(out, porcupine.Operation{ClientId: op.Client, Input: regInput{true, op.Value}, Call: call, Return: math.MaxInt64})
+			seen, ok := firstSeen[op.Value]
+			if !ok {
+				continue
+			}
+			// A fetch that saw the value before the commit was even
+			// sent cannot be explained; keep the commit after its call
+			// so porcupine says so.
+			out = append(out, porcupine.Operation{ClientId: op.Client, Input: regInput{true, op.Value}, Call: call, Return: max(seen, call+1)})
 		case op.Kind == Fetch && op.Outcome == OK:
 			out = append(out, porcupine.Operation{ClientId: op.Client, Input: regInput{}, Output: op.Value, Call: call, Return: ret})
 		}

@@ -71,7 +71,7 @@ func CheckLiveness(ctx context.Context, w *Workload, bound, healedAgo time.Durat
 		worst = max(worst, d)
 	}
 	res.Checked = len(groups)
-	res.Summary = fmt.Sprintf("%d groups stable, all partitions assigned, %v after the last fault healed at worst (bound %v)",
+	res.Summary = fmt.Sprintf("%d groups stable, all partitions assigned, %v after the faults ended at worst (bound %v)",
 		len(groups), (healedAgo + worst).Round(10*time.Millisecond), bound)
 	return res
 }

@@ -32,6 +32,9 @@ type SuiteConfig struct {
 	// Extra are more serve arguments for every node (the planted bug:
 	// --unsafe-ack-before-commit).
 	Extra []string
+	// KeepHistory saves the history and report even when the run is
+	// clean.
+	KeepHistory bool
 	// Workload shapes the load; its brokers are the cluster's.
 	Workload WorkloadConfig
 	Logger   hclog.Logger
@@ -81,7 +84,7 @@ func RunSuite(ctx context.Context, cfg SuiteConfig) (*Report, error) {
 	}
 	rep, err := Run(ctx, RunConfig{
 		Workload: wcfg, Baseline: cfg.Baseline, Duration: cfg.Bound, Faults: schedule,
-		Dir: filepath.Join(cfg.Dir, "histories"), Progress: progress,
+		Dir: filepath.Join(cfg.Dir, "histories"), KeepHistory: cfg.KeepHistory, Progress: progress,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("chaos: run: %w (node logs in %s)", err, filepath.Join(cfg.Dir, "cluster"))

@@ -74,7 +74,7 @@ acknowledged before Raft commits them) to show the checks catch it.`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "chaos: histories and node logs are in %s\n", cfg.Dir)
 				return errAnomalies
 			}
-			if !cmd.Flags().Changed("out") {
+			if !cmd.Flags().Changed("out") && !cfg.KeepHistory {
 				_ = os.RemoveAll(cfg.Dir)
 			}
 			return nil
@@ -91,5 +91,6 @@ acknowledged before Raft commits them) to show the checks catch it.`,
 	f.IntVar(&cfg.Workload.Groups, "groups", cfg.Workload.Groups, "consumer groups")
 	f.BoolVar(&planted, "unsafe-ack-before-commit", false, "plant the ack-before-commit bug in every node")
 	f.StringVar(&logLevel, "log-level", "info", "the suite's log level")
+	f.BoolVar(&cfg.KeepHistory, "keep-history", false, "save the history and report in --out even when the run is clean")
 	return cmd
 }
