@@ -253,6 +253,12 @@ func (c *Cluster) Signal(i int, sig syscall.Signal) error {
 			<-n.exited
 			return fmt.Errorf("chaos: node %d still running 60 s after %v", i, sig)
 		}
+		// A planned stop must finish cleanly: a node that ran into its
+		// shutdown timeout exits 1 ("shutdown: context deadline
+		// exceeded"), and clients waited on it meanwhile.
+		if code := n.cmd.ProcessState.ExitCode(); sig == syscall.SIGTERM && code != 0 {
+			return fmt.Errorf("chaos: node %d did not stop cleanly on SIGTERM: exit status %d (log: %s)", i, code, n.logPath)
+		}
 	}
 	return nil
 }

@@ -358,12 +358,12 @@ func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Sha
 	if err != nil {
 		return nil, err
 	}
-	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	trans := unpipelinedTransport{raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  layer,
 		MaxPool: cfg.TransportMaxPool,
 		Timeout: cfg.TransportTimeout,
 		Logger:  cfg.RaftLogger.Named("net").With("shard", id),
-	})
+	})}
 	defer func() {
 		if err != nil {
 			_ = trans.Close()

@@ -29,7 +29,7 @@ type Shard struct {
 	routing      *signal       // the node's routing-change broadcast (RoutingChanges)
 	stopObserver func()        // ends the leader observer (registerLeaderObserver)
 	store        shardLogStore
-	trans        *raft.NetworkTransport
+	trans        unpipelinedTransport
 	notifyCh     chan bool
 	leaderDone   chan struct{}
 	bootstrapped bool // this start bootstrapped the shard
@@ -288,15 +288,19 @@ func (s *Shard) nudgeElection() {
 	}
 }
 
-// shutdown stops the shard's Raft (waiting for it), its leadership loop and
-// transport, and closes its store. Idempotent.
+// shutdown stops the shard's Raft and its transport, waits for Raft's
+// goroutines, stops the leadership loop and closes its store. The
+// transport closes before the wait: an RPC in flight to a peer that does
+// not answer would otherwise hold Raft's Shutdown for the transport's
+// whole timeout. Idempotent.
 func (s *Shard) shutdown() error {
 	s.shutdownOnce.Do(func() {
 		var errs []error
-		if err := s.Raft.Shutdown().Error(); err != nil {
+		stopped := s.Raft.Shutdown()
+		_ = s.trans.Close()
+		if err := stopped.Error(); err != nil {
 			errs = append(errs, err)
 		}
-		_ = s.trans.Close()
 		s.stopObserver()
 		s.failPending()
 		// Raft's goroutines have exited: nothing sends on notifyCh any more.
