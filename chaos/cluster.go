@@ -116,9 +116,6 @@ func (c *Cluster) Brokers() []string {
 	return out
 }
 
-// RaftAddr is node i's advertised Raft address.
-func (c *Cluster) RaftAddr(i int) string { return c.addr(i, raftPort) }
-
 func (c *Cluster) addr(i, port int) string { return net.JoinHostPort(c.net.IP(i), strconv.Itoa(port)) }
 
 func (c *Cluster) node(i int) *procNode { return c.nodes[i-1] }
@@ -307,15 +304,6 @@ func (c *Cluster) Coordinator(ctx context.Context, group string) (int, error) {
 		last = err
 	}
 	return 0, last
-}
-
-// LogPaths are the nodes' log files.
-func (c *Cluster) LogPaths() []string {
-	var out []string
-	for _, n := range c.nodes {
-		out = append(out, n.logPath)
-	}
-	return out
 }
 
 // Close kills every node and removes the network, rules included.

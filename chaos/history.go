@@ -137,9 +137,6 @@ func NewHistory() *History { return &History{start: time.Now()} }
 // Now is the time since the run started.
 func (h *History) Now() time.Duration { return time.Since(h.start) }
 
-// Start is when the run started.
-func (h *History) Start() time.Time { return h.start }
-
 func (h *History) addOp(op Op) {
 	h.mu.Lock()
 	h.ops = append(h.ops, op)

@@ -35,15 +35,24 @@ type network struct {
 
 var nsName = regexp.MustCompile(`^kch(\d+)[rn]\d*$`)
 
-// newNetwork builds the namespaces and links for n nodes.
-func newNetwork(ctx context.Context, n int) (*network, error) {
+// NetnsSupported says whether this machine can build the suite's
+// network: it needs root, ip and iptables. nil when it can.
+func NetnsSupported() error {
 	if os.Geteuid() != 0 {
-		return nil, ErrNoNetns
+		return ErrNoNetns
 	}
 	for _, tool := range []string{"ip", "iptables"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			return nil, fmt.Errorf("%w: %v", ErrNoNetns, err)
+			return fmt.Errorf("%w: %v", ErrNoNetns, err)
 		}
+	}
+	return nil
+}
+
+// newNetwork builds the namespaces and links for n nodes.
+func newNetwork(ctx context.Context, n int) (*network, error) {
+	if err := NetnsSupported(); err != nil {
+		return nil, err
 	}
 	// Runs at once (make test as root beside make chaos) pick subnets one
 	// at a time: a subnet is taken once its route exists.

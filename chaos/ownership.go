@@ -103,19 +103,7 @@ func CheckOwnership(s Snapshot) CheckResult {
 // ILLEGAL_GENERATION.
 func CheckFencing(s Snapshot) CheckResult {
 	res := CheckResult{Name: "fencing"}
-	// For each group, the earliest time each generation's assignment was
-	// seen, and from it the newest generation known at any time.
-	firstSeen := map[string]map[int32]time.Duration{}
-	for _, r := range s.Syncs {
-		m := firstSeen[r.Group]
-		if m == nil {
-			m = map[int32]time.Duration{}
-			firstSeen[r.Group] = m
-		}
-		if at, ok := m[r.Generation]; !ok || r.At < at {
-			m[r.Generation] = r.At
-		}
-	}
+	firstSeen := generationsSeen(s)
 	for _, op := range s.Ops {
 		if op.Kind != Commit || op.Outcome != OK || op.Generation < 0 {
 			continue
@@ -147,21 +135,21 @@ func (r SyncRecord) owner() string {
 	return r.Member
 }
 
-// CountRebalances is the number of generations each group went through
-// after its first, as its members saw them.
-func CountRebalances(s Snapshot) map[string]int {
-	gens := map[string]map[int32]bool{}
+// generationsSeen is, per group, the earliest time members saw each
+// generation's assignment.
+func generationsSeen(s Snapshot) map[string]map[int32]time.Duration {
+	seen := map[string]map[int32]time.Duration{}
 	for _, r := range s.Syncs {
-		if gens[r.Group] == nil {
-			gens[r.Group] = map[int32]bool{}
+		m := seen[r.Group]
+		if m == nil {
+			m = map[int32]time.Duration{}
+			seen[r.Group] = m
 		}
-		gens[r.Group][r.Generation] = true
+		if at, ok := m[r.Generation]; !ok || r.At < at {
+			m[r.Generation] = r.At
+		}
 	}
-	out := map[string]int{}
-	for g, set := range gens {
-		out[g] = len(set) - 1
-	}
-	return out
+	return seen
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -32,7 +32,7 @@ func TestChaosCatchesCommitsAcknowledgedBeforeRaft(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three kcoord processes for a minute")
 	}
-	if _, err := newNetworkProbe(); err != nil {
+	if err := NetnsSupported(); err != nil {
 		t.Skip(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -65,20 +65,6 @@ func TestChaosCatchesCommitsAcknowledgedBeforeRaft(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "histories", "history.json")); err != nil {
 		t.Fatalf("a failing run must leave its history: %v", err)
 	}
-}
-
-// newNetworkProbe says whether this machine can build the suite's
-// network (root, ip, iptables).
-func newNetworkProbe() (bool, error) {
-	if os.Geteuid() != 0 {
-		return false, ErrNoNetns
-	}
-	for _, tool := range []string{"ip", "iptables"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			return false, ErrNoNetns
-		}
-	}
-	return true, nil
 }
 
 // testWriter sends a logger's lines to t.Log.

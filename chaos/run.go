@@ -146,17 +146,8 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 // to: every generation first seen in that window, but a group's very
 // first one.
 func countBetween(s Snapshot, from, to time.Duration) int {
-	first := map[string]map[int32]time.Duration{}
-	for _, r := range s.Syncs {
-		if first[r.Group] == nil {
-			first[r.Group] = map[int32]time.Duration{}
-		}
-		if at, ok := first[r.Group][r.Generation]; !ok || r.At < at {
-			first[r.Group][r.Generation] = r.At
-		}
-	}
 	n := 0
-	for _, gens := range first {
+	for _, gens := range generationsSeen(s) {
 		lowest := int32(-1)
 		for g := range gens {
 			if lowest < 0 || g < lowest {

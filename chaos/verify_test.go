@@ -3,6 +3,8 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -24,34 +26,30 @@ func shortWorkload(brokers []string) WorkloadConfig {
 	}
 }
 
-// TestVerifyFindsNoAnomaliesAcrossACoordinatorKill runs the verifier's
-// workload against a three-node in-process cluster and kills the node
-// coordinating the register group halfway: every checker must pass.
-func TestVerifyFindsNoAnomaliesAcrossACoordinatorKill(t *testing.T) {
+// runInProcess runs the workload (groups named after prefix) over a
+// three-node in-process cluster while faults runs, and fails the test on
+// any anomaly. faults gets the node leading the first register group's
+// shard when it is called.
+func runInProcess(t *testing.T, prefix string, bound time.Duration, faults func(ctx context.Context, hist *History, servers []*server.Server, leader int32)) *Report {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("a 20 s workload")
 	}
 	t.Parallel()
 	servers, brokers := startCluster(t)
 	cfg := shortWorkload(brokers)
-	cfg.Prefix = "kill"
+	cfg.Prefix = prefix
 	rep, err := Run(testCtx(t), RunConfig{
 		Workload: cfg,
-		Duration: 16 * time.Second,
+		Duration: bound,
 		Faults: func(ctx context.Context, hist *History) {
-			sleep(ctx, 6*time.Second)
-			leader, ok := leaderOf(servers, cfg.Prefix+"-r0")
+			sleep(ctx, 4*time.Second)
+			b, ok := servers[0].Node().LeaderOf(servers[0].Node().ShardFor(prefix + "-r0"))
 			if !ok {
 				t.Error("no leader for the register group's shard")
 				return
 			}
-			f := FaultRecord{Name: "kill", Target: fmt.Sprint("node ", leader), Start: hist.Now()}
-			if err := servers[leader-1].Kill(); err != nil {
-				t.Error(err)
-			}
-			f.Healed = hist.Now()
-			hist.AddFault(f)
-			sleep(ctx, 6*time.Second)
+			faults(ctx, hist, servers, b.NodeID)
 		},
 		Progress: t.Logf,
 	})
@@ -62,62 +60,54 @@ func TestVerifyFindsNoAnomaliesAcrossACoordinatorKill(t *testing.T) {
 	if rep.Anomalies() != 0 {
 		t.Fatalf("%d anomalies", rep.Anomalies())
 	}
+	return rep
+}
+
+// TestVerifyFindsNoAnomaliesAcrossACoordinatorKill kills the node
+// coordinating the register group during the run: every checker must
+// pass.
+func TestVerifyFindsNoAnomaliesAcrossACoordinatorKill(t *testing.T) {
+	rep := runInProcess(t, "kill", 16*time.Second, func(ctx context.Context, hist *History, servers []*server.Server, leader int32) {
+		sleep(ctx, 2*time.Second)
+		f := FaultRecord{Name: "kill", Target: fmt.Sprint("node ", leader), Start: hist.Now()}
+		if err := servers[leader-1].Kill(); err != nil {
+			t.Error(err)
+		}
+		f.Healed = hist.Now()
+		hist.AddFault(f)
+		sleep(ctx, 6*time.Second)
+	})
 	if rep.Ops < 200 {
 		t.Fatalf("only %d operations: the run says nothing", rep.Ops)
 	}
 }
 
-// TestVerifyFindsNoAnomaliesUnderInProcessRaftFaults runs the workload
-// over a three-node in-process cluster while the Raft mux's hooks cut the
-// register group's coordinator's outbound traffic (it hears its peers but
-// cannot reach them), then delay every node's Raft writes by 100 ms.
+// TestVerifyFindsNoAnomaliesUnderInProcessRaftFaults cuts the register
+// group's coordinator's outbound Raft traffic through the mux's hooks (it
+// hears its peers but cannot reach them), then delays every node's Raft
+// writes by 100 ms.
 func TestVerifyFindsNoAnomaliesUnderInProcessRaftFaults(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a 20 s workload")
-	}
-	t.Parallel()
-	servers, brokers := startCluster(t)
-	cfg := shortWorkload(brokers)
-	cfg.Prefix = "oneway"
-	rep, err := Run(testCtx(t), RunConfig{
-		Workload: cfg,
-		Duration: 30 * time.Second,
-		Faults: func(ctx context.Context, hist *History) {
-			sleep(ctx, 4*time.Second)
-			leader, ok := leaderOf(servers, cfg.Prefix+"-r0")
-			if !ok {
-				t.Error("no leader for the register group's shard")
-				return
-			}
-			f := FaultRecord{Name: "one-way", Target: fmt.Sprint("node ", leader), Start: hist.Now()}
-			heal := servers[leader-1].Node().Faults().Add(cluster.Fault{Dir: cluster.DirOutbound, Drop: true})
-			sleep(ctx, 5*time.Second)
-			heal()
-			f.Healed = hist.Now()
-			hist.AddFault(f)
-			sleep(ctx, 3*time.Second)
-			f = FaultRecord{Name: "raft-delay", Target: "all", Start: hist.Now()}
-			var heals []func()
-			for _, s := range servers {
-				heals = append(heals, s.Node().Faults().Add(cluster.Fault{Delay: 100 * time.Millisecond}))
-			}
-			sleep(ctx, 5*time.Second)
-			for _, h := range heals {
-				h()
-			}
-			f.Healed = hist.Now()
-			hist.AddFault(f)
-			sleep(ctx, 3*time.Second)
-		},
-		Progress: t.Logf,
+	runInProcess(t, "oneway", 30*time.Second, func(ctx context.Context, hist *History, servers []*server.Server, leader int32) {
+		f := FaultRecord{Name: "one-way", Target: fmt.Sprint("node ", leader), Start: hist.Now()}
+		heal := servers[leader-1].Node().Faults().Add(cluster.Fault{Dir: cluster.DirOutbound, Drop: true})
+		sleep(ctx, 5*time.Second)
+		heal()
+		f.Healed = hist.Now()
+		hist.AddFault(f)
+		sleep(ctx, 3*time.Second)
+		f = FaultRecord{Name: "raft-delay", Target: "all", Start: hist.Now()}
+		var heals []func()
+		for _, s := range servers {
+			heals = append(heals, s.Node().Faults().Add(cluster.Fault{Delay: 100 * time.Millisecond}))
+		}
+		sleep(ctx, 5*time.Second)
+		for _, h := range heals {
+			h()
+		}
+		f.Healed = hist.Now()
+		hist.AddFault(f)
+		sleep(ctx, 3*time.Second)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Log("\n" + rep.String())
-	if rep.Anomalies() != 0 {
-		t.Fatalf("%d anomalies", rep.Anomalies())
-	}
 }
 
 // TestVerifyReportsOffsetsLostWhenKfakeRestarts runs the verifier against
@@ -134,12 +124,10 @@ func TestVerifyReportsOffsetsLostWhenKfakeRestarts(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := fake.ListenAddrs()[0]
-	var port int
-	for i := len(addr) - 1; i >= 0; i-- {
-		if addr[i] == ':' {
-			port = atoi(t, addr[i+1:])
-			break
-		}
+	_, portText, _ := net.SplitHostPort(addr)
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		t.Fatalf("kfake listens on %q", addr)
 	}
 	t.Cleanup(func() { fake.Close() })
 	cfg := shortWorkload([]string{addr})
@@ -191,26 +179,8 @@ func startCluster(t *testing.T) ([]*server.Server, []string) {
 	return servers, brokers
 }
 
-// leaderOf names the node leading group's shard, as servers[0] sees
-// it, and whether there is one.
-func leaderOf(servers []*server.Server, group string) (int32, bool) {
-	b, ok := servers[0].Node().LeaderOf(servers[0].Node().ShardFor(group))
-	return b.NodeID, ok
-}
-
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
-}
-
-func atoi(t *testing.T, s string) int {
-	n := 0
-	for _, c := range s {
-		if c < '0' || c > '9' {
-			t.Fatalf("not a port: %q", s)
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n
 }
