@@ -168,3 +168,25 @@ func TestARestartedPeerIsAliveAgainWithoutTraffic(t *testing.T) {
 		t.Fatal("a refusal older than the peer's last connection was recorded as a death")
 	}
 }
+
+// TestAContactRightAfterTheProofIsALeftover: a frame the dead leader wrote
+// before it died, read just after its death was proven, does not override
+// the proof (routing would name the dead node again); a contact well after
+// the proof does.
+func TestAContactRightAfterTheProofIsALeftover(t *testing.T) {
+	d := newPeerDeaths(testLogger(t))
+	defer d.close()
+	const addr = "127.0.0.1:1"
+	d.declare(addr, time.Now())
+	at, ok := d.deadSince(addr)
+	if !ok {
+		t.Fatal("death not recorded")
+	}
+	s := &Shard{deaths: d}
+	if !s.leaderDead(addr, at.Add(5*time.Millisecond)) {
+		t.Fatal("a contact 5ms after the proof overrode it")
+	}
+	if s.leaderDead(addr, at.Add(deathContactSlack+time.Millisecond)) {
+		t.Fatal("a contact past deathContactSlack did not override the proof")
+	}
+}

@@ -53,12 +53,19 @@ func (s *Shard) Settling() bool {
 	return silent >= s.heartbeat/2
 }
 
+// deathContactSlack is how long after a death's proof a contact from the
+// dead leader still counts as a leftover: frames the process wrote before
+// it died can be read, on another of its connections, after the refused
+// probe. A process that really came back has to restart and dial first,
+// and its new connection clears the record anyway (peerDeaths.alive).
+const deathContactSlack = 100 * time.Millisecond
+
 // leaderDead reports whether the leader at addr is proven dead and has not
-// been heard from (last) since the proof: a newer contact overrides the
-// record.
+// been heard from (last) since the proof: a contact newer than the proof
+// by more than deathContactSlack overrides the record.
 func (s *Shard) leaderDead(addr raft.ServerAddress, last time.Time) bool {
 	at, dead := s.deaths.deadSince(string(addr))
-	return dead && !last.After(at)
+	return dead && !last.After(at.Add(deathContactSlack))
 }
 
 // RoutingChanges returns a channel closed at the next change that can end a

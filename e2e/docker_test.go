@@ -102,6 +102,7 @@ func TestDockerCluster(t *testing.T) {
 	createTopic(ctx, t, adm, topic, groupPartitions)
 
 	events := &dcGroupEvents{}
+	t.Cleanup(func() { events.writeDebugOnFailure(t, dc.project) })
 	members := make([]*kgoMember, 3)
 	for i := range members {
 		name := fmt.Sprintf("kgo-%d", i)
@@ -311,10 +312,34 @@ func dcGenerationLost(err error) bool {
 
 // dcGroupEvents records, from every member's kgo logger and hooks, what
 // only happens when a member leaves its generation: joins, revokes, heartbeat
-// errors and errors that end a group session.
+// errors and errors that end a group session. It also keeps every
+// member's debug lines (retries, coordinator lookups), written to a file
+// only when the test fails.
 type dcGroupEvents struct {
 	mu     sync.Mutex
 	events []string
+	debug  []string
+}
+
+// writeDebugOnFailure writes the members' debug lines to a file named
+// after project when t failed, and logs its path.
+func (e *dcGroupEvents) writeDebugOnFailure(t *testing.T, project string) {
+	if !t.Failed() {
+		return
+	}
+	e.mu.Lock()
+	out := strings.Join(e.debug, "\n") + "\n"
+	e.mu.Unlock()
+	path := filepath.Join(os.TempDir(), "kcoord-e2e-"+project+"-clients.log")
+	if err := os.WriteFile(path, []byte(out), 0o644); err == nil {
+		t.Logf("members' debug logs: %s", path)
+	}
+}
+
+func (e *dcGroupEvents) addDebug(s string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.debug = append(e.debug, s)
 }
 
 // dcGroupEventMsgs are kgo's log messages (consumer_group.go, classic
@@ -348,9 +373,10 @@ func (e *dcGroupEvents) since(mark int) []string {
 	return slices.Clone(e.events[mark:])
 }
 
-// logger is a kgo logger at info level that records group events and passes
-// them, warnings and errors to the test log, with the time of day (to line
-// them up with the nodes' logs).
+// logger is a kgo logger at debug level that records group events and
+// passes them, warnings and errors to the test log, with the time of day
+// (to line them up with the nodes' logs); every line is kept for
+// writeDebugOnFailure.
 func (e *dcGroupEvents) logger(t testing.TB, name string) kgo.Logger {
 	return &dcLogger{events: e, name: name, w: logWriter(t, name)}
 }
@@ -371,7 +397,7 @@ type dcLogger struct {
 	w      io.Writer
 }
 
-func (l *dcLogger) Level() kgo.LogLevel { return kgo.LogLevelInfo }
+func (l *dcLogger) Level() kgo.LogLevel { return kgo.LogLevelDebug }
 
 func (l *dcLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 	var b strings.Builder
@@ -381,6 +407,7 @@ func (l *dcLogger) Log(level kgo.LogLevel, msg string, keyvals ...any) {
 	}
 	line := b.String()
 	event := slices.ContainsFunc(dcGroupEventMsgs, func(m string) bool { return strings.Contains(msg, m) })
+	l.events.addDebug(l.name + ": " + line)
 	if event {
 		l.events.add(l.name + ": " + line)
 	}

@@ -72,8 +72,10 @@ func New(cfg Config, logger hclog.Logger, reg *prometheus.Registry) (*Server, er
 }
 
 // Start binds the Kafka listener, starts every shard's Raft instance and
-// serves. It returns once the listener accepts connections; Ready reports
-// when the shards have leaders.
+// serves. Connections that arrive while the shards start are refused with
+// a reset (transport.Config.RefuseUntilOpen), so that clients go to
+// another node rather than wait. It returns once requests are served;
+// Ready reports when the shards have leaders.
 func (s *Server) Start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -86,6 +88,7 @@ func (s *Server) Start() error {
 	tcfg.Logger, tcfg.Registerer = s.logger.Named("kafka"), s.reg
 	tcfg.MaxConnections, tcfg.MaxConnectionsPerIP = int(s.cfg.MaxConnections), int(s.cfg.MaxConnectionsPerIP)
 	tcfg.QueuedMaxRequestBytes = s.cfg.QueuedMaxRequestBytes
+	tcfg.RefuseUntilOpen = true
 	kafka, err := transport.NewServer(tcfg, mux)
 	if err != nil {
 		return err
@@ -94,6 +97,8 @@ func (s *Server) Start() error {
 		return fmt.Errorf("kafka listener: %w", err)
 	}
 	s.kafka = kafka
+	s.serve = make(chan error, 1)
+	go func() { s.serve <- kafka.Serve() }()
 	advertised := s.cfg.AdvertiseKafkaAddr
 	if advertised == "" {
 		advertised = kafka.Addr().String()
@@ -113,8 +118,7 @@ func (s *Server) Start() error {
 		Logger:                   s.logger.Named("api"),
 	}, s.node, &topicRegistry{shard: s.node.Shard(cluster.MetaShard), fsm: s.meta, timeout: s.cfg.OffsetsCommitTimeout}, s.apiShards())
 	h.Register(mux)
-	s.serve = make(chan error, 1)
-	go func() { s.serve <- kafka.Serve() }()
+	kafka.Open()
 	s.stopRetention = make(chan struct{})
 	s.retentionDone = make(chan struct{})
 	go s.retentionLoop(s.stopRetention, s.retentionDone)

@@ -100,6 +100,16 @@ type Config struct {
 	// negative value disables it.
 	IdleTimeout time.Duration
 
+	// RefuseUntilOpen makes Serve close, with a reset, every connection
+	// it accepts until Server.Open is called. A node binds its port before
+	// it can answer (its Raft shards start in between); a client that
+	// connects meanwhile is refused and tries another broker at once,
+	// where a listener not yet served would keep it waiting in the accept
+	// backlog for as long as the start takes (a group member's heartbeat
+	// stuck there can outlive its session). Refused connections count in
+	// kcoord_transport_connections_rejected_total{reason="starting"}.
+	RefuseUntilOpen bool
+
 	// Logger receives the server's log lines; nil means hclog.NewNullLogger().
 	Logger hclog.Logger
 

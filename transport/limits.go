@@ -20,6 +20,10 @@ const (
 	limitMaxConnectionsPerIP = "max.connections.per.ip"
 )
 
+// reasonStarting is the reason label of a connection refused before
+// Server.Open (Config.RefuseUntilOpen).
+const reasonStarting = "starting"
+
 // connLimits enforces max.connections and max.connections.per.ip (Kafka's
 // ConnectionQuotas, without per-IP overrides, listener limits or rates).
 // The accept loop's goroutine calls admit; each connection's goroutine

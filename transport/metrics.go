@@ -27,7 +27,7 @@ type metrics struct {
 	latency       *prometheus.HistogramVec // api
 	openConns     prometheus.Gauge
 	acceptedConns prometheus.Counter
-	rejectedConns *prometheus.CounterVec // reason: limitMaxConnections, limitMaxConnectionsPerIP
+	rejectedConns *prometheus.CounterVec // reason: limitMaxConnections, limitMaxConnectionsPerIP, reasonStarting
 	// The request memory pool's, read from it at scrape time.
 	poolUsed, poolAvailable, poolWaiting prometheus.GaugeFunc
 	poolWait, poolCollections            prometheus.CounterFunc
@@ -94,7 +94,7 @@ func newMetrics(reg prometheus.Registerer, pool *memoryPool) (*metrics, error) {
 			Help: "Garbage collections a connection ran before allocating a granted frame, because frames released earlier might still occupy the heap.",
 		}, func() float64 { return float64(pool.collections.Load()) }),
 	}
-	for _, reason := range []string{limitMaxConnections, limitMaxConnectionsPerIP} {
+	for _, reason := range []string{limitMaxConnections, limitMaxConnectionsPerIP, reasonStarting} {
 		m.rejectedConns.WithLabelValues(reason)
 	}
 	var registered []prometheus.Collector
@@ -174,7 +174,8 @@ func (m *metrics) connClosed() {
 }
 
 // connRejected records a connection closed right after accept for being
-// over limit (limitMaxConnections or limitMaxConnectionsPerIP).
+// over limit (limitMaxConnections or limitMaxConnectionsPerIP) or before
+// Open (reasonStarting).
 func (m *metrics) connRejected(limit string) {
 	if m == nil {
 		return

@@ -28,6 +28,8 @@ type Server struct {
 	closed  bool
 	serving bool
 
+	refusing atomic.Bool // Config.RefuseUntilOpen, until Open
+
 	wg         sync.WaitGroup // the accept loop and every connection
 	nextConnID atomic.Uint64
 	unregister sync.Once
@@ -39,6 +41,7 @@ type Server struct {
 	maxConnsLog      logLimiter
 	maxConnsPerIPLog logLimiter
 	poolTooSmallLog  logLimiter
+	startingLog      logLimiter
 }
 
 // NewServer validates cfg, applies defaults to its zero fields and registers
@@ -57,13 +60,16 @@ func NewServer(cfg Config, mux *Mux) (*Server, error) {
 		return nil, fmt.Errorf("transport: registering metrics: %w", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Server{cfg: cfg, mux: mux, logger: cfg.Logger, metrics: m, ctx: ctx, cancel: cancel,
+	s := &Server{cfg: cfg, mux: mux, logger: cfg.Logger, metrics: m, ctx: ctx, cancel: cancel,
 		pool:             pool,
 		limits:           newConnLimits(cfg.MaxConnections, cfg.MaxConnectionsPerIP),
 		maxConnsLog:      logLimiter{interval: rejectLogInterval},
 		maxConnsPerIPLog: logLimiter{interval: rejectLogInterval},
 		poolTooSmallLog:  logLimiter{interval: rejectLogInterval},
-	}, nil
+		startingLog:      logLimiter{interval: rejectLogInterval},
+	}
+	s.refusing.Store(cfg.RefuseUntilOpen)
+	return s, nil
 }
 
 // Listen binds Config.Addr; afterwards Addr is valid. It returns
@@ -143,6 +149,10 @@ func (s *Server) Serve() error {
 			continue
 		}
 		backoff = 0
+		if s.refusing.Load() {
+			s.refuseStarting(nc)
+			continue
+		}
 		s.startConn(nc)
 	}
 }
@@ -182,6 +192,26 @@ func (s *Server) rejectConn(nc net.Conn, ip string, err error) {
 		s.logger.Warn("connection over a connection limit closed",
 			"limit", limit, "max", maxCount, "remote", nc.RemoteAddr().String(), "ip", ip,
 			"not_logged_since_last_line", suppressed, "log_interval", rejectLogInterval)
+	}
+}
+
+// Open ends Config.RefuseUntilOpen's refusals: connections accepted from
+// now on are served. Any goroutine may call it, any number of times.
+func (s *Server) Open() { s.refusing.Store(false) }
+
+// refuseStarting closes nc, accepted before Open, with a reset (the
+// client's first read or write fails at once, whatever it sent), counts it
+// and logs it at info, one line per rejectLogInterval. It runs on the
+// accept loop's goroutine and does not block.
+func (s *Server) refuseStarting(nc net.Conn) {
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = nc.Close()
+	s.metrics.connRejected(reasonStarting)
+	if ok, suppressed := s.startingLog.allow(time.Now()); ok {
+		s.logger.Info("connection refused: the node is still starting",
+			"remote", nc.RemoteAddr().String(), "not_logged_since_last_line", suppressed, "log_interval", rejectLogInterval)
 	}
 }
 
