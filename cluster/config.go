@@ -119,6 +119,15 @@ type Config struct {
 	// BalanceInterval (wall-clock duration) is how often a node checks that
 	// it leads no more than its share of group shards. Default 5s.
 	BalanceInterval time.Duration
+	// PlacementInterval (wall-clock duration) is how often the metadata
+	// leader revises the shards' desired voters and each shard leader
+	// moves its configuration one step towards them (placer.go). Default 1s.
+	PlacementInterval time.Duration
+	// MaxConcurrentMoves is kcoord.placement.max.concurrent.moves: the most
+	// shards whose configuration differs from their desired voters at once,
+	// so that moves (a snapshot sent to each new replica) never take the
+	// cluster's whole bandwidth. Default 4.
+	MaxConcurrentMoves int
 
 	// NewShardFSM builds the FSM of a group shard. NewNode calls it once per
 	// shard.
@@ -233,6 +242,8 @@ func DefaultConfig() Config {
 		GossipProbeInterval:    time.Second,
 		GossipPushPullInterval: 5 * time.Second,
 		BalanceInterval:        5 * time.Second,
+		PlacementInterval:      time.Second,
+		MaxConcurrentMoves:     4,
 		JoinTimeout:            10 * time.Second,
 	}
 }
@@ -297,6 +308,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.JoinTimeout == 0 {
 		c.JoinTimeout = d.JoinTimeout
+	}
+	if c.PlacementInterval == 0 {
+		c.PlacementInterval = d.PlacementInterval
+	}
+	if c.MaxConcurrentMoves == 0 {
+		c.MaxConcurrentMoves = d.MaxConcurrentMoves
 	}
 	return c
 }

@@ -36,6 +36,13 @@ var (
 	// kcoord stream header of a known version.
 	ErrBadHeader = errors.New("cluster: bad raft stream header")
 
+	// ErrNotMetaLeader is returned by Node.RemoveNode on a node that does
+	// not lead the metadata group: send it to Node.MetaLeader.
+	ErrNotMetaLeader = errors.New("cluster: this node does not lead the metadata group")
+	// ErrPlacementUnavailable is returned by Node.RemoveNode when the
+	// metadata group's FSM keeps no placement.
+	ErrPlacementUnavailable = errors.New("cluster: placement is not kept in this node's metadata group")
+
 	// ErrFaultInjected is returned by dials and writes refused by an injected
 	// fault (see Faults).
 	ErrFaultInjected = errors.New("cluster: connection dropped by injected fault")

@@ -183,12 +183,14 @@ func startTestNode(t testing.TB, cfg Config) *testNode {
 		mu.Unlock()
 		return f
 	}
-	cfg.NewMetaFSM = func() raft.FSM {
-		f := newKVFSM()
-		mu.Lock()
-		tn.fsms[MetaShard] = f
-		mu.Unlock()
-		return f
+	if cfg.NewMetaFSM == nil { // placement tests bring fsm.MetaFSM
+		cfg.NewMetaFSM = func() raft.FSM {
+			f := newKVFSM()
+			mu.Lock()
+			tn.fsms[MetaShard] = f
+			mu.Unlock()
+			return f
+		}
 	}
 	cfg.OnLeadership = tn.lead.record
 	n, err := NewNode(cfg)

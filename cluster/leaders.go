@@ -2,13 +2,31 @@ package cluster
 
 import (
 	"encoding/json"
+	"slices"
 	"sync"
 )
 
-// leaderEntry is who leads a shard, as of a Raft term.
+// leaderEntry is who leads a shard, as of a Raft term, and, once the
+// leader's placement loop reported it, the shard's configuration as of its
+// index (Conf): placement on the metadata leader and cluster status read
+// every shard's voters from it.
 type leaderEntry struct {
-	Node int32  `json:"n"`
-	Term uint64 `json:"t"`
+	Node      int32   `json:"n"`
+	Term      uint64  `json:"t"`
+	Conf      uint64  `json:"c,omitempty"`
+	Voters    []int32 `json:"v,omitempty"`
+	Nonvoters []int32 `json:"nv,omitempty"`
+}
+
+// newer reports whether e replaces old: a higher term, or the same term's
+// leader reporting a later configuration.
+func (e leaderEntry) newer(old leaderEntry) bool {
+	return e.Term > old.Term || (e.Term == old.Term && e.Conf > old.Conf)
+}
+
+func (e leaderEntry) equal(o leaderEntry) bool {
+	return e.Node == o.Node && e.Term == o.Term && e.Conf == o.Conf &&
+		slices.Equal(e.Voters, o.Voters) && slices.Equal(e.Nonvoters, o.Nonvoters)
 }
 
 // leaderTable is the node's view of every shard's leader, merged from its
@@ -28,7 +46,7 @@ func (t *leaderTable) update(shard int32, e leaderEntry) bool {
 		t.m = make(map[int32]leaderEntry)
 	}
 	old, ok := t.m[shard]
-	if ok && (old.Term > e.Term || old == e) {
+	if ok && (old.equal(e) || !e.newer(old) && !(e.Term == old.Term && e.Conf == old.Conf)) {
 		return false
 	}
 	t.m[shard] = e

@@ -49,6 +49,7 @@ type Node struct {
 	cfg    Config
 	logger hclog.Logger
 	mux    *Mux
+	admin  *StreamLayer // node-to-node admin calls (admin.go)
 	meta   *Shard
 	shards []*Shard // group shards by id
 	all    []*Shard // meta first, then group shards
@@ -66,6 +67,9 @@ type Node struct {
 	// lastLeaderGain is when this node last won a shard's leadership (Unix
 	// nanoseconds); balancing waits for quiet after elections.
 	lastLeaderGain atomic.Int64
+	// movesDone counts replicas this node promoted to voter as a shard's
+	// leader (kcoord_replica_moves_total).
+	movesDone atomic.Int64
 
 	// logStore is LogStoreNode (nodeStore holds every shard's log) or
 	// LogStoreShard (one raft-boltdb file per shard).
@@ -145,6 +149,11 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	n := &Node{cfg: cfg, logger: logger, mux: mux, stop: make(chan struct{}), logStore: logStore, ident: id, routing: newSignal()}
 	mux.deaths.watch(n.peerDied, n.routing.fire)
+	if n.admin, err = mux.Listen(adminShard); err != nil {
+		_ = mux.Close()
+		return nil, err
+	}
+	go n.serveAdmin(n.admin)
 	if initialised {
 		n.onDisk = id
 	}
@@ -243,6 +252,7 @@ func NewNode(cfg Config) (*Node, error) {
 		n.refreshMeta()
 		go n.clusterLoop()
 		go n.balanceLoop()
+		go n.placementLoop()
 	}
 	logger.Info("node started", "node_id", cfg.NodeID, "cluster_id", cmp.Or(n.ClusterID(), "none yet"),
 		"raft_addr", mux.advertise, "kafka_addr", cfg.KafkaAddr, "shards", cfg.Shards,
@@ -358,12 +368,13 @@ func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Sha
 	if err != nil {
 		return nil, err
 	}
-	trans := unpipelinedTransport{raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+	match := newMatchTracker()
+	trans := shardTransport{unpipelinedTransport{raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  layer,
 		MaxPool: cfg.TransportMaxPool,
 		Timeout: cfg.TransportTimeout,
 		Logger:  cfg.RaftLogger.Named("net").With("shard", id),
-	})}
+	})}, match}
 	defer func() {
 		if err != nil {
 			_ = trans.Close()
@@ -407,6 +418,7 @@ func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Sha
 		routing:      n.routing,
 		store:        st.store,
 		trans:        trans,
+		match:        match,
 		notifyCh:     notifyCh,
 		leaderDone:   make(chan struct{}),
 		bootstrapped: bootstrapped,
@@ -536,7 +548,8 @@ func (n *Node) Brokers() []Broker {
 // the client's dial (franz-go ends a member's session when its heartbeat
 // cannot dial the coordinator). A leader whose death is proven, or that
 // this follower has been cut off from for longer than an election takes,
-// is not named at all.
+// is not named at all. A replica whose Raft knows no leader (restarted,
+// its leader not yet back to it) names the leader gossip reports.
 func (n *Node) LeaderOf(shard int32) (Broker, bool) {
 	s := n.Shard(shard)
 	if s == nil || n.closed.Load() {
@@ -550,7 +563,13 @@ func (n *Node) LeaderOf(shard int32) (Broker, bool) {
 			return n.Self(), true
 		}
 		addr, id := s.Raft.LeaderWithID()
-		if id == "" || s.leaderDead(addr, s.Raft.LastContact()) {
+		if id == "" {
+			// Raft knows no leader, and nothing settles here: a restarted
+			// replica whose leader still backs off its heartbeats to it.
+			// Gossip's leader table knows better than no answer.
+			return n.gossipedLeader(shard)
+		}
+		if s.leaderDead(addr, s.Raft.LastContact()) {
 			return Broker{}, false
 		}
 		if id != s.localID && time.Since(s.Raft.LastContact()) > n.cfg.HeartbeatTimeout/2 {
@@ -562,13 +581,18 @@ func (n *Node) LeaderOf(shard int32) (Broker, bool) {
 		}
 		return n.members.broker(int32(nodeID))
 	}
-	if e, ok := n.leaders.get(shard); ok {
-		if n.members.dead(e.Node, n.mux.deaths) {
-			return Broker{}, false
-		}
-		return n.members.broker(e.Node)
+	return n.gossipedLeader(shard)
+}
+
+// gossipedLeader is the leader table's leader of shard, unless that node
+// is proven dead or not a live member, or is this node (whose own Raft
+// says it does not lead: the entry is from before a restart).
+func (n *Node) gossipedLeader(shard int32) (Broker, bool) {
+	e, ok := n.leaders.get(shard)
+	if !ok || e.Node == n.cfg.NodeID || n.members.dead(e.Node, n.mux.deaths) {
+		return Broker{}, false
 	}
-	return Broker{}, false
+	return n.members.broker(e.Node)
 }
 
 // localLeadership records a leadership change of one of this node's shards
@@ -786,6 +810,20 @@ func (t *memberTable) hasRaftAddr(addr string) bool {
 		}
 	}
 	return false
+}
+
+// raftAddrs returns the members' Raft addresses by node id, leaving out
+// those deaths proves dead.
+func (t *memberTable) raftAddrs(deaths *peerDeaths) map[int32]string {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := make(map[int32]string, len(t.m))
+	for id, m := range t.m {
+		if !deaths.isDead(m.raftAddr) {
+			out[id] = m.raftAddr
+		}
+	}
+	return out
 }
 
 // brokers lists the members, leaving out those deaths proves dead.

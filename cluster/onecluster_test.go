@@ -94,7 +94,7 @@ func mapsEqualLeaders(a, b map[int32]leaderEntry) bool {
 		return false
 	}
 	for k, v := range a {
-		if b[k] != v {
+		if !b[k].equal(v) {
 			return false
 		}
 	}

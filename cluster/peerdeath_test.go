@@ -190,3 +190,37 @@ func TestAContactRightAfterTheProofIsALeftover(t *testing.T) {
 		t.Fatal("a contact past deathContactSlack did not override the proof")
 	}
 }
+
+// TestAReplicaWithoutARaftLeaderNamesTheGossipedLeader: a follower whose
+// Raft lost its leader (here its Raft traffic is cut; after a restart, its
+// leader backing off its heartbeats to it looks the same) and that no
+// longer settles names the leader gossip reports, rather than no one:
+// FindCoordinator then answers the real coordinator instead of
+// COORDINATOR_NOT_AVAILABLE, which costs a franz-go member a retry with a
+// growing back-off.
+func TestAReplicaWithoutARaftLeaderNamesTheGossipedLeader(t *testing.T) {
+	nodes := startGossipCluster(t, 3, 1)
+	leader, _ := waitLeaderEpoch(t, nodes, 0)
+	var follower *testNode
+	for _, tn := range nodes {
+		if tn != leader {
+			follower = tn
+			break
+		}
+	}
+	eventually(t, 5*time.Second, "the follower learns the leader", func() bool {
+		b, ok := follower.LeaderOf(0)
+		return ok && b.NodeID == leader.ID()
+	})
+	heal := follower.Faults().Isolate()
+	defer heal()
+	s := follower.Shard(0)
+	eventually(t, 10*time.Second, "the follower's Raft forgets its leader and stops settling", func() bool {
+		_, id := s.Raft.LeaderWithID()
+		return id == "" && !s.Settling()
+	})
+	b, ok := follower.LeaderOf(0)
+	if !ok || b.NodeID != leader.ID() {
+		t.Fatalf("LeaderOf(0) on the cut-off follower = %+v, %v; want the gossiped leader %d", b, ok, leader.ID())
+	}
+}

@@ -33,6 +33,9 @@ func (s *Shard) Settling() bool {
 	default:
 		return false
 	}
+	if !s.votes() {
+		return false // a non-voter never leads: nothing to wait for here
+	}
 	last := s.Raft.LastContact()
 	if last.IsZero() || !last.After(s.leadership.steppedDown()) {
 		return false
@@ -59,6 +62,21 @@ func (s *Shard) Settling() bool {
 // probe. A process that really came back has to restart and dial first,
 // and its new connection clears the record anyway (peerDeaths.alive).
 const deathContactSlack = 100 * time.Millisecond
+
+// votes reports whether this replica is a voter of the shard's latest
+// configuration.
+func (s *Shard) votes() bool {
+	f := s.Raft.GetConfiguration()
+	if f.Error() != nil {
+		return false
+	}
+	for _, srv := range f.Configuration().Servers {
+		if srv.ID == s.localID {
+			return srv.Suffrage == raft.Voter
+		}
+	}
+	return false
+}
 
 // leaderDead reports whether the leader at addr is proven dead and has not
 // been heard from (last) since the proof: a contact newer than the proof

@@ -29,7 +29,9 @@ type Shard struct {
 	routing      *signal       // the node's routing-change broadcast (RoutingChanges)
 	stopObserver func()        // ends the leader observer (registerLeaderObserver)
 	store        shardLogStore
-	trans        unpipelinedTransport
+	trans        shardTransport
+	match        *matchTracker // what each peer acknowledged (placement's catch-up check)
+	reported     configReport  // the configurations this node reported as leader
 	notifyCh     chan bool
 	leaderDone   chan struct{}
 	bootstrapped bool // this start bootstrapped the shard

@@ -30,6 +30,14 @@ const (
 	// ClusterIDType stamps the id of the cluster a shard or the metadata
 	// group belongs to. Both ShardFSM and MetaFSM apply it.
 	ClusterIDType CommandType = 7
+	// NodeRegisterType registers a node for placement in the metadata group.
+	NodeRegisterType CommandType = 8
+	// NodeDrainType marks a node draining: its replicas move away.
+	NodeDrainType CommandType = 9
+	// NodeForgetType drops a drained node's record.
+	NodeForgetType CommandType = 10
+	// PlacementSetType sets the desired voters of shards.
+	PlacementSetType CommandType = 11
 )
 
 // String names the command type for logs.
@@ -49,6 +57,14 @@ func (t CommandType) String() string {
 		return "TopicDelete"
 	case ClusterIDType:
 		return "ClusterID"
+	case NodeRegisterType:
+		return "NodeRegister"
+	case NodeDrainType:
+		return "NodeDrain"
+	case NodeForgetType:
+		return "NodeForget"
+	case PlacementSetType:
+		return "PlacementSet"
 	}
 	return fmt.Sprintf("CommandType(%d)", uint8(t))
 }
@@ -234,6 +250,14 @@ func newCommand(typ CommandType) (Command, error) {
 		return new(TopicDelete), nil
 	case ClusterIDType:
 		return new(ClusterStamp), nil
+	case NodeRegisterType:
+		return new(NodeRegister), nil
+	case NodeDrainType:
+		return new(NodeDrain), nil
+	case NodeForgetType:
+		return new(NodeForget), nil
+	case PlacementSetType:
+		return new(PlacementSet), nil
 	}
 	return nil, fmt.Errorf("%w: %s", ErrUnknownCommand, typ)
 }

@@ -32,4 +32,13 @@ var (
 	// there; every replica answers it alike and changes nothing, rather
 	// than every replica panicking on it at every replay.
 	ErrForeignCommand = errors.New("command of another FSM's log")
+	// ErrNodeNotFound is Apply's answer to a placement command naming a
+	// node that is not registered.
+	ErrNodeNotFound = errors.New("node not registered")
+	// ErrNodePlaced is Apply's answer to forgetting a node that a shard's
+	// desired voters still name.
+	ErrNodePlaced = errors.New("node still placed")
+	// ErrInvalidPlacement is Apply's answer to a PlacementSet whose voter
+	// set is empty, unsorted or repeats a node.
+	ErrInvalidPlacement = errors.New("invalid placement")
 )

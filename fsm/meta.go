@@ -11,7 +11,8 @@ import (
 )
 
 // MetaFSM is the raft.FSM of the metadata group: the cluster-wide topic
-// registry and the cluster id (later users, ACLs and shard placement).
+// registry, the cluster id, and shard placement (the registered nodes and
+// each shard's desired voters; placement.go). Later users and ACLs.
 // Raft's FSM goroutine calls Apply, Snapshot and Restore; raft runs the
 // snapshot's Persist on another goroutine. Any goroutine may call the
 // readers, which return copies.
@@ -21,6 +22,7 @@ type MetaFSM struct {
 	mu        sync.RWMutex
 	clusterID string
 	topics    map[string]Topic
+	placement placementState
 }
 
 var _ raft.FSM = (*MetaFSM)(nil)
@@ -30,13 +32,14 @@ func NewMetaFSM(logger hclog.Logger) *MetaFSM {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	return &MetaFSM{logger: logger, topics: make(map[string]Topic)}
+	return &MetaFSM{logger: logger, topics: make(map[string]Topic), placement: newPlacementState()}
 }
 
 // Apply applies one committed entry; it panics on an undecodable entry and
-// returns ErrTopicExists, ErrTopicNotFound or ErrClusterIDMismatch as its
-// response, and ErrForeignCommand for a shard command, which it does not
-// apply.
+// returns ErrTopicExists, ErrTopicNotFound, ErrClusterIDMismatch or a
+// placement command's error (ErrNodeNotFound, ErrNodePlaced,
+// ErrInvalidPlacement) as its response, and ErrForeignCommand for a shard
+// command, which it does not apply.
 func (f *MetaFSM) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
@@ -60,6 +63,8 @@ func (f *MetaFSM) Apply(l *raft.Log) any {
 		delete(f.topics, c.Name)
 	case *ClusterStamp:
 		return stampClusterID(&f.clusterID, c)
+	case *NodeRegister, *NodeDrain, *NodeForget, *PlacementSet:
+		return f.placement.apply(cmd)
 	default:
 		f.logger.Error("refused a shard command in the metadata group's log", "index", l.Index, "command", cmd.CommandType())
 		return fmt.Errorf("%w: %s in the metadata group's log", ErrForeignCommand, cmd.CommandType())
@@ -95,9 +100,13 @@ func (f *MetaFSM) Topics() []Topic {
 	return out
 }
 
-// Snapshot implements raft.FSM: a copy of the topics, sorted by name.
+// Snapshot implements raft.FSM: a copy of the topics, sorted by name, and
+// of the placement.
 func (f *MetaFSM) Snapshot() (raft.FSMSnapshot, error) {
-	return &metaSnapshot{ClusterID: f.ClusterID(), Topics: f.Topics()}, nil
+	f.mu.RLock()
+	nodes, placement := f.placement.snapshot()
+	f.mu.RUnlock()
+	return &metaSnapshot{ClusterID: f.ClusterID(), Topics: f.Topics(), Nodes: nodes, Placement: placement}, nil
 }
 
 // Restore implements raft.FSM: it replaces the state with a snapshot
@@ -114,15 +123,19 @@ func (f *MetaFSM) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	f.clusterID, f.topics = s.ClusterID, topics
+	f.placement.restore(s.Nodes, s.Placement)
 	f.mu.Unlock()
 	return nil
 }
 
 // metaSnapshot is the snapshot document of a MetaFSM. Version 1 (JSON) had
-// no cluster id.
+// no cluster id; snapshots from before placement have no nodes and no
+// placement (they restore empty).
 type metaSnapshot struct {
-	ClusterID string  `json:"cluster_id,omitempty" codec:"cluster_id"`
-	Topics    []Topic `json:"topics" codec:"topics"`
+	ClusterID string           `json:"cluster_id,omitempty" codec:"cluster_id"`
+	Topics    []Topic          `json:"topics" codec:"topics"`
+	Nodes     []Node           `json:"-" codec:"nodes,omitempty"`
+	Placement []ShardPlacement `json:"-" codec:"placement,omitempty"`
 }
 
 // Persist implements raft.FSMSnapshot: it streams the copy into sink.

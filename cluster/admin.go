@@ -1,0 +1,120 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/kcoord/kcoord/fsm"
+)
+
+// adminShard is the Mux stream that carries node-to-node admin calls: a
+// remove-node sent to any node is forwarded to the metadata leader, and
+// cluster status asks every node for its replicas. It shares the Raft
+// port, its cluster-id check and its fault hooks.
+const adminShard int32 = -2
+
+// adminTimeout bounds one admin call: dial, request and answer.
+const adminTimeout = 5 * time.Second
+
+// adminRequest is one call, a JSON line; adminResponse answers it.
+type adminRequest struct {
+	Op   string `json:"op"` // "remove-node" or "replicas"
+	Node int32  `json:"node,omitempty"`
+}
+
+type adminResponse struct {
+	// Code is "" on success, else "not-leader", "not-found" or "error".
+	Code     string          `json:"code,omitempty"`
+	Error    string          `json:"error,omitempty"`
+	Replicas []ReplicaStatus `json:"replicas,omitempty"`
+}
+
+// serveAdmin accepts admin calls until the layer closes. Runs on its own
+// goroutine; each connection is served on one of its own.
+func (n *Node) serveAdmin(l *StreamLayer) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		go n.serveAdminConn(c)
+	}
+}
+
+// serveAdminConn answers one call and closes the connection.
+func (n *Node) serveAdminConn(c net.Conn) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(adminTimeout))
+	var req adminRequest
+	if err := json.NewDecoder(bufio.NewReader(c)).Decode(&req); err != nil {
+		return
+	}
+	var resp adminResponse
+	switch req.Op {
+	case "remove-node":
+		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+		err := n.removeNodeHere(ctx, req.Node)
+		cancel()
+		resp.Code, resp.Error = adminCode(err)
+	case "replicas":
+		resp.Replicas = n.localReplicas()
+	default:
+		resp.Code, resp.Error = "error", fmt.Sprintf("unknown admin op %q", req.Op)
+	}
+	_ = json.NewEncoder(c).Encode(&resp)
+}
+
+// adminCode is the wire form of an admin call's error.
+func adminCode(err error) (code, msg string) {
+	switch {
+	case err == nil:
+		return "", ""
+	case errors.Is(err, ErrNotMetaLeader):
+		return "not-leader", err.Error()
+	case errors.Is(err, fsm.ErrNodeNotFound):
+		return "not-found", err.Error()
+	}
+	return "error", err.Error()
+}
+
+// adminError is the error of an admin call's answer.
+func adminError(resp adminResponse) error {
+	switch resp.Code {
+	case "":
+		return nil
+	case "not-leader":
+		return fmt.Errorf("%w (%s)", ErrNotMetaLeader, resp.Error)
+	case "not-found":
+		return fmt.Errorf("%w (%s)", fsm.ErrNodeNotFound, resp.Error)
+	}
+	return errors.New(resp.Error)
+}
+
+// adminCall sends req to the node at raftAddr and returns its answer.
+func (n *Node) adminCall(ctx context.Context, raftAddr string, req adminRequest) (adminResponse, error) {
+	timeout := adminTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(d))
+	}
+	c, err := n.admin.Dial(raft.ServerAddress(raftAddr), timeout)
+	if err != nil {
+		return adminResponse{}, err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(timeout))
+	if err := json.NewEncoder(c).Encode(&req); err != nil {
+		return adminResponse{}, err
+	}
+	var resp adminResponse
+	if err := json.NewDecoder(bufio.NewReader(c)).Decode(&resp); err != nil {
+		return adminResponse{}, fmt.Errorf("admin call to %s: %w", raftAddr, err)
+	}
+	return resp, nil
+}

@@ -1,0 +1,92 @@
+package cluster
+
+import (
+	"io"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// catchUpEntries is how far, in log entries, a new replica may trail the
+// leader's last index and count as caught up (promoted to voter).
+const catchUpEntries = 16
+
+// matchTracker records, on a shard leader, the highest log index each peer
+// acknowledged holding: the transport sees every AppendEntries and
+// InstallSnapshot answer, so placement can tell when a non-voter has
+// caught up without anything from hashicorp/raft's private replication
+// state. Raft's replication goroutines write it; the placement loop reads
+// it. Neither blocks beyond a short mutex.
+type matchTracker struct {
+	mu sync.Mutex
+	m  map[raft.ServerID]matchState
+}
+
+type matchState struct {
+	index uint64    // highest index acknowledged
+	at    time.Time // last successful answer
+}
+
+func newMatchTracker() *matchTracker { return &matchTracker{m: make(map[raft.ServerID]matchState)} }
+
+// acked records a successful answer of id covering the log up to index.
+func (t *matchTracker) acked(id raft.ServerID, index uint64) {
+	t.mu.Lock()
+	st := t.m[id]
+	st.index, st.at = max(st.index, index), time.Now()
+	t.m[id] = st
+	t.mu.Unlock()
+}
+
+// reset forgets id (it is being added afresh).
+func (t *matchTracker) reset(id raft.ServerID) {
+	t.mu.Lock()
+	delete(t.m, id)
+	t.mu.Unlock()
+}
+
+// get returns what id acknowledged last, and when.
+func (t *matchTracker) get(id raft.ServerID) (uint64, time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	st := t.m[id]
+	return st.index, st.at
+}
+
+// shardTransport is a shard's raft.NetworkTransport with AppendEntries
+// pipelining turned off (unpipelinedTransport) and acknowledgements
+// recorded in a matchTracker.
+type shardTransport struct {
+	unpipelinedTransport
+	match *matchTracker
+}
+
+// AppendEntries records the index a successful answer covers.
+func (t shardTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	err := t.unpipelinedTransport.AppendEntries(id, target, args, resp)
+	if err == nil && resp.Success {
+		t.match.acked(id, args.PrevLogEntry+uint64(len(args.Entries)))
+	}
+	return err
+}
+
+// InstallSnapshot records the snapshot's index once it is installed.
+func (t shardTransport) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
+	err := t.unpipelinedTransport.InstallSnapshot(id, target, args, resp, data)
+	if err == nil && resp.Success {
+		t.match.acked(id, args.LastLogIndex)
+	}
+	return err
+}
+
+// caughtUp reports whether the replica id of this shard, which this node
+// leads, holds the log to within catchUpEntries of the leader's last index
+// and answered within a heartbeat timeout.
+func (s *Shard) caughtUp(id raft.ServerID) bool {
+	index, at := s.match.get(id)
+	if at.IsZero() || time.Since(at) > s.heartbeat {
+		return false
+	}
+	return index+catchUpEntries >= s.Raft.LastIndex()
+}

@@ -1,0 +1,505 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/kcoord/kcoord/fsm"
+)
+
+// Placement: the metadata group holds the registered nodes and every
+// shard's desired voters (fsm's placement commands). Two roles drive the
+// shards towards them, both from placementLoop:
+//
+//   - The metadata leader plans (planPlacement): it registers every member
+//     of the cluster, and sets the desired voters of a shard to rendezvous
+//     placement over the active nodes, for at most MaxConcurrentMoves
+//     shards whose configuration is not yet what they desire.
+//   - Each shard's leader moves (moveShard), one configuration change per
+//     round: a desired node that holds no replica joins as a non-voter; a
+//     non-voter that has caught up is promoted; once every desired node
+//     votes, a surplus voter is removed, after leadership moved off it
+//     when the surplus is the leader itself. A voter is never removed
+//     before its replacement votes, so a shard keeps at least as many
+//     healthy voters as it desires throughout.
+//
+// Every node also replicates the metadata group: nodes beyond its desired
+// voters are non-voters of it, so every shard leader reads the desired
+// voters from its own copy.
+
+// placementFSM is what placement reads of the metadata group's FSM
+// (fsm.MetaFSM). A node whose metadata FSM lacks it does no placement.
+type placementFSM interface {
+	Nodes() []fsm.Node
+	ShardVoters(shard int32) ([]int32, bool)
+}
+
+// placementApplyTimeout bounds one placement command's Raft apply.
+const placementApplyTimeout = 5 * time.Second
+
+// placementLoop runs a placement round every PlacementInterval until
+// shutdown. Runs on its own goroutine.
+func (n *Node) placementLoop() {
+	t := time.NewTicker(n.cfg.PlacementInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+			n.placementRound()
+		}
+	}
+}
+
+// placementRound reports the configuration of every shard this node
+// leads, plans on the metadata leader and moves the shards this node
+// leads.
+func (n *Node) placementRound() {
+	p, ok := n.meta.FSM.(placementFSM)
+	if !ok || n.ClusterID() == "" {
+		return
+	}
+	for _, s := range n.all {
+		if s.IsLeader() {
+			n.reportConfiguration(s)
+		}
+	}
+	if n.meta.IsLeader() {
+		if err := n.planPlacement(p); err != nil {
+			n.logger.Warn("placement plan failed", "error", err)
+		}
+	}
+	nodes := registry(p.Nodes())
+	for _, s := range n.all {
+		if !s.IsLeader() {
+			continue
+		}
+		if err := n.moveShard(s, p, nodes); err != nil {
+			n.logger.Warn("replica move step failed", "shard", s.ID, "error", err)
+		}
+	}
+}
+
+// reportConfiguration puts the configuration of a shard this node leads in
+// the leader table, and gossips it when it changed.
+func (n *Node) reportConfiguration(s *Shard) {
+	m, ok := s.members()
+	if !ok {
+		return
+	}
+	e := leaderEntry{Node: n.cfg.NodeID, Term: s.Raft.CurrentTerm(), Voters: m.voters, Nonvoters: m.nonvoters}
+	e.Conf = s.reported.number(e.Term, m)
+	if n.leaders.update(s.ID, e) && n.gossip != nil {
+		n.gossip.broadcastLeader(s.ID, e)
+	}
+}
+
+// configReport numbers the configurations a shard's leader reports: within
+// a term only that leader reports, so a count of the changes it saw orders
+// them for every node that merges the leader table. The placement loop's
+// goroutine uses it.
+type configReport struct {
+	mu   sync.Mutex
+	term uint64
+	last shardMembers
+	seq  uint64
+}
+
+// number returns the number of m in term: the previous one when m is what
+// was reported last in term, the next one otherwise.
+func (r *configReport) number(term uint64, m shardMembers) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.term != term || r.seq == 0 || !slices.Equal(r.last.voters, m.voters) || !slices.Equal(r.last.nonvoters, m.nonvoters) {
+		r.term, r.last = term, m
+		r.seq++
+	}
+	return r.seq
+}
+
+// configuration returns the shard's latest configuration as this replica
+// knows it.
+func (s *Shard) configuration() (raft.Configuration, bool) {
+	f := s.Raft.GetConfiguration()
+	if f.Error() != nil {
+		return raft.Configuration{}, false
+	}
+	return f.Configuration(), true
+}
+
+// members returns the shard's latest configuration as sorted node ids.
+func (s *Shard) members() (shardMembers, bool) {
+	conf, ok := s.configuration()
+	if !ok {
+		return shardMembers{}, false
+	}
+	var m shardMembers
+	for _, srv := range conf.Servers {
+		if srv.Suffrage == raft.Voter {
+			m.voters = append(m.voters, voterID(srv))
+		} else {
+			m.nonvoters = append(m.nonvoters, voterID(srv))
+		}
+	}
+	slices.Sort(m.voters)
+	slices.Sort(m.nonvoters)
+	return m, true
+}
+
+// registry indexes registered nodes by id.
+func registry(nodes []fsm.Node) map[int32]fsm.Node {
+	m := make(map[int32]fsm.Node, len(nodes))
+	for _, nd := range nodes {
+		m[nd.ID] = nd
+	}
+	return m
+}
+
+// placementShards lists every shard placement covers: MetaShard, then the
+// group shards.
+func (n *Node) placementShards() []int32 {
+	ids := []int32{MetaShard}
+	for i := range n.cfg.Shards {
+		ids = append(ids, i)
+	}
+	return ids
+}
+
+// planPlacement runs on the metadata leader: it registers members not yet
+// registered (and voters of this node's shards, for a cluster from before
+// placement), then revises desired voters within MaxConcurrentMoves.
+func (n *Node) planPlacement(p placementFSM) error {
+	nodes := registry(p.Nodes())
+	for id, addr := range n.placementCandidates() {
+		if nd, ok := nodes[id]; ok && (nd.RaftAddr == addr || addr == "") {
+			continue
+		}
+		if err := n.applyMeta(&fsm.NodeRegister{ID: id, RaftAddr: addr}); err != nil {
+			return fmt.Errorf("register node %d: %w", id, err)
+		}
+		n.logger.Info("registered a node for placement", "target_node", id, "raft_addr", addr)
+	}
+	nodes = registry(p.Nodes())
+	var active []int32
+	for id, nd := range nodes {
+		if nd.State == fsm.NodeActive {
+			active = append(active, id)
+		}
+	}
+	if len(active) == 0 {
+		return nil
+	}
+	slices.Sort(active)
+	rf := min(n.cfg.ReplicationFactor, len(active))
+
+	var set fsm.PlacementSet
+	inFlight := 0
+	type revision struct {
+		shard    int32
+		ideal    []int32
+		draining bool
+	}
+	var revisions []revision
+	for _, id := range n.placementShards() {
+		cur, known := n.currentVoters(id)
+		want, placed := p.ShardVoters(id)
+		if !placed {
+			// A shard from before placement desires what it has.
+			if known && len(cur.voters) > 0 && allRegistered(cur.voters, nodes) {
+				set.Shards = append(set.Shards, fsm.ShardPlacement{Shard: id, Voters: cur.voters})
+			}
+			continue
+		}
+		if !known || !slices.Equal(cur.voters, want) || len(cur.nonvoters) > 0 && id != MetaShard {
+			inFlight++
+			continue
+		}
+		if ideal := placement(id, active, rf); !slices.Equal(ideal, want) {
+			revisions = append(revisions, revision{id, ideal, slices.ContainsFunc(want, func(v int32) bool { return nodes[v].State != fsm.NodeActive })})
+		}
+	}
+	// Shards with a draining voter go first: a removal is what an operator
+	// waits on.
+	slices.SortStableFunc(revisions, func(a, b revision) int {
+		switch {
+		case a.draining && !b.draining:
+			return -1
+		case !a.draining && b.draining:
+			return 1
+		}
+		return 0
+	})
+	for _, r := range revisions {
+		if inFlight >= n.cfg.MaxConcurrentMoves {
+			break
+		}
+		set.Shards = append(set.Shards, fsm.ShardPlacement{Shard: r.shard, Voters: r.ideal})
+		inFlight++
+	}
+	if len(set.Shards) > 0 {
+		if err := n.applyMeta(&set); err != nil {
+			return fmt.Errorf("set desired voters: %w", err)
+		}
+		for _, sp := range set.Shards {
+			n.logger.Info("desired voters set", "shard", sp.Shard, "voters", sp.Voters)
+		}
+	}
+	return n.forgetDrained(p, nodes)
+}
+
+// forgetDrained drops the records of draining nodes that no desired voters
+// and no configuration name any more, once gossip no longer lists them.
+func (n *Node) forgetDrained(p placementFSM, nodes map[int32]fsm.Node) error {
+	for id, nd := range nodes {
+		if nd.State != fsm.NodeDraining {
+			continue
+		}
+		if _, live := n.members.broker(id); live || n.placedAnywhere(p, id) {
+			continue
+		}
+		if err := n.applyMeta(&fsm.NodeForget{ID: id}); err != nil {
+			return fmt.Errorf("forget node %d: %w", id, err)
+		}
+		n.logger.Info("forgot a drained node", "target_node", id)
+	}
+	return nil
+}
+
+// placedAnywhere reports whether a desired voter set or a known
+// configuration names node id.
+func (n *Node) placedAnywhere(p placementFSM, id int32) bool {
+	for _, s := range n.placementShards() {
+		if want, _ := p.ShardVoters(s); slices.Contains(want, id) {
+			return true
+		}
+		// A metadata read replica is no placement: it goes once forgotten.
+		cur, known := n.currentVoters(s)
+		if !known || slices.Contains(cur.voters, id) || s != MetaShard && slices.Contains(cur.nonvoters, id) {
+			return true
+		}
+	}
+	return false
+}
+
+// placementCandidates are the nodes the metadata leader registers: the
+// live members of the cluster, and the voters of the configurations this
+// node holds (with their Raft addresses).
+func (n *Node) placementCandidates() map[int32]string {
+	out := make(map[int32]string)
+	for _, s := range n.all {
+		conf, ok := s.configuration()
+		if !ok {
+			continue
+		}
+		for _, srv := range conf.Servers {
+			if srv.Suffrage == raft.Voter {
+				out[voterID(srv)] = string(srv.Address)
+			}
+		}
+	}
+	for id, addr := range n.members.raftAddrs(n.mux.deaths) {
+		out[id] = addr
+	}
+	return out
+}
+
+// allRegistered reports whether every id is a registered node.
+func allRegistered(ids []int32, nodes map[int32]fsm.Node) bool {
+	for _, id := range ids {
+		if _, ok := nodes[id]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// shardMembers is a shard's configuration as node ids, sorted.
+type shardMembers struct {
+	voters, nonvoters []int32
+}
+
+// currentVoters is shard id's configuration: from this node's replica when
+// it leads the shard, else from the leader table (what the leader last
+// gossiped).
+func (n *Node) currentVoters(id int32) (shardMembers, bool) {
+	if s := n.Shard(id); s != nil && s.IsLeader() {
+		n.reportConfiguration(s)
+	}
+	e, ok := n.leaders.get(id)
+	if !ok || e.Conf == 0 {
+		return shardMembers{}, false
+	}
+	return shardMembers{voters: e.Voters, nonvoters: e.Nonvoters}, true
+}
+
+// applyMeta applies a placement command through the metadata group, which
+// this node leads.
+func (n *Node) applyMeta(cmd fsm.Command) error {
+	b, err := fsm.Encode(cmd)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), placementApplyTimeout)
+	defer cancel()
+	_, err = n.meta.Apply(ctx, b, placementApplyTimeout)
+	return err
+}
+
+// moveShard takes one step of shard s, which this node leads, towards its
+// desired voters. On MetaShard every other registered node that is alive
+// is wanted as a non-voter too.
+func (n *Node) moveShard(s *Shard, p placementFSM, nodes map[int32]fsm.Node) error {
+	want, ok := p.ShardVoters(s.ID)
+	if !ok {
+		return nil
+	}
+	conf, ok := s.configuration()
+	if !ok {
+		return nil
+	}
+	voters, nonvoters := map[int32]bool{}, map[int32]bool{}
+	for _, srv := range conf.Servers {
+		if srv.Suffrage == raft.Voter {
+			voters[voterID(srv)] = true
+		} else {
+			nonvoters[voterID(srv)] = true
+		}
+	}
+	live := n.members.raftAddrs(n.mux.deaths)
+	// A draining node stays a metadata read replica until it is forgotten:
+	// it leads shards it must hand off, and reads their desired voters there.
+	wantNonvoter := func(id int32) bool {
+		_, registered := nodes[id]
+		return s.ID == MetaShard && registered && !slices.Contains(want, id)
+	}
+	// 1. A desired node without a replica joins as a non-voter.
+	for _, id := range want {
+		if voters[id] || nonvoters[id] {
+			continue
+		}
+		addr, alive := live[id]
+		if !alive {
+			continue // a dead node gets no replica; the others go on
+		}
+		s.match.reset(serverID(id))
+		n.logger.Info("adding a replica as a non-voter", "shard", s.ID, "target_node", id)
+		return s.Raft.AddNonvoter(serverID(id), raft.ServerAddress(addr), 0, placementApplyTimeout).Error()
+	}
+	// 2. A desired non-voter that caught up is promoted.
+	for _, id := range want {
+		if !nonvoters[id] || !s.caughtUp(serverID(id)) {
+			continue
+		}
+		n.logger.Info("promoting a caught-up replica to voter", "shard", s.ID, "target_node", id)
+		n.movesDone.Add(1)
+		return s.Raft.AddVoter(serverID(id), raft.ServerAddress(live[id]), 0, placementApplyTimeout).Error()
+	}
+	// 3. Once every desired node votes, a surplus voter goes; leadership
+	// first moves off this node when it is the surplus.
+	allVote := !slices.ContainsFunc(want, func(id int32) bool { return !voters[id] })
+	if allVote {
+		for _, srv := range conf.Servers {
+			id := voterID(srv)
+			if srv.Suffrage != raft.Voter || slices.Contains(want, id) {
+				continue
+			}
+			if srv.ID == s.localID {
+				return n.handOff(s, conf, want)
+			}
+			n.logger.Info("removing a surplus voter", "shard", s.ID, "target_node", id)
+			if wantNonvoter(id) {
+				return s.Raft.DemoteVoter(srv.ID, 0, placementApplyTimeout).Error()
+			}
+			return s.Raft.RemoveServer(srv.ID, 0, placementApplyTimeout).Error()
+		}
+	}
+	// 4. Non-voters nobody wants go; on MetaShard, live registered nodes
+	// that hold no replica join as non-voters (read replicas).
+	for id := range nonvoters {
+		if !slices.Contains(want, id) && !wantNonvoter(id) {
+			n.logger.Info("removing a replica that is not placed here", "shard", s.ID, "target_node", id)
+			return s.Raft.RemoveServer(serverID(id), 0, placementApplyTimeout).Error()
+		}
+	}
+	if s.ID == MetaShard && allVote {
+		for id := range nodes {
+			addr, alive := live[id]
+			if voters[id] || nonvoters[id] || !alive || !wantNonvoter(id) {
+				continue
+			}
+			n.logger.Info("adding a metadata read replica", "target_node", id)
+			return s.Raft.AddNonvoter(serverID(id), raft.ServerAddress(addr), 0, placementApplyTimeout).Error()
+		}
+	}
+	return nil
+}
+
+// handOff transfers the leadership of s, a shard whose desired voters
+// leave this node out, to a desired voter that has caught up; the new
+// leader then removes this node.
+func (n *Node) handOff(s *Shard, conf raft.Configuration, want []int32) error {
+	for _, srv := range conf.Servers {
+		if srv.Suffrage == raft.Voter && slices.Contains(want, voterID(srv)) && s.caughtUp(srv.ID) {
+			n.logger.Info("handing leadership off before this node's replica is removed", "shard", s.ID, "to", srv.ID)
+			return s.Raft.LeadershipTransferToServer(srv.ID, srv.Address).Error()
+		}
+	}
+	return nil
+}
+
+// RemoveNode marks node id draining in the metadata group: it takes no
+// replica from now on, and every replica it holds moves to the other
+// nodes (the same for a node that is dead for good). Status reports the
+// node drained once nothing is placed on it. Any node takes it: one that
+// does not lead the metadata group forwards it to the leader over the
+// Raft port. fsm.ErrNodeNotFound means id is not registered.
+func (n *Node) RemoveNode(ctx context.Context, id int32) error {
+	if n.closed.Load() {
+		return ErrShutdown
+	}
+	if n.meta.IsLeader() {
+		return n.removeNodeHere(ctx, id)
+	}
+	b, ok := n.MetaLeader()
+	if !ok {
+		return fmt.Errorf("%w, and no leader is known", ErrNotMetaLeader)
+	}
+	addr, ok := n.members.raftAddrs(n.mux.deaths)[b.NodeID]
+	if !ok {
+		return fmt.Errorf("%w: the leader, node %d, is not reachable", ErrNotMetaLeader, b.NodeID)
+	}
+	resp, err := n.adminCall(ctx, addr, adminRequest{Op: "remove-node", Node: id})
+	if err != nil {
+		return err
+	}
+	return adminError(resp)
+}
+
+// removeNodeHere applies RemoveNode on the metadata leader.
+func (n *Node) removeNodeHere(ctx context.Context, id int32) error {
+	if _, ok := n.meta.FSM.(placementFSM); !ok {
+		return ErrPlacementUnavailable
+	}
+	if !n.meta.IsLeader() {
+		return ErrNotMetaLeader
+	}
+	b, err := fsm.Encode(&fsm.NodeDrain{ID: id})
+	if err != nil {
+		return err
+	}
+	if _, err := n.meta.Apply(ctx, b, placementApplyTimeout); err != nil {
+		return err
+	}
+	n.logger.Info("node marked draining: its replicas move to the other nodes", "target_node", id)
+	return nil
+}
+
+// MetaLeader is the node that leads the metadata group, as far as this
+// node knows.
+func (n *Node) MetaLeader() (Broker, bool) { return n.LeaderOf(MetaShard) }
