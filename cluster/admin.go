@@ -30,7 +30,8 @@ type adminRequest struct {
 }
 
 type adminResponse struct {
-	// Code is "" on success, else "not-leader", "not-found" or "error".
+	// Code is "" on success, else "not-leader", "not-found", "last-node"
+	// or "error".
 	Code     string          `json:"code,omitempty"`
 	Error    string          `json:"error,omitempty"`
 	Replicas []ReplicaStatus `json:"replicas,omitempty"`
@@ -80,6 +81,8 @@ func adminCode(err error) (code, msg string) {
 		return "not-leader", err.Error()
 	case errors.Is(err, fsm.ErrNodeNotFound):
 		return "not-found", err.Error()
+	case errors.Is(err, ErrLastActiveNode):
+		return "last-node", err.Error()
 	}
 	return "error", err.Error()
 }
@@ -93,6 +96,8 @@ func adminError(resp adminResponse) error {
 		return fmt.Errorf("%w (%s)", ErrNotMetaLeader, resp.Error)
 	case "not-found":
 		return fmt.Errorf("%w (%s)", fsm.ErrNodeNotFound, resp.Error)
+	case "last-node":
+		return fmt.Errorf("%w (%s)", ErrLastActiveNode, resp.Error)
 	}
 	return errors.New(resp.Error)
 }

@@ -43,6 +43,10 @@ var (
 	// metadata group's FSM keeps no placement.
 	ErrPlacementUnavailable = errors.New("cluster: placement is not kept in this node's metadata group")
 
+	// ErrLastActiveNode is returned by Node.RemoveNode for the cluster's
+	// only active node: its replicas would have nowhere to go.
+	ErrLastActiveNode = errors.New("cluster: refusing to remove the last active node")
+
 	// ErrFaultInjected is returned by dials and writes refused by an injected
 	// fault (see Faults).
 	ErrFaultInjected = errors.New("cluster: connection dropped by injected fault")

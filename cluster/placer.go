@@ -489,6 +489,19 @@ func (n *Node) removeNodeHere(ctx context.Context, id int32) error {
 	if !n.meta.IsLeader() {
 		return ErrNotMetaLeader
 	}
+	p := n.meta.FSM.(placementFSM)
+	nodes := registry(p.Nodes())
+	if nd, ok := nodes[id]; ok && nd.State == fsm.NodeActive {
+		others := 0
+		for _, o := range nodes {
+			if o.ID != id && o.State == fsm.NodeActive {
+				others++
+			}
+		}
+		if others == 0 {
+			return fmt.Errorf("%w (node %d)", ErrLastActiveNode, id)
+		}
+	}
 	b, err := fsm.Encode(&fsm.NodeDrain{ID: id})
 	if err != nil {
 		return err

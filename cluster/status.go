@@ -244,3 +244,61 @@ func (n *Node) gossipStates() map[int32]memberlist.NodeStateType {
 	}
 	return out
 }
+
+// PlacementStats are placement's metrics as this node knows them, cheap
+// enough for every scrape (no calls to other nodes).
+type PlacementStats struct {
+	// Replicas counts the group shards whose configuration has this node
+	// as a voter (kcoord_shards).
+	Replicas int
+	// MovesDone counts replicas this node promoted to voter as a shard's
+	// leader (kcoord_replica_moves_total).
+	MovesDone int64
+	// UnderReplicated and MovesInFlight count, on the metadata leader (0
+	// elsewhere), the group shards with fewer live voters than desired or
+	// no known leader, and those whose configuration is not their desired
+	// voters yet (kcoord_shards_under_replicated,
+	// kcoord_replica_moves_in_flight).
+	UnderReplicated int
+	MovesInFlight   int
+	MetaLeader      bool
+}
+
+// PlacementStats reads the stats from this node's replicas, the leader
+// table and the metadata FSM. Any goroutine may call it.
+func (n *Node) PlacementStats() PlacementStats {
+	st := PlacementStats{MovesDone: n.movesDone.Load()}
+	for _, s := range n.shards {
+		if s.votes() {
+			st.Replicas++
+		}
+	}
+	p, ok := n.meta.FSM.(placementFSM)
+	if !ok || !n.meta.IsLeader() {
+		return st
+	}
+	st.MetaLeader = true
+	live := n.members.raftAddrs(n.mux.deaths)
+	for _, s := range n.shards {
+		desired, placed := p.ShardVoters(s.ID)
+		e, known := n.leaders.get(s.ID)
+		_, leaderKnown := n.LeaderOf(s.ID)
+		healthy := 0
+		for _, v := range e.Voters {
+			if _, ok := live[v]; ok {
+				healthy++
+			}
+		}
+		want := len(desired)
+		if !placed {
+			want = len(e.Voters)
+		}
+		if !leaderKnown || !known || healthy < want {
+			st.UnderReplicated++
+		}
+		if placed && (!known || !slices.Equal(e.Voters, desired) || len(e.Nonvoters) > 0) {
+			st.MovesInFlight++
+		}
+	}
+	return st
+}

@@ -5,15 +5,21 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// shardsLed reads kcoord_shards_led from a process's /metrics.
-func shardsLed(ctx context.Context, p *kcoordProc) (float64, error) {
+// procMetric reads one metric (summed over labels) from a process's
+// /metrics.
+func procMetric(ctx context.Context, p *kcoordProc, name string) (float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.http+"/metrics", nil)
 	if err != nil {
 		return 0, err
@@ -27,84 +33,169 @@ func shardsLed(ctx context.Context, p *kcoordProc) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	led, ok := dcMetric(string(body), "kcoord_shards_led")
+	v, ok := dcMetric(string(body), name)
 	if !ok {
-		return 0, fmt.Errorf("no kcoord_shards_led in /metrics")
+		return 0, fmt.Errorf("no %s in /metrics", name)
 	}
-	return led, nil
+	return v, nil
 }
 
-// TestNodeAddedWithJoinAloneJoinsTheRunningCluster starts a fourth kcoord
-// process with only --join next to a running three-node cluster, as an
-// operator adding a node would. It must join that cluster, not bootstrap
-// one of its own: it leads no shard, every node (itself included) names
-// one of the three as each group's coordinator, and a commit made through
-// it is the cluster's.
-func TestNodeAddedWithJoinAloneJoinsTheRunningCluster(t *testing.T) {
+// kcoordCLI runs the kcoord binary with args and returns its output.
+func kcoordCLI(ctx context.Context, t testing.TB, args ...string) (string, error) {
+	out, err := exec.CommandContext(ctx, kcoordBinary(t), args...).CombinedOutput()
+	return string(out), err
+}
+
+// TestNodesAddedWithJoinAndRemovedAsProcesses: a fourth kcoord process
+// started with only --join next to a running three-node cluster, as an
+// operator adding a node would, joins that cluster (it does not bootstrap
+// one of its own), takes its placement share of replicas and leads its
+// share of shards. "kcoord cluster remove-node 2" then drains node 2 to no
+// replica; killing it afterwards loses no acknowledged commit, and a
+// franz-go group committing through all of it never rebalances.
+func TestNodesAddedWithJoinAndRemovedAsProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four kcoord processes")
 	}
 	ctx := testContext(t, 3*time.Minute)
-	procs := startProcCluster(ctx, t, 3)
-	const topic = "joined"
-	createTopic(ctx, t, newAdmin(t, procs[0].kafka), topic, 1)
+	minSession := []string{"-c", "group.min.session.timeout.ms=1000"} // the members' 3 s sessions
+	procs := startProcCluster(ctx, t, 3, minSession...)
+	const topic, partitions = "elastic", 4
+	createTopic(ctx, t, newAdmin(t, procs[0].kafka), topic, partitions)
+
+	// A franz-go group, seeded with nodes 1 and 3 (node 2 goes away).
+	group := "elastic-group"
+	var members []*kgoMember
+	for i := range 2 {
+		members = append(members, startKgoMember(ctx, t, procs[0].kafka, group, topic, i, kgo.RangeBalancer(),
+			kgo.SeedBrokers(procs[0].kafka, procs[2].kafka)))
+	}
+	adm := newAdmin(t, procs[0].kafka)
+	waitFor(ctx, t, "two franz-go members to own the partitions", func(ctx context.Context) error {
+		return checkGroup(ctx, adm, group, topic, partitions, "range", kgoView(members))
+	})
+	time.Sleep(3 * heartbeatInterval)
+	before := dcSnapshot(members)
+
+	// Raw commits go on throughout, each group's last acknowledged offset
+	// recorded.
+	acked := map[string]int64{}
+	var ackedMu sync.Mutex
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for off := int64(1); ; off++ {
+			for g := range 12 {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				name := fmt.Sprintf("elastic-raw-%d", g)
+				addr, _, err := rawCoordinator(ctx, procs[0].kafka, name)
+				if err == nil && rawSimpleCommit(ctx, addr, name, topic, 0, off) == nil {
+					ackedMu.Lock()
+					acked[name] = off
+					ackedMu.Unlock()
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
 
 	fourth := newProc(t)
-	fourth.extra = []string{"--node-id", "4", "--join", procs[0].gossip}
+	fourth.extra = append([]string{"--node-id", "4", "--join", procs[0].gossip}, minSession...)
 	fourth.start(ctx)
-
-	// Give a would-be second cluster time to elect itself: the bug's
-	// fourth node led every shard within a second of starting.
-	time.Sleep(2 * time.Second)
-	if led, err := shardsLed(ctx, fourth); err != nil || led != 0 {
-		t.Fatalf("the joined node leads %v shards (%v), want 0", led, err)
-	}
-	for i := range 32 {
-		group := fmt.Sprintf("joined-%d", i)
-		for _, p := range append(procs, fourth) {
-			var node int32
-			waitFor(ctx, t, "coordinator of "+group+" from "+p.kafka, func(ctx context.Context) error {
-				var err error
-				_, node, err = rawCoordinator(ctx, p.kafka, group)
-				return err
-			})
-			if node < 1 || node > 3 {
-				t.Fatalf("%s asked %s: coordinator node %d, not one of the cluster's three", group, p.kafka, node)
-			}
-		}
-	}
-
-	// A commit routed through the new node is read back through an old one.
-	const group = "joined-commit"
-	waitFor(ctx, t, "commit through the joined node", func(ctx context.Context) error {
-		addr, _, err := rawCoordinator(ctx, fourth.kafka, group)
+	// Node 4's share: the shards rendezvous placement gives it among four
+	// nodes (8 shards, factor 3: 6 on average), and 2 leaderships of 8.
+	waitFor(ctx, t, "the joined node to hold replicas and lead its share", func(ctx context.Context) error {
+		held, err := procMetric(ctx, fourth, "kcoord_shards")
 		if err != nil {
 			return err
 		}
-		return rawSimpleCommit(ctx, addr, group, topic, 0, 77)
+		led, err := procMetric(ctx, fourth, "kcoord_shards_led")
+		if err != nil {
+			return err
+		}
+		if held < 3 || led != 2 {
+			return fmt.Errorf("node 4 holds %v replicas and leads %v shards", held, led)
+		}
+		return nil
 	})
-	addr, _, err := rawCoordinator(ctx, procs[0].kafka, group)
-	if err != nil {
-		t.Fatal(err)
+	out, err := kcoordCLI(ctx, t, "cluster", "status", "--http-addr", fourth.http)
+	t.Logf("kcoord cluster status after the join:\n%s", out)
+	if err != nil || !strings.Contains(out, "0 under-replicated") {
+		t.Fatalf("status after the join: %v", err)
 	}
-	of := kmsg.NewPtrOffsetFetchRequest()
-	of.SetVersion(7)
-	of.Group = group
-	rt := kmsg.NewOffsetFetchRequestTopic()
-	rt.Topic, rt.Partitions = topic, []int32{0}
-	of.Topics = append(of.Topics, rt)
-	r, err := rawDo(ctx, addr, of)
-	if err != nil {
-		t.Fatal(err)
+
+	// Remove node 2 through node 3 (any node takes it).
+	if out, err := kcoordCLI(ctx, t, "cluster", "remove-node", "2", "--http-addr", procs[2].http); err != nil {
+		t.Fatalf("remove-node 2: %v\n%s", err, out)
 	}
-	resp := r.(*kmsg.OffsetFetchResponse)
-	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
-		t.Fatal(err)
+	waitFor(ctx, t, "node 2 to hold no replica", func(ctx context.Context) error {
+		held, err := procMetric(ctx, procs[1], "kcoord_shards")
+		if err != nil {
+			return err
+		}
+		if held != 0 {
+			out, _ := kcoordCLI(ctx, t, "cluster", "status", "--http-addr", procs[0].http)
+			return fmt.Errorf("node 2 holds %v replicas:\n%s", held, out)
+		}
+		return nil
+	})
+	waitFor(ctx, t, "status to show node 2 drained", func(ctx context.Context) error {
+		out, err := kcoordCLI(ctx, t, "cluster", "status", "--json", "--http-addr", procs[0].http)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(out, `"state": "drained"`) || !strings.Contains(out, `"moving": 0`) {
+			return fmt.Errorf("not drained yet")
+		}
+		return nil
+	})
+	procs[1].kill9()
+	close(stop)
+	wg.Wait()
+
+	// Every acknowledged commit is there, read through each survivor.
+	for _, p := range []*kcoordProc{procs[0], procs[2], fourth} {
+		for name, off := range acked {
+			waitFor(ctx, t, fmt.Sprintf("%s's offset through %s", name, p.kafka), func(ctx context.Context) error {
+				addr, _, err := rawCoordinator(ctx, p.kafka, name)
+				if err != nil {
+					return err
+				}
+				of := kmsg.NewPtrOffsetFetchRequest()
+				of.SetVersion(7)
+				of.Group = name
+				rt := kmsg.NewOffsetFetchRequestTopic()
+				rt.Topic, rt.Partitions = topic, []int32{0}
+				of.Topics = append(of.Topics, rt)
+				r, err := rawDo(ctx, addr, of)
+				if err != nil {
+					return err
+				}
+				resp := r.(*kmsg.OffsetFetchResponse)
+				if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+					return err
+				}
+				if got := resp.Topics[0].Partitions[0].Offset; got < off {
+					t.Fatalf("%s: offset %d read through %s, %d was acknowledged", name, got, p.kafka, off)
+				}
+				return nil
+			})
+		}
 	}
-	if got := resp.Topics[0].Partitions[0].Offset; got != 77 {
-		t.Fatalf("offset read through node 1: %d, want 77 (committed through the joined node)", got)
-	}
-	if led, err := shardsLed(ctx, fourth); err != nil || led != 0 {
-		t.Fatalf("the joined node leads %v shards (%v), want 0", led, err)
+	t.Logf("%d groups' acknowledged offsets readable through every survivor", len(acked))
+
+	// The franz-go group went through the join, the moves, the removal and
+	// the kill in its generation.
+	waitFor(ctx, t, "the group Stable with its members", func(ctx context.Context) error {
+		return checkGroup(ctx, adm, group, topic, partitions, "range", kgoView(members))
+	})
+	if after := dcSnapshot(members); !slices.Equal(before, after) {
+		t.Errorf("the group rebalanced: %+v -> %+v", before, after)
 	}
 }

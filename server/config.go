@@ -71,6 +71,10 @@ type Config struct {
 	// request that reaches a replica while its shard's leadership settles
 	// waits for the outcome before NOT_COORDINATOR (0: answer at once).
 	GroupElectionHold time.Duration
+	// PlacementMaxConcurrentMoves is kcoord.placement.max.concurrent.moves:
+	// the most shards whose replicas move at once when nodes are added or
+	// removed (cluster.Config.MaxConcurrentMoves).
+	PlacementMaxConcurrentMoves int32
 	// ShutdownDrain is kcoord.shutdown.drain.ms: after a planned stop has
 	// moved this node's shard leaderships away, how long its Kafka listener
 	// keeps answering (NOT_COORDINATOR to group requests, the new leaders
@@ -153,6 +157,7 @@ func DefaultConfig() Config {
 		OffsetMetadataMaxBytes:        4096,
 		OffsetsCommitTimeout:          5 * time.Second,
 		GroupElectionHold:             2 * time.Second,
+		PlacementMaxConcurrentMoves:   4,
 		ShutdownDrain:                 4 * time.Second,
 		SocketRequestMaxBytes:         104857600,
 		MaxConnections:                2147483647,

@@ -29,6 +29,7 @@ var kafkaDefaults = map[string]string{
 	"kcoord.max.topics":                                "10000",
 	"kcoord.max.partitions":                            "100000",
 	"kcoord.group.election.hold.ms":                    "2000",
+	"kcoord.placement.max.concurrent.moves":            "4",
 	"kcoord.shutdown.drain.ms":                         "4000",
 	"kcoord.offsets.commit.unregistered.topics.enable": "false",
 }

@@ -2,6 +2,8 @@ package server
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kcoord/kcoord/cluster"
 )
 
 // collector reports the coordinators' state at scrape time, so nothing on
@@ -18,6 +20,10 @@ type collector struct {
 	held        *prometheus.Desc
 	heldFor     *prometheus.Desc
 	holdsLapsed *prometheus.Desc
+	// placement (cluster.PlacementStats)
+	underReplicated *prometheus.Desc
+	movesTotal      *prometheus.Desc
+	movesInFlight   *prometheus.Desc
 }
 
 func newCollector(s *Server) *collector {
@@ -26,13 +32,19 @@ func newCollector(s *Server) *collector {
 		groups:      prometheus.NewDesc("kcoord_groups", "Groups this node coordinates, by state.", []string{"state"}, nil),
 		members:     prometheus.NewDesc("kcoord_group_members", "Members of the groups this node coordinates.", nil, nil),
 		shardsLed:   prometheus.NewDesc("kcoord_shards_led", "Group shards this node leads and serves.", nil, nil),
-		shards:      prometheus.NewDesc("kcoord_shards", "Group shards of the cluster (offsets.topic.num.partitions).", nil, nil),
+		shards:      prometheus.NewDesc("kcoord_shards", "Group shards this node holds a voting replica of.", nil, nil),
 		committed:   prometheus.NewDesc("kcoord_offsets_committed_total", "Partition offsets committed through this node (acknowledged).", nil, nil),
 		rebalances:  prometheus.NewDesc("kcoord_rebalances_total", "Rebalances completed on this node (a group became Stable).", nil, nil),
 		expired:     prometheus.NewDesc("kcoord_members_expired_total", "Members removed for missing their session, join or sync deadline.", nil, nil),
 		held:        prometheus.NewDesc("kcoord_group_requests_held_total", "Group requests held on this node while their shard's leadership settled.", nil, nil),
 		heldFor:     prometheus.NewDesc("kcoord_group_request_hold_seconds_total", "Total time group requests were held while their shard's leadership settled.", nil, nil),
 		holdsLapsed: prometheus.NewDesc("kcoord_group_request_holds_expired_total", "Held group requests answered because kcoord.group.election.hold.ms ran out.", nil, nil),
+		underReplicated: prometheus.NewDesc("kcoord_shards_under_replicated",
+			"Group shards with fewer live voters than placement desires, or no known leader (on the metadata leader; 0 elsewhere).", nil, nil),
+		movesTotal: prometheus.NewDesc("kcoord_replica_moves_total",
+			"Replicas this node, as a shard's leader, promoted to voter after they caught up.", nil, nil),
+		movesInFlight: prometheus.NewDesc("kcoord_replica_moves_in_flight",
+			"Group shards whose configuration is not yet their desired voters (on the metadata leader; 0 elsewhere).", nil, nil),
 	}
 }
 
@@ -48,6 +60,9 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.heldFor
 	ch <- c.holdsLapsed
 	ch <- c.shards
+	ch <- c.underReplicated
+	ch <- c.movesTotal
+	ch <- c.movesInFlight
 }
 
 // Collect implements prometheus.Collector; it runs on the scraper's
@@ -87,5 +102,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.held, prometheus.CounterValue, float64(held))
 	ch <- prometheus.MustNewConstMetric(c.heldFor, prometheus.CounterValue, heldFor)
 	ch <- prometheus.MustNewConstMetric(c.holdsLapsed, prometheus.CounterValue, float64(lapsed))
-	ch <- prometheus.MustNewConstMetric(c.shards, prometheus.GaugeValue, float64(c.s.cfg.OffsetsTopicNumPartitions))
+	var ps cluster.PlacementStats
+	if node := c.s.raftNode.Load(); node != nil {
+		ps = node.PlacementStats()
+	}
+	ch <- prometheus.MustNewConstMetric(c.shards, prometheus.GaugeValue, float64(ps.Replicas))
+	ch <- prometheus.MustNewConstMetric(c.underReplicated, prometheus.GaugeValue, float64(ps.UnderReplicated))
+	ch <- prometheus.MustNewConstMetric(c.movesTotal, prometheus.CounterValue, float64(ps.MovesDone))
+	ch <- prometheus.MustNewConstMetric(c.movesInFlight, prometheus.GaugeValue, float64(ps.MovesInFlight))
 }

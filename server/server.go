@@ -159,6 +159,7 @@ func (s *Server) startNode(advertised string) error {
 	ccfg.RaftAddr, ccfg.AdvertiseRaftAddr, ccfg.KafkaAddr = s.cfg.RaftAddr, s.cfg.AdvertiseRaftAddr, advertised
 	ccfg.Shards, ccfg.BootstrapExpect = n, s.cfg.BootstrapExpect
 	ccfg.ReplicationFactor = int(s.cfg.OffsetsTopicReplicationFactor)
+	ccfg.MaxConcurrentMoves = int(s.cfg.PlacementMaxConcurrentMoves)
 	ccfg.GossipAddr, ccfg.AdvertiseGossipAddr, ccfg.Join = s.cfg.GossipAddr, s.cfg.AdvertiseGossipAddr, s.cfg.Join
 	if s.cfg.Raft != nil {
 		s.cfg.Raft(&ccfg)

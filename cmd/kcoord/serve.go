@@ -148,14 +148,16 @@ func serve(ctx context.Context, cfg server.Config, logger hclog.Logger, shutdown
 	httpErr := make(chan error, 1)
 	var httpSrv *http.Server
 	if httpLn != nil {
-		var handler http.Handler = server.NewHTTPHandler(n.Ready, reg)
+		mux := http.NewServeMux()
+		mux.Handle("/", server.NewHTTPHandler(n.Ready, reg))
+		if a, ok := n.(interface{ AdminHandler() http.Handler }); ok {
+			mux.Handle("/v1/", a.AdminHandler())
+		}
 		if fi, ok := n.(interface{ FaultHandler() http.Handler }); ok && cfg.FaultInjection {
 			logger.Warn("fault injection on: /debug/faults/raft delays and cuts this node's Raft traffic (--fault-injection, test only)")
-			mux := http.NewServeMux()
-			mux.Handle("/", handler)
 			mux.Handle("/debug/faults/", fi.FaultHandler())
-			handler = mux
 		}
+		var handler http.Handler = mux
 		httpSrv = &http.Server{
 			Handler:           handler,
 			ReadHeaderTimeout: 5 * time.Second,

@@ -1,0 +1,96 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/kcoord/kcoord/cluster"
+	"github.com/kcoord/kcoord/fsm"
+)
+
+// adminTimeout bounds one admin request's work (a status gathers every
+// node's report; a remove-node is one metadata write).
+const adminTimeout = 10 * time.Second
+
+// AdminHandler returns the cluster admin API that `kcoord cluster` uses,
+// JSON over --http-addr:
+//
+//	GET  /v1/cluster/status             cluster.ClusterStatus
+//	POST /v1/cluster/nodes/{id}/remove  mark node id draining: its replicas move away
+//
+// Errors answer {"error": "..."} with 400 (bad id), 404 (node not
+// registered), 409 (the last active node), 503 (no metadata leader
+// reachable, or the node is not started) or 500. Handlers run on net/http's goroutines.
+func (s *Server) AdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/cluster/status", s.handleStatus)
+	mux.HandleFunc("POST /v1/cluster/nodes/{id}/remove", s.handleRemoveNode)
+	return mux
+}
+
+func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
+	node := s.raftNode.Load()
+	if node == nil {
+		writeJSONError(w, http.StatusServiceUnavailable, errors.New("the node is not started"))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
+	defer cancel()
+	writeJSON(w, http.StatusOK, node.Status(ctx))
+}
+
+// RemoveNodeResult is the answer of a successful remove-node.
+type RemoveNodeResult struct {
+	Node   int32  `json:"node"`
+	Status string `json:"status"` // "draining"
+}
+
+func (s *Server) handleRemoveNode(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 32)
+	if err != nil || id < 0 {
+		writeJSONError(w, http.StatusBadRequest, fmt.Errorf("node id %q: want a non-negative int32", r.PathValue("id")))
+		return
+	}
+	node := s.raftNode.Load()
+	if node == nil {
+		writeJSONError(w, http.StatusServiceUnavailable, errors.New("the node is not started"))
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
+	defer cancel()
+	switch err := node.RemoveNode(ctx, int32(id)); {
+	case err == nil:
+		writeJSON(w, http.StatusOK, RemoveNodeResult{Node: int32(id), Status: "draining"})
+	case errors.Is(err, fsm.ErrNodeNotFound):
+		writeJSONError(w, http.StatusNotFound, fmt.Errorf("node %d is not a registered node of this cluster", id))
+	case errors.Is(err, cluster.ErrLastActiveNode):
+		writeJSONError(w, http.StatusConflict, err)
+	case errors.Is(err, cluster.ErrNotMetaLeader), errors.Is(err, cluster.ErrShutdown):
+		writeJSONError(w, http.StatusServiceUnavailable, err)
+	default:
+		writeJSONError(w, http.StatusInternalServerError, err)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+// adminError is the JSON body of an admin API error.
+type adminError struct {
+	Error string `json:"error"`
+}
+
+func writeJSONError(w http.ResponseWriter, code int, err error) {
+	writeJSON(w, code, adminError{Error: err.Error()})
+}
