@@ -42,10 +42,12 @@ func (n *Node) balanceLeaders() {
 	}
 	// Only live nodes that are voters of this node's shards share the
 	// leaderships: a member that joined with Join alone holds no replica.
+	// Nor do draining nodes: their leaderships are on their way off.
 	voters := n.voterIDs()
+	draining := n.drainingNodes()
 	var live []Broker
 	for _, b := range n.members.brokers(n.mux.deaths) {
-		if slices.Contains(voters, b.NodeID) {
+		if slices.Contains(voters, b.NodeID) && !draining[b.NodeID] {
 			live = append(live, b)
 		}
 	}

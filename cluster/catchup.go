@@ -24,13 +24,14 @@ type matchTracker struct {
 }
 
 type matchState struct {
-	index uint64    // highest index acknowledged
-	at    time.Time // last successful answer
+	index uint64    // highest index acknowledged by an answer that checked the log
+	at    time.Time // last successful answer, heartbeats included
 }
 
 func newMatchTracker() *matchTracker { return &matchTracker{m: make(map[raft.ServerID]matchState)} }
 
-// acked records a successful answer of id covering the log up to index.
+// acked records a successful answer of id covering the log up to index;
+// index 0 is a heartbeat's (it checks no log) and only refreshes the time.
 func (t *matchTracker) acked(id raft.ServerID, index uint64) {
 	t.mu.Lock()
 	st := t.m[id]
@@ -81,11 +82,13 @@ func (t shardTransport) InstallSnapshot(id raft.ServerID, target raft.ServerAddr
 }
 
 // caughtUp reports whether the replica id of this shard, which this node
-// leads, holds the log to within catchUpEntries of the leader's last index
-// and answered within a heartbeat timeout.
+// leads, acknowledged the log to within catchUpEntries of the leader's
+// last index (a heartbeat acknowledges none: an empty replica must have
+// taken real entries or a snapshot) and answered within a heartbeat
+// timeout.
 func (s *Shard) caughtUp(id raft.ServerID) bool {
 	index, at := s.match.get(id)
-	if at.IsZero() || time.Since(at) > s.heartbeat {
+	if index == 0 || time.Since(at) > s.heartbeat {
 		return false
 	}
 	return index+catchUpEntries >= s.Raft.LastIndex()

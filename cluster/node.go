@@ -548,8 +548,8 @@ func (n *Node) Brokers() []Broker {
 // the client's dial (franz-go ends a member's session when its heartbeat
 // cannot dial the coordinator). A leader whose death is proven, or that
 // this follower has been cut off from for longer than an election takes,
-// is not named at all. A replica whose Raft knows no leader (restarted,
-// its leader not yet back to it) names the leader gossip reports.
+// is not named at all. A replica that has heard from no leader since it
+// started (its leader not yet back to it) names the leader gossip reports.
 func (n *Node) LeaderOf(shard int32) (Broker, bool) {
 	s := n.Shard(shard)
 	if s == nil || n.closed.Load() {
@@ -564,10 +564,16 @@ func (n *Node) LeaderOf(shard int32) (Broker, bool) {
 		}
 		addr, id := s.Raft.LeaderWithID()
 		if id == "" {
-			// Raft knows no leader, and nothing settles here: a restarted
-			// replica whose leader still backs off its heartbeats to it.
-			// Gossip's leader table knows better than no answer.
-			return n.gossipedLeader(shard)
+			// Raft knows no leader, and nothing settles here. A replica that
+			// has heard from no leader since it started (its leader still
+			// backs off its heartbeats to it after a restart) names the
+			// leader gossip reports for its current term or a later one:
+			// better than no answer. After an election timeout it names
+			// no one, as before: the gossiped leader may be the dead one.
+			if s.Raft.LastContact().IsZero() {
+				return n.gossipedLeader(shard, s.Raft.CurrentTerm())
+			}
+			return Broker{}, false
 		}
 		if s.leaderDead(addr, s.Raft.LastContact()) {
 			return Broker{}, false
@@ -581,15 +587,16 @@ func (n *Node) LeaderOf(shard int32) (Broker, bool) {
 		}
 		return n.members.broker(int32(nodeID))
 	}
-	return n.gossipedLeader(shard)
+	return n.gossipedLeader(shard, 0)
 }
 
-// gossipedLeader is the leader table's leader of shard, unless that node
-// is proven dead or not a live member, or is this node (whose own Raft
-// says it does not lead: the entry is from before a restart).
-func (n *Node) gossipedLeader(shard int32) (Broker, bool) {
+// gossipedLeader is the leader table's leader of shard as of minTerm or
+// later, unless that node is proven dead or not a live member, or is this
+// node (whose own Raft says it does not lead: the entry is from before a
+// restart).
+func (n *Node) gossipedLeader(shard int32, minTerm uint64) (Broker, bool) {
 	e, ok := n.leaders.get(shard)
-	if !ok || e.Node == n.cfg.NodeID || n.members.dead(e.Node, n.mux.deaths) {
+	if !ok || e.Term < minTerm || e.Node == n.cfg.NodeID || n.members.dead(e.Node, n.mux.deaths) {
 		return Broker{}, false
 	}
 	return n.members.broker(e.Node)

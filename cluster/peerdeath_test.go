@@ -191,14 +191,14 @@ func TestAContactRightAfterTheProofIsALeftover(t *testing.T) {
 	}
 }
 
-// TestAReplicaWithoutARaftLeaderNamesTheGossipedLeader: a follower whose
-// Raft lost its leader (here its Raft traffic is cut; after a restart, its
-// leader backing off its heartbeats to it looks the same) and that no
-// longer settles names the leader gossip reports, rather than no one:
-// FindCoordinator then answers the real coordinator instead of
-// COORDINATOR_NOT_AVAILABLE, which costs a franz-go member a retry with a
-// growing back-off.
-func TestAReplicaWithoutARaftLeaderNamesTheGossipedLeader(t *testing.T) {
+// TestARestartedReplicaNamesTheGossipedLeader: a follower restarted
+// before any leader reached it again (here it comes back on another Raft
+// port, so none ever does; after a real restart the leader's heartbeat
+// back-off looks the same for seconds) names the leader gossip reports,
+// rather than no one: FindCoordinator then answers the real coordinator
+// instead of COORDINATOR_NOT_AVAILABLE, which cost a franz-go member in
+// the docker failover test a retry with a 4 s back-off and its session.
+func TestARestartedReplicaNamesTheGossipedLeader(t *testing.T) {
 	nodes := startGossipCluster(t, 3, 1)
 	leader, _ := waitLeaderEpoch(t, nodes, 0)
 	var follower *testNode
@@ -208,19 +208,18 @@ func TestAReplicaWithoutARaftLeaderNamesTheGossipedLeader(t *testing.T) {
 			break
 		}
 	}
-	eventually(t, 5*time.Second, "the follower learns the leader", func() bool {
-		b, ok := follower.LeaderOf(0)
+	cfg := follower.cfg
+	cfg.Join = []string{leader.GossipAddr()}
+	if err := follower.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	restarted := startTestNode(t, cfg)
+	s := restarted.Shard(0)
+	eventually(t, 10*time.Second, "the restarted follower names the gossiped leader", func() bool {
+		b, ok := restarted.LeaderOf(0)
 		return ok && b.NodeID == leader.ID()
 	})
-	heal := follower.Faults().Isolate()
-	defer heal()
-	s := follower.Shard(0)
-	eventually(t, 10*time.Second, "the follower's Raft forgets its leader and stops settling", func() bool {
-		_, id := s.Raft.LeaderWithID()
-		return id == "" && !s.Settling()
-	})
-	b, ok := follower.LeaderOf(0)
-	if !ok || b.NodeID != leader.ID() {
-		t.Fatalf("LeaderOf(0) on the cut-off follower = %+v, %v; want the gossiped leader %d", b, ok, leader.ID())
+	if !s.Raft.LastContact().IsZero() {
+		t.Fatal("a leader reached the restarted follower: the test proves nothing")
 	}
 }

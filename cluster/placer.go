@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -94,6 +95,9 @@ func (n *Node) reportConfiguration(s *Shard) {
 		return
 	}
 	e := leaderEntry{Node: n.cfg.NodeID, Term: s.Raft.CurrentTerm(), Voters: m.voters, Nonvoters: m.nonvoters}
+	if !s.IsLeader() || s.Raft.CurrentTerm() != e.Term {
+		return // stepped down meanwhile: the entry would name this node in another leader's term
+	}
 	e.Conf = s.reported.number(e.Term, m)
 	if n.leaders.update(s.ID, e) && n.gossip != nil {
 		n.gossip.broadcastLeader(s.ID, e)
@@ -150,6 +154,22 @@ func (s *Shard) members() (shardMembers, bool) {
 	slices.Sort(m.voters)
 	slices.Sort(m.nonvoters)
 	return m, true
+}
+
+// drainingNodes are the nodes the metadata group marks draining (none
+// without placement).
+func (n *Node) drainingNodes() map[int32]bool {
+	p, ok := n.meta.FSM.(placementFSM)
+	if !ok {
+		return nil
+	}
+	out := map[int32]bool{}
+	for _, nd := range p.Nodes() {
+		if nd.State == fsm.NodeDraining {
+			out[nd.ID] = true
+		}
+	}
+	return out
 }
 
 // registry indexes registered nodes by id.
@@ -216,12 +236,20 @@ func (n *Node) planPlacement(p placementFSM) error {
 			}
 			continue
 		}
+		ideal := placement(id, active, rf)
+		stale := slices.ContainsFunc(want, func(v int32) bool { return nodes[v].State != fsm.NodeActive })
 		if !known || !slices.Equal(cur.voters, want) || len(cur.nonvoters) > 0 && id != MetaShard {
+			// In flight. One moving towards a node removed since is
+			// retargeted at once (it holds its throttle slot already): a
+			// move waiting on a dead node would never end otherwise.
 			inFlight++
+			if stale && !slices.Equal(ideal, want) {
+				set.Shards = append(set.Shards, fsm.ShardPlacement{Shard: id, Voters: ideal})
+			}
 			continue
 		}
-		if ideal := placement(id, active, rf); !slices.Equal(ideal, want) {
-			revisions = append(revisions, revision{id, ideal, slices.ContainsFunc(want, func(v int32) bool { return nodes[v].State != fsm.NodeActive })})
+		if !slices.Equal(ideal, want) {
+			revisions = append(revisions, revision{id, ideal, stale})
 		}
 	}
 	// Shards with a draining voter go first: a removal is what an operator
@@ -250,41 +278,7 @@ func (n *Node) planPlacement(p placementFSM) error {
 			n.logger.Info("desired voters set", "shard", sp.Shard, "voters", sp.Voters)
 		}
 	}
-	return n.forgetDrained(p, nodes)
-}
-
-// forgetDrained drops the records of draining nodes that no desired voters
-// and no configuration name any more, once gossip no longer lists them.
-func (n *Node) forgetDrained(p placementFSM, nodes map[int32]fsm.Node) error {
-	for id, nd := range nodes {
-		if nd.State != fsm.NodeDraining {
-			continue
-		}
-		if _, live := n.members.broker(id); live || n.placedAnywhere(p, id) {
-			continue
-		}
-		if err := n.applyMeta(&fsm.NodeForget{ID: id}); err != nil {
-			return fmt.Errorf("forget node %d: %w", id, err)
-		}
-		n.logger.Info("forgot a drained node", "target_node", id)
-	}
 	return nil
-}
-
-// placedAnywhere reports whether a desired voter set or a known
-// configuration names node id.
-func (n *Node) placedAnywhere(p placementFSM, id int32) bool {
-	for _, s := range n.placementShards() {
-		if want, _ := p.ShardVoters(s); slices.Contains(want, id) {
-			return true
-		}
-		// A metadata read replica is no placement: it goes once forgotten.
-		cur, known := n.currentVoters(s)
-		if !known || slices.Contains(cur.voters, id) || s != MetaShard && slices.Contains(cur.nonvoters, id) {
-			return true
-		}
-	}
-	return false
 }
 
 // placementCandidates are the nodes the metadata leader registers: the
@@ -372,11 +366,12 @@ func (n *Node) moveShard(s *Shard, p placementFSM, nodes map[int32]fsm.Node) err
 		}
 	}
 	live := n.members.raftAddrs(n.mux.deaths)
-	// A draining node stays a metadata read replica until it is forgotten:
-	// it leads shards it must hand off, and reads their desired voters there.
+	// A draining node stays a metadata read replica while it lives: it
+	// leads shards it must hand off, and reads their desired voters there.
 	wantNonvoter := func(id int32) bool {
-		_, registered := nodes[id]
-		return s.ID == MetaShard && registered && !slices.Contains(want, id)
+		nd, registered := nodes[id]
+		_, alive := live[id]
+		return s.ID == MetaShard && registered && (nd.State == fsm.NodeActive || alive) && !slices.Contains(want, id)
 	}
 	// 1. A desired node without a replica joins as a non-voter.
 	for _, id := range want {
@@ -392,17 +387,29 @@ func (n *Node) moveShard(s *Shard, p placementFSM, nodes map[int32]fsm.Node) err
 		return s.Raft.AddNonvoter(serverID(id), raft.ServerAddress(addr), 0, placementApplyTimeout).Error()
 	}
 	// 2. A desired non-voter that caught up is promoted.
-	for _, id := range want {
-		if !nonvoters[id] || !s.caughtUp(serverID(id)) {
+	for _, srv := range conf.Servers {
+		id := voterID(srv)
+		if srv.Suffrage == raft.Voter || !slices.Contains(want, id) || !s.caughtUp(srv.ID) {
 			continue
 		}
 		n.logger.Info("promoting a caught-up replica to voter", "shard", s.ID, "target_node", id)
+		if err := s.Raft.AddVoter(srv.ID, srv.Address, 0, placementApplyTimeout).Error(); err != nil {
+			return err
+		}
 		n.movesDone.Add(1)
-		return s.Raft.AddVoter(serverID(id), raft.ServerAddress(live[id]), 0, placementApplyTimeout).Error()
+		return nil
 	}
-	// 3. Once every desired node votes, a surplus voter goes; leadership
-	// first moves off this node when it is the surplus.
-	allVote := !slices.ContainsFunc(want, func(id int32) bool { return !voters[id] })
+	// 3. Once every desired node votes, is alive and has caught up, a
+	// surplus voter is demoted (a demotion reaches it through replication,
+	// with retries; a removal may not, and a removed voter that never
+	// learns it keeps campaigning); leadership first moves off this node
+	// when it is the surplus. A desired voter that is dead or behind holds
+	// the removal back: the shard keeps every healthy voter until its
+	// replacements are healthy too.
+	allVote := !slices.ContainsFunc(want, func(id int32) bool {
+		_, alive := live[id]
+		return !voters[id] || !alive || (serverID(id) != s.localID && !s.caughtUp(serverID(id)))
+	})
 	if allVote {
 		for _, srv := range conf.Servers {
 			id := voterID(srv)
@@ -412,15 +419,13 @@ func (n *Node) moveShard(s *Shard, p placementFSM, nodes map[int32]fsm.Node) err
 			if srv.ID == s.localID {
 				return n.handOff(s, conf, want)
 			}
-			n.logger.Info("removing a surplus voter", "shard", s.ID, "target_node", id)
-			if wantNonvoter(id) {
-				return s.Raft.DemoteVoter(srv.ID, 0, placementApplyTimeout).Error()
-			}
-			return s.Raft.RemoveServer(srv.ID, 0, placementApplyTimeout).Error()
+			n.logger.Info("demoting a surplus voter", "shard", s.ID, "target_node", id)
+			return s.Raft.DemoteVoter(srv.ID, 0, placementApplyTimeout).Error()
 		}
 	}
-	// 4. Non-voters nobody wants go; on MetaShard, live registered nodes
-	// that hold no replica join as non-voters (read replicas).
+	// 4. Non-voters nobody wants go (demoted voters among them); on
+	// MetaShard, live registered nodes that hold no replica join as
+	// non-voters (read replicas).
 	for id := range nonvoters {
 		if !slices.Contains(want, id) && !wantNonvoter(id) {
 			n.logger.Info("removing a replica that is not placed here", "shard", s.ID, "target_node", id)
@@ -489,24 +494,13 @@ func (n *Node) removeNodeHere(ctx context.Context, id int32) error {
 	if !n.meta.IsLeader() {
 		return ErrNotMetaLeader
 	}
-	p := n.meta.FSM.(placementFSM)
-	nodes := registry(p.Nodes())
-	if nd, ok := nodes[id]; ok && nd.State == fsm.NodeActive {
-		others := 0
-		for _, o := range nodes {
-			if o.ID != id && o.State == fsm.NodeActive {
-				others++
-			}
-		}
-		if others == 0 {
-			return fmt.Errorf("%w (node %d)", ErrLastActiveNode, id)
-		}
-	}
 	b, err := fsm.Encode(&fsm.NodeDrain{ID: id})
 	if err != nil {
 		return err
 	}
-	if _, err := n.meta.Apply(ctx, b, placementApplyTimeout); err != nil {
+	if _, err := n.meta.Apply(ctx, b, placementApplyTimeout); errors.Is(err, fsm.ErrLastActiveNode) {
+		return fmt.Errorf("%w (node %d)", ErrLastActiveNode, id)
+	} else if err != nil {
 		return err
 	}
 	n.logger.Info("node marked draining: its replicas move to the other nodes", "target_node", id)

@@ -38,6 +38,9 @@ var (
 	// ErrNodePlaced is Apply's answer to forgetting a node that a shard's
 	// desired voters still name.
 	ErrNodePlaced = errors.New("node still placed")
+	// ErrLastActiveNode is Apply's answer to draining the only active
+	// node: its replicas would have nowhere to go.
+	ErrLastActiveNode = errors.New("the last active node cannot be removed")
 	// ErrInvalidPlacement is Apply's answer to a PlacementSet whose voter
 	// set is empty, unsorted or repeats a node.
 	ErrInvalidPlacement = errors.New("invalid placement")

@@ -51,8 +51,8 @@ type NodeRegister struct {
 
 // NodeDrain is the body of NodeDrainType: the node takes no replicas from
 // now on and every replica it holds moves away. Apply answers
-// ErrNodeNotFound for a node that is not registered; draining a draining
-// node changes nothing.
+// ErrNodeNotFound for a node that is not registered and ErrLastActiveNode
+// for the only active one; draining a draining node changes nothing.
 type NodeDrain struct {
 	ID int32 `codec:"id"`
 }
@@ -110,6 +110,9 @@ func (p *placementState) apply(cmd Command) any {
 		if !ok {
 			return fmt.Errorf("%w: node %d", ErrNodeNotFound, c.ID)
 		}
+		if n.State == NodeActive && p.active() == 1 {
+			return fmt.Errorf("%w: node %d", ErrLastActiveNode, c.ID)
+		}
 		n.State = NodeDraining
 		p.nodes[c.ID] = n
 	case *NodeForget:
@@ -133,6 +136,17 @@ func (p *placementState) apply(cmd Command) any {
 		}
 	}
 	return nil
+}
+
+// active counts the active nodes.
+func (p *placementState) active() int {
+	n := 0
+	for _, nd := range p.nodes {
+		if nd.State == NodeActive {
+			n++
+		}
+	}
+	return n
 }
 
 // check validates one shard's desired voters.

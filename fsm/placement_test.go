@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// TestPlacementCommands: nodes register active, drain, and are forgotten
-// only once no placement names them; a placement must name registered
+// TestPlacementCommands: nodes register active, drain (never the last
+// active one), and are forgotten only once no placement names them; a placement must name registered
 // nodes, sorted and distinct, and a refused one changes nothing; all of it
 // survives a snapshot.
 func TestPlacementCommands(t *testing.T) {
@@ -70,6 +70,12 @@ func TestPlacementCommands(t *testing.T) {
 	}
 	if r := do(&NodeForget{ID: 3}); r != nil {
 		t.Fatalf("forget of a drained node: %v", r)
+	}
+	if r := do(&NodeDrain{ID: 1}); r != nil {
+		t.Fatal(r)
+	}
+	if r, _ := do(&NodeDrain{ID: 2}).(error); !errors.Is(r, ErrLastActiveNode) {
+		t.Errorf("drain of the last active node: %v", r)
 	}
 	if len(f.Nodes()) != 2 {
 		t.Fatalf("nodes after forget: %+v", f.Nodes())

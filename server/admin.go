@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strconv"
 	"time"
@@ -70,11 +71,18 @@ func (s *Server) handleRemoveNode(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusNotFound, fmt.Errorf("node %d is not a registered node of this cluster", id))
 	case errors.Is(err, cluster.ErrLastActiveNode):
 		writeJSONError(w, http.StatusConflict, err)
-	case errors.Is(err, cluster.ErrNotMetaLeader), errors.Is(err, cluster.ErrShutdown):
+	case errors.Is(err, cluster.ErrNotMetaLeader), errors.Is(err, cluster.ErrShutdown), isNetError(err):
 		writeJSONError(w, http.StatusServiceUnavailable, err)
 	default:
 		writeJSONError(w, http.StatusInternalServerError, err)
 	}
+}
+
+// isNetError reports whether err is a network failure (the metadata
+// leader could not be reached): worth a retry, not a server fault.
+func isNetError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne)
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
