@@ -18,15 +18,18 @@ const maxTransfersPerRound = 16
 // share hands the excess to the nodes that lead least (50 shards on 3
 // nodes end 16/17/17).
 // Runs on its own goroutine until shutdown.
-func (n *Node) balanceLoop() {
-	t := time.NewTicker(n.cfg.BalanceInterval)
+func (n *Node) balanceLoop() { n.every(n.cfg.BalanceInterval, n.balanceLeaders) }
+
+// every calls fn every d, on the caller's goroutine, until the node stops.
+func (n *Node) every(d time.Duration, fn func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-n.stop:
 			return
 		case <-t.C:
-			n.balanceLeaders()
+			fn()
 		}
 	}
 }

@@ -332,19 +332,11 @@ shards:
 		"shards_bootstrapped_here", placed, "shards_from_peers", fromPeers)
 }
 
-// replicated reports whether this node is a voter of the shard's current
-// configuration.
+// replicated reports whether the shard's current configuration names
+// this node (as a voter or a non-voter).
 func (s *Shard) replicated() bool {
-	f := s.Raft.GetConfiguration()
-	if f.Error() != nil {
-		return false
-	}
-	for _, srv := range f.Configuration().Servers {
-		if srv.ID == s.localID {
-			return true
-		}
-	}
-	return false
+	_, ok := s.suffrage()
+	return ok
 }
 
 // otherVoters returns the shard's voters other than this node.

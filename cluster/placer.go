@@ -45,18 +45,7 @@ const placementApplyTimeout = 5 * time.Second
 
 // placementLoop runs a placement round every PlacementInterval until
 // shutdown. Runs on its own goroutine.
-func (n *Node) placementLoop() {
-	t := time.NewTicker(n.cfg.PlacementInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-n.stop:
-			return
-		case <-t.C:
-			n.placementRound()
-		}
-	}
-}
+func (n *Node) placementLoop() { n.every(n.cfg.PlacementInterval, n.placementRound) }
 
 // placementRound reports the configuration of every shard this node
 // leads, plans on the metadata leader and moves the shards this node

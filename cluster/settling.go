@@ -66,16 +66,23 @@ const deathContactSlack = 100 * time.Millisecond
 // votes reports whether this replica is a voter of the shard's latest
 // configuration.
 func (s *Shard) votes() bool {
+	v, ok := s.suffrage()
+	return ok && v == raft.Voter
+}
+
+// suffrage returns this replica's suffrage in the shard's latest
+// configuration, if the configuration names it.
+func (s *Shard) suffrage() (raft.ServerSuffrage, bool) {
 	f := s.Raft.GetConfiguration()
 	if f.Error() != nil {
-		return false
+		return 0, false
 	}
 	for _, srv := range f.Configuration().Servers {
 		if srv.ID == s.localID {
-			return srv.Suffrage == raft.Voter
+			return srv.Suffrage, true
 		}
 	}
-	return false
+	return 0, false
 }
 
 // leaderDead reports whether the leader at addr is proven dead and has not

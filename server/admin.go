@@ -34,10 +34,18 @@ func (s *Server) AdminHandler() http.Handler {
 	return mux
 }
 
-func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
+// startedNode returns the cluster node, or answers 503 before it starts.
+func (s *Server) startedNode(w http.ResponseWriter) (*cluster.Node, bool) {
 	node := s.raftNode.Load()
 	if node == nil {
 		writeJSONError(w, http.StatusServiceUnavailable, errors.New("the node is not started"))
+	}
+	return node, node != nil
+}
+
+func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
+	node, ok := s.startedNode(w)
+	if !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
@@ -57,9 +65,8 @@ func (s *Server) handleRemoveNode(w http.ResponseWriter, r *http.Request) {
 		writeJSONError(w, http.StatusBadRequest, fmt.Errorf("node id %q: want a non-negative int32", r.PathValue("id")))
 		return
 	}
-	node := s.raftNode.Load()
-	if node == nil {
-		writeJSONError(w, http.StatusServiceUnavailable, errors.New("the node is not started"))
+	node, ok := s.startedNode(w)
+	if !ok {
 		return
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
