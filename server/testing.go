@@ -154,3 +154,33 @@ func RestartTestNode(t testing.TB, servers []*Server, i int) *Server {
 	t.Cleanup(func() { _ = s.Kill() })
 	return s
 }
+
+// AddTestNode starts node id as `kcoord serve --join` alone starts an added
+// node (no bootstrap-expect), joining the gossip of servers, and returns it
+// once ready; it is stopped when the test ends. mutate, if set, adjusts its
+// configuration.
+func AddTestNode(t testing.TB, servers []*Server, id int32, mutate func(c *Config)) *Server {
+	t.Helper()
+	cfg := TestClusterConfig(t.TempDir(), int(id-1), 0)
+	cfg.BootstrapExpect = 0
+	for _, o := range servers {
+		cfg.Join = append(cfg.Join, o.BoundConfig().GossipAddr)
+	}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	s, err := New(cfg, TestLogger(t).Named("node"+strconv.Itoa(int(id))), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Kill() })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := s.WaitReady(ctx); err != nil {
+		t.Fatalf("node %d not ready: %v", id, err)
+	}
+	return s
+}
