@@ -70,7 +70,7 @@ func (n *Node) balanceLeaders() {
 			return
 		}
 		counts[b.NodeID]++
-		if b.NodeID == n.cfg.NodeID && s.IsLeader() {
+		if b.NodeID == n.cfg.NodeID && s.IsLeader() && !n.moving(s) {
 			mine = append(mine, s)
 		}
 	}

@@ -70,6 +70,9 @@ type Node struct {
 	// movesDone counts replicas this node promoted to voter as a shard's
 	// leader (kcoord_replica_moves_total).
 	movesDone atomic.Int64
+	// plannedTerm is the metadata group's term of this node's last
+	// placement plan (placer.go); the placement loop owns it.
+	plannedTerm atomic.Uint64
 
 	// logStore is LogStoreNode (nodeStore holds every shard's log) or
 	// LogStoreShard (one raft-boltdb file per shard).

@@ -161,6 +161,21 @@ func (n *Node) drainingNodes() map[int32]bool {
 	return out
 }
 
+// moving reports whether shard s, which this node leads, is being moved:
+// its configuration has a non-voter or is not its desired voters. Leadership
+// balance leaves such a shard alone: the move's own hand-off and
+// configuration changes would otherwise race its transfers (Raft refuses
+// configuration changes while a transfer is under way).
+func (n *Node) moving(s *Shard) bool {
+	p, ok := n.meta.FSM.(placementFSM)
+	if !ok {
+		return false
+	}
+	want, placed := p.ShardVoters(s.ID)
+	m, ok := s.members()
+	return placed && ok && (len(m.nonvoters) > 0 || !slices.Equal(m.voters, want))
+}
+
 // registry indexes registered nodes by id.
 func registry(nodes []fsm.Node) map[int32]fsm.Node {
 	m := make(map[int32]fsm.Node, len(nodes))
@@ -184,6 +199,15 @@ func (n *Node) placementShards() []int32 {
 // registered (and voters of this node's shards, for a cluster from before
 // placement), then revises desired voters within MaxConcurrentMoves.
 func (n *Node) planPlacement(p placementFSM) error {
+	// A new leader's FSM may not have applied what its predecessor
+	// committed (the desired voters it set last): planning on that would
+	// start moves beyond MaxConcurrentMoves. A barrier once per term.
+	if term := n.meta.Term(); n.plannedTerm.Load() != term {
+		if err := n.meta.Barrier(placementApplyTimeout); err != nil {
+			return fmt.Errorf("barrier before planning: %w", err)
+		}
+		n.plannedTerm.Store(term)
+	}
 	nodes := registry(p.Nodes())
 	for id, addr := range n.placementCandidates() {
 		if nd, ok := nodes[id]; ok && (nd.RaftAddr == addr || addr == "") {
