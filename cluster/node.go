@@ -567,13 +567,18 @@ func (n *Node) LeaderOf(shard int32) (Broker, bool) {
 		}
 		addr, id := s.Raft.LeaderWithID()
 		if id == "" {
-			// Raft knows no leader, and nothing settles here. A replica that
-			// has heard from no leader since it started (its leader still
-			// backs off its heartbeats to it after a restart) names the
-			// leader gossip reports for its current term or a later one:
-			// better than no answer. After an election timeout it names
-			// no one, as before: the gossiped leader may be the dead one.
-			if s.Raft.LastContact().IsZero() {
+			// Raft knows no leader, and nothing settles here. Two replicas
+			// name the leader gossip reports for their current term or a
+			// later one, which beats no answer:
+			//   - one that has heard from no leader since it started (its
+			//     leader still backs off its heartbeats to it after a
+			//     restart);
+			//   - a non-voter, which never leads: one removed without
+			//     hearing of it (Raft sends the removing entry once, best
+			//     effort) is left with no leader for good.
+			// A voter after an election timeout names no one, as before:
+			// the gossiped leader may be the dead one.
+			if s.Raft.LastContact().IsZero() || !s.votes() {
 				return n.gossipedLeader(shard, s.Raft.CurrentTerm())
 			}
 			return Broker{}, false

@@ -223,3 +223,45 @@ func TestARestartedReplicaNamesTheGossipedLeader(t *testing.T) {
 		t.Fatal("a leader reached the restarted follower: the test proves nothing")
 	}
 }
+
+// TestAReplicaRemovedUnawaresNamesTheGossipedLeader: a follower demoted to
+// non-voter and then removed while cut off never hears of its removal; its
+// Raft keeps it a non-voter with no leader for good. It must still name
+// the shard's leader from gossip: before, it answered no one, so
+// FindCoordinator there said COORDINATOR_NOT_AVAILABLE for good and
+// placement counted the shard under-replicated forever (the stall of
+// BenchmarkReplicaMoves).
+func TestAReplicaRemovedUnawaresNamesTheGossipedLeader(t *testing.T) {
+	nodes := startGossipCluster(t, 3, 1)
+	leader, _ := waitLeaderEpoch(t, nodes, 0)
+	var follower *testNode
+	for _, tn := range nodes {
+		if tn != leader {
+			follower = tn
+			break
+		}
+	}
+	fid := serverID(follower.ID())
+	ls := leader.Shard(0)
+	if err := ls.Raft.DemoteVoter(fid, 0, 5*time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	s := follower.Shard(0)
+	eventually(t, 5*time.Second, "the follower learns its demotion", func() bool { return !s.votes() && s.replicated() })
+	heal := follower.Faults().Isolate()
+	defer heal()
+	if err := ls.Raft.RemoveServer(fid, 0, 5*time.Second).Error(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the cut-off non-voter's Raft forgets its leader", func() bool {
+		_, id := s.Raft.LeaderWithID()
+		return id == ""
+	})
+	if !s.replicated() {
+		t.Fatal("the follower heard of its removal: the test proves nothing")
+	}
+	b, ok := follower.LeaderOf(0)
+	if !ok || b.NodeID != leader.ID() {
+		t.Fatalf("LeaderOf(0) on the removed non-voter = %+v, %v; want the gossiped leader %d", b, ok, leader.ID())
+	}
+}
