@@ -34,10 +34,8 @@ const (
 	NodeRegisterType CommandType = 8
 	// NodeDrainType marks a node draining: its replicas move away.
 	NodeDrainType CommandType = 9
-	// NodeForgetType drops a drained node's record.
-	NodeForgetType CommandType = 10
 	// PlacementSetType sets the desired voters of shards.
-	PlacementSetType CommandType = 11
+	PlacementSetType CommandType = 10
 )
 
 // String names the command type for logs.
@@ -61,8 +59,6 @@ func (t CommandType) String() string {
 		return "NodeRegister"
 	case NodeDrainType:
 		return "NodeDrain"
-	case NodeForgetType:
-		return "NodeForget"
 	case PlacementSetType:
 		return "PlacementSet"
 	}
@@ -254,8 +250,6 @@ func newCommand(typ CommandType) (Command, error) {
 		return new(NodeRegister), nil
 	case NodeDrainType:
 		return new(NodeDrain), nil
-	case NodeForgetType:
-		return new(NodeForget), nil
 	case PlacementSetType:
 		return new(PlacementSet), nil
 	}

@@ -35,9 +35,6 @@ var (
 	// ErrNodeNotFound is Apply's answer to a placement command naming a
 	// node that is not registered.
 	ErrNodeNotFound = errors.New("node not registered")
-	// ErrNodePlaced is Apply's answer to forgetting a node that a shard's
-	// desired voters still name.
-	ErrNodePlaced = errors.New("node still placed")
 	// ErrLastActiveNode is Apply's answer to draining the only active
 	// node: its replicas would have nowhere to go.
 	ErrLastActiveNode = errors.New("the last active node cannot be removed")

@@ -37,7 +37,7 @@ func NewMetaFSM(logger hclog.Logger) *MetaFSM {
 
 // Apply applies one committed entry; it panics on an undecodable entry and
 // returns ErrTopicExists, ErrTopicNotFound, ErrClusterIDMismatch or a
-// placement command's error (ErrNodeNotFound, ErrNodePlaced,
+// placement command's error (ErrNodeNotFound, ErrLastActiveNode,
 // ErrInvalidPlacement) as its response, and ErrForeignCommand for a shard
 // command, which it does not apply.
 func (f *MetaFSM) Apply(l *raft.Log) any {
@@ -63,7 +63,7 @@ func (f *MetaFSM) Apply(l *raft.Log) any {
 		delete(f.topics, c.Name)
 	case *ClusterStamp:
 		return stampClusterID(&f.clusterID, c)
-	case *NodeRegister, *NodeDrain, *NodeForget, *PlacementSet:
+	case *NodeRegister, *NodeDrain, *PlacementSet:
 		return f.placement.apply(cmd)
 	default:
 		f.logger.Error("refused a shard command in the metadata group's log", "index", l.Index, "command", cmd.CommandType())

@@ -57,13 +57,6 @@ type NodeDrain struct {
 	ID int32 `codec:"id"`
 }
 
-// NodeForget is the body of NodeForgetType: the record of a drained node
-// is dropped. Apply answers ErrNodeNotFound for a node that is not
-// registered and ErrNodePlaced for one that a placement still names.
-type NodeForget struct {
-	ID int32 `codec:"id"`
-}
-
 // PlacementSet is the body of PlacementSetType: the desired voters of the
 // shards it names; the others keep theirs. Apply answers ErrInvalidPlacement
 // (and changes nothing) when a voter set is empty, unsorted or repeats a
@@ -77,9 +70,6 @@ func (NodeRegister) CommandType() CommandType { return NodeRegisterType }
 
 // CommandType implements Command.
 func (NodeDrain) CommandType() CommandType { return NodeDrainType }
-
-// CommandType implements Command.
-func (NodeForget) CommandType() CommandType { return NodeForgetType }
 
 // CommandType implements Command.
 func (PlacementSet) CommandType() CommandType { return PlacementSetType }
@@ -115,16 +105,6 @@ func (p *placementState) apply(cmd Command) any {
 		}
 		n.State = NodeDraining
 		p.nodes[c.ID] = n
-	case *NodeForget:
-		if _, ok := p.nodes[c.ID]; !ok {
-			return fmt.Errorf("%w: node %d", ErrNodeNotFound, c.ID)
-		}
-		for shard, voters := range p.placement {
-			if slices.Contains(voters, c.ID) {
-				return fmt.Errorf("%w: node %d is a voter of shard %d", ErrNodePlaced, c.ID, shard)
-			}
-		}
-		delete(p.nodes, c.ID)
 	case *PlacementSet:
 		for _, sp := range c.Shards {
 			if err := p.check(sp); err != nil {

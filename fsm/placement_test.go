@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// TestPlacementCommands: nodes register active, drain (never the last
-// active one), and are forgotten only once no placement names them; a placement must name registered
+// TestPlacementCommands: nodes register active and drain (never the last
+// active one); a placement must name registered
 // nodes, sorted and distinct, and a refused one changes nothing; all of it
 // survives a snapshot.
 func TestPlacementCommands(t *testing.T) {
@@ -51,9 +51,6 @@ func TestPlacementCommands(t *testing.T) {
 	if r, _ := do(&NodeDrain{ID: 7}).(error); !errors.Is(r, ErrNodeNotFound) {
 		t.Errorf("drain of an unknown node: %v", r)
 	}
-	if r, _ := do(&NodeForget{ID: 3}).(error); !errors.Is(r, ErrNodePlaced) {
-		t.Errorf("forget of a placed node: %v", r)
-	}
 	want := []Node{{1, "old", NodeActive}, {2, "old", NodeActive}, {3, "n3:9094", NodeDraining}}
 	if got := f.Nodes(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("nodes %+v, want %+v", got, want)
@@ -68,17 +65,11 @@ func TestPlacementCommands(t *testing.T) {
 	if r := do(&PlacementSet{Shards: []ShardPlacement{{Shard: 0, Voters: []int32{1, 2}}}}); r != nil {
 		t.Fatal(r)
 	}
-	if r := do(&NodeForget{ID: 3}); r != nil {
-		t.Fatalf("forget of a drained node: %v", r)
-	}
 	if r := do(&NodeDrain{ID: 1}); r != nil {
 		t.Fatal(r)
 	}
 	if r, _ := do(&NodeDrain{ID: 2}).(error); !errors.Is(r, ErrLastActiveNode) {
 		t.Errorf("drain of the last active node: %v", r)
-	}
-	if len(f.Nodes()) != 2 {
-		t.Fatalf("nodes after forget: %+v", f.Nodes())
 	}
 	if v, _ := f.ShardVoters(-1); !reflect.DeepEqual(v, []int32{1, 2}) {
 		t.Fatalf("meta shard voters %v", v)
@@ -89,7 +80,7 @@ func TestPlacementCommands(t *testing.T) {
 // metadata group only.
 func TestPlacementCommandsInAShardLogAreForeign(t *testing.T) {
 	f := NewShardFSM(0, nil)
-	for i, cmd := range []Command{&NodeRegister{ID: 1}, &NodeDrain{ID: 1}, &NodeForget{ID: 1}, &PlacementSet{}} {
+	for i, cmd := range []Command{&NodeRegister{ID: 1}, &NodeDrain{ID: 1}, &PlacementSet{}} {
 		if r, _ := apply(t, f, uint64(i+1), cmd).(error); !errors.Is(r, ErrForeignCommand) {
 			t.Errorf("%s in a shard log: %v", cmd.CommandType(), r)
 		}
