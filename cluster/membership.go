@@ -4,12 +4,10 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/hashicorp/raft"
 )
 
 // How a node comes to belong to one cluster, and never to another:
@@ -418,20 +416,8 @@ func shardVoters(s *Shard) []int32 {
 	if s == nil {
 		return nil
 	}
-	f := s.Raft.GetConfiguration()
-	if f.Error() != nil {
-		return nil
-	}
-	var ids []int32
-	for _, srv := range f.Configuration().Servers {
-		if srv.Suffrage == raft.Voter {
-			if id, err := strconv.ParseInt(string(srv.ID), 10, 32); err == nil {
-				ids = append(ids, int32(id))
-			}
-		}
-	}
-	slices.Sort(ids)
-	return ids
+	m, _ := s.members()
+	return m.voters
 }
 
 // logOnce logs msg at level the first time key is seen by this node.

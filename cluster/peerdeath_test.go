@@ -199,15 +199,7 @@ func TestAContactRightAfterTheProofIsALeftover(t *testing.T) {
 // instead of COORDINATOR_NOT_AVAILABLE, which cost a franz-go member in
 // the docker failover test a retry with a 4 s back-off and its session.
 func TestARestartedReplicaNamesTheGossipedLeader(t *testing.T) {
-	nodes := startGossipCluster(t, 3, 1)
-	leader, _ := waitLeaderEpoch(t, nodes, 0)
-	var follower *testNode
-	for _, tn := range nodes {
-		if tn != leader {
-			follower = tn
-			break
-		}
-	}
+	leader, follower := gossipLeaderAndFollower(t)
 	cfg := follower.cfg
 	cfg.Join = []string{leader.GossipAddr()}
 	if err := follower.Shutdown(); err != nil {
@@ -232,15 +224,7 @@ func TestARestartedReplicaNamesTheGossipedLeader(t *testing.T) {
 // placement counted the shard under-replicated forever (the stall of
 // BenchmarkReplicaMoves).
 func TestAReplicaRemovedUnawaresNamesTheGossipedLeader(t *testing.T) {
-	nodes := startGossipCluster(t, 3, 1)
-	leader, _ := waitLeaderEpoch(t, nodes, 0)
-	var follower *testNode
-	for _, tn := range nodes {
-		if tn != leader {
-			follower = tn
-			break
-		}
-	}
+	leader, follower := gossipLeaderAndFollower(t)
 	fid := serverID(follower.ID())
 	ls := leader.Shard(0)
 	if err := ls.Raft.DemoteVoter(fid, 0, 5*time.Second).Error(); err != nil {
@@ -264,4 +248,18 @@ func TestAReplicaRemovedUnawaresNamesTheGossipedLeader(t *testing.T) {
 	if !ok || b.NodeID != leader.ID() {
 		t.Fatalf("LeaderOf(0) on the removed non-voter = %+v, %v; want the gossiped leader %d", b, ok, leader.ID())
 	}
+}
+
+// gossipLeaderAndFollower starts a three-node gossip cluster of one shard
+// and returns shard 0's leader and one of its followers.
+func gossipLeaderAndFollower(t *testing.T) (leader, follower *testNode) {
+	t.Helper()
+	nodes := startGossipCluster(t, 3, 1)
+	leader, _ = waitLeaderEpoch(t, nodes, 0)
+	for _, tn := range nodes {
+		if tn != leader {
+			return leader, tn
+		}
+	}
+	return leader, nil
 }

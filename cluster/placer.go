@@ -331,13 +331,10 @@ type shardMembers struct {
 	voters, nonvoters []int32
 }
 
-// currentVoters is shard id's configuration: from this node's replica when
-// it leads the shard, else from the leader table (what the leader last
-// gossiped).
+// currentVoters is shard id's configuration as the leader table has it
+// (what its leader last reported: placementRound reports this node's own
+// shards before it plans).
 func (n *Node) currentVoters(id int32) (shardMembers, bool) {
-	if s := n.Shard(id); s != nil && s.IsLeader() {
-		n.reportConfiguration(s)
-	}
 	e, ok := n.leaders.get(id)
 	if !ok || e.Conf == 0 {
 		return shardMembers{}, false

@@ -187,19 +187,8 @@ func (n *Node) Status(ctx context.Context) ClusterStatus {
 		if hasPlacement {
 			ss.Desired, _ = p.ShardVoters(id)
 		}
-		want := len(ss.Desired)
-		if want == 0 {
-			want = len(ss.Voters)
-		}
-		healthy := 0
-		for _, v := range ss.Voters {
-			if _, ok := live[v]; ok {
-				healthy++
-			}
-		}
-		ss.UnderReplicated = ss.Leader < 0 || healthy < want
-		ss.Moving = len(ss.Desired) > 0 && !slices.Equal(ss.Desired, ss.Voters) ||
-			id != MetaShard && len(ss.Nonvoters) > 0
+		ss.UnderReplicated, ss.Moving = shardHealth(id, shardMembers{ss.Voters, ss.Nonvoters}, ss.Desired, live)
+		ss.UnderReplicated = ss.UnderReplicated || ss.Leader < 0
 		if ss.UnderReplicated {
 			st.UnderReplicated++
 		}
@@ -283,22 +272,33 @@ func (n *Node) PlacementStats() PlacementStats {
 		desired, placed := p.ShardVoters(s.ID)
 		e, known := n.leaders.get(s.ID)
 		_, leaderKnown := n.LeaderOf(s.ID)
-		healthy := 0
-		for _, v := range e.Voters {
-			if _, ok := live[v]; ok {
-				healthy++
-			}
-		}
-		want := len(desired)
-		if !placed {
-			want = len(e.Voters)
-		}
-		if !leaderKnown || !known || healthy < want {
+		under, moving := shardHealth(s.ID, shardMembers{e.Voters, e.Nonvoters}, desired, live)
+		if !leaderKnown || !known || under {
 			st.UnderReplicated++
 		}
-		if placed && (!known || !slices.Equal(e.Voters, desired) || len(e.Nonvoters) > 0) {
+		if placed && (!known || moving) {
 			st.MovesInFlight++
 		}
 	}
 	return st
+}
+
+// shardHealth applies the one rule Status and PlacementStats share to a
+// shard's configuration m and desired voters (nil when it has none):
+// under-replicated when fewer of its voters are live than it desires (or
+// has, without desired voters); moving when its voters are not the desired
+// ones, or a group shard has a non-voter.
+func shardHealth(shard int32, m shardMembers, desired []int32, live map[int32]string) (under, moving bool) {
+	want := len(desired)
+	if want == 0 {
+		want = len(m.voters)
+	}
+	healthy := 0
+	for _, v := range m.voters {
+		if _, ok := live[v]; ok {
+			healthy++
+		}
+	}
+	moving = len(desired) > 0 && !slices.Equal(desired, m.voters) || shard != MetaShard && len(m.nonvoters) > 0
+	return healthy < want, moving
 }
