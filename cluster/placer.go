@@ -132,6 +132,11 @@ func (s *Shard) members() (shardMembers, bool) {
 	if !ok {
 		return shardMembers{}, false
 	}
+	return membersOf(conf), true
+}
+
+// membersOf is conf as sorted node ids.
+func membersOf(conf raft.Configuration) shardMembers {
 	var m shardMembers
 	for _, srv := range conf.Servers {
 		if srv.Suffrage == raft.Voter {
@@ -142,7 +147,7 @@ func (s *Shard) members() (shardMembers, bool) {
 	}
 	slices.Sort(m.voters)
 	slices.Sort(m.nonvoters)
-	return m, true
+	return m
 }
 
 // drainingNodes are the nodes the metadata group marks draining (none
@@ -195,105 +200,6 @@ func (n *Node) placementShards() []int32 {
 	return ids
 }
 
-// planPlacement runs on the metadata leader: it registers members not yet
-// registered (and voters of this node's shards, for a cluster from before
-// placement), then revises desired voters within MaxConcurrentMoves.
-func (n *Node) planPlacement(p placementFSM) error {
-	// A new leader's FSM may not have applied what its predecessor
-	// committed (the desired voters it set last): planning on that would
-	// start moves beyond MaxConcurrentMoves. A barrier once per term.
-	if term := n.meta.Term(); n.plannedTerm.Load() != term {
-		if err := n.meta.Barrier(placementApplyTimeout); err != nil {
-			return fmt.Errorf("barrier before planning: %w", err)
-		}
-		n.plannedTerm.Store(term)
-	}
-	nodes := registry(p.Nodes())
-	for id, addr := range n.placementCandidates() {
-		if nd, ok := nodes[id]; ok && (nd.RaftAddr == addr || addr == "") {
-			continue
-		}
-		if err := n.applyMeta(&fsm.NodeRegister{ID: id, RaftAddr: addr}); err != nil {
-			return fmt.Errorf("register node %d: %w", id, err)
-		}
-		n.logger.Info("registered a node for placement", "target_node", id, "raft_addr", addr)
-	}
-	nodes = registry(p.Nodes())
-	var active []int32
-	for id, nd := range nodes {
-		if nd.State == fsm.NodeActive {
-			active = append(active, id)
-		}
-	}
-	if len(active) == 0 {
-		return nil
-	}
-	slices.Sort(active)
-	rf := min(n.cfg.ReplicationFactor, len(active))
-
-	var set fsm.PlacementSet
-	inFlight := 0
-	type revision struct {
-		shard    int32
-		ideal    []int32
-		draining bool
-	}
-	var revisions []revision
-	for _, id := range n.placementShards() {
-		cur, known := n.currentVoters(id)
-		want, placed := p.ShardVoters(id)
-		if !placed {
-			// A shard from before placement desires what it has.
-			if known && len(cur.voters) > 0 && allRegistered(cur.voters, nodes) {
-				set.Shards = append(set.Shards, fsm.ShardPlacement{Shard: id, Voters: cur.voters})
-			}
-			continue
-		}
-		ideal := placement(id, active, rf)
-		stale := slices.ContainsFunc(want, func(v int32) bool { return nodes[v].State != fsm.NodeActive })
-		if !known || !slices.Equal(cur.voters, want) || len(cur.nonvoters) > 0 && id != MetaShard {
-			// In flight. One moving towards a node removed since is
-			// retargeted at once (it holds its throttle slot already): a
-			// move waiting on a dead node would never end otherwise.
-			inFlight++
-			if stale && !slices.Equal(ideal, want) {
-				set.Shards = append(set.Shards, fsm.ShardPlacement{Shard: id, Voters: ideal})
-			}
-			continue
-		}
-		if !slices.Equal(ideal, want) {
-			revisions = append(revisions, revision{id, ideal, stale})
-		}
-	}
-	// Shards with a draining voter go first: a removal is what an operator
-	// waits on.
-	slices.SortStableFunc(revisions, func(a, b revision) int {
-		switch {
-		case a.draining && !b.draining:
-			return -1
-		case !a.draining && b.draining:
-			return 1
-		}
-		return 0
-	})
-	for _, r := range revisions {
-		if inFlight >= n.cfg.MaxConcurrentMoves {
-			break
-		}
-		set.Shards = append(set.Shards, fsm.ShardPlacement{Shard: r.shard, Voters: r.ideal})
-		inFlight++
-	}
-	if len(set.Shards) > 0 {
-		if err := n.applyMeta(&set); err != nil {
-			return fmt.Errorf("set desired voters: %w", err)
-		}
-		for _, sp := range set.Shards {
-			n.logger.Info("desired voters set", "shard", sp.Shard, "voters", sp.Voters)
-		}
-	}
-	return nil
-}
-
 // placementCandidates are the nodes the metadata leader registers: the
 // live members of the cluster, and the voters of the configurations this
 // node holds (with their Raft addresses).
@@ -340,132 +246,6 @@ func (n *Node) currentVoters(id int32) (shardMembers, bool) {
 		return shardMembers{}, false
 	}
 	return shardMembers{voters: e.Voters, nonvoters: e.Nonvoters}, true
-}
-
-// applyMeta applies a placement command through the metadata group, which
-// this node leads.
-func (n *Node) applyMeta(cmd fsm.Command) error {
-	b, err := fsm.Encode(cmd)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), placementApplyTimeout)
-	defer cancel()
-	_, err = n.meta.Apply(ctx, b, placementApplyTimeout)
-	return err
-}
-
-// moveShard takes one step of shard s, which this node leads, towards its
-// desired voters. On MetaShard every other registered node that is alive
-// is wanted as a non-voter too.
-func (n *Node) moveShard(s *Shard, p placementFSM, nodes map[int32]fsm.Node) error {
-	want, ok := p.ShardVoters(s.ID)
-	if !ok {
-		return nil
-	}
-	conf, ok := s.configuration()
-	if !ok {
-		return nil
-	}
-	voters, nonvoters := map[int32]bool{}, map[int32]bool{}
-	for _, srv := range conf.Servers {
-		if srv.Suffrage == raft.Voter {
-			voters[voterID(srv)] = true
-		} else {
-			nonvoters[voterID(srv)] = true
-		}
-	}
-	live := n.members.raftAddrs(n.mux.deaths)
-	// A draining node stays a metadata read replica while it lives: it
-	// leads shards it must hand off, and reads their desired voters there.
-	wantNonvoter := func(id int32) bool {
-		nd, registered := nodes[id]
-		_, alive := live[id]
-		return s.ID == MetaShard && registered && (nd.State == fsm.NodeActive || alive) && !slices.Contains(want, id)
-	}
-	// 1. A desired node without a replica joins as a non-voter.
-	for _, id := range want {
-		if voters[id] || nonvoters[id] {
-			continue
-		}
-		addr, alive := live[id]
-		if !alive {
-			continue // a dead node gets no replica; the others go on
-		}
-		s.match.reset(serverID(id))
-		n.logger.Info("adding a replica as a non-voter", "shard", s.ID, "target_node", id)
-		return s.Raft.AddNonvoter(serverID(id), raft.ServerAddress(addr), 0, placementApplyTimeout).Error()
-	}
-	// 2. A desired non-voter that caught up is promoted.
-	for _, srv := range conf.Servers {
-		id := voterID(srv)
-		if srv.Suffrage == raft.Voter || !slices.Contains(want, id) || !s.caughtUp(srv.ID) {
-			continue
-		}
-		n.logger.Info("promoting a caught-up replica to voter", "shard", s.ID, "target_node", id)
-		if err := s.Raft.AddVoter(srv.ID, srv.Address, 0, placementApplyTimeout).Error(); err != nil {
-			return err
-		}
-		n.movesDone.Add(1)
-		return nil
-	}
-	// 3. Once every desired node votes, is alive and has caught up, a
-	// surplus voter is demoted (a demotion reaches it through replication,
-	// with retries; a removal may not, and a removed voter that never
-	// learns it keeps campaigning); leadership first moves off this node
-	// when it is the surplus. A desired voter that is dead or behind holds
-	// the removal back: the shard keeps every healthy voter until its
-	// replacements are healthy too.
-	allVote := !slices.ContainsFunc(want, func(id int32) bool {
-		_, alive := live[id]
-		return !voters[id] || !alive || (serverID(id) != s.localID && !s.caughtUp(serverID(id)))
-	})
-	if allVote {
-		for _, srv := range conf.Servers {
-			id := voterID(srv)
-			if srv.Suffrage != raft.Voter || slices.Contains(want, id) {
-				continue
-			}
-			if srv.ID == s.localID {
-				return n.handOff(s, conf, want)
-			}
-			n.logger.Info("demoting a surplus voter", "shard", s.ID, "target_node", id)
-			return s.Raft.DemoteVoter(srv.ID, 0, placementApplyTimeout).Error()
-		}
-	}
-	// 4. Non-voters nobody wants go (demoted voters among them); on
-	// MetaShard, live registered nodes that hold no replica join as
-	// non-voters (read replicas).
-	for id := range nonvoters {
-		if !slices.Contains(want, id) && !wantNonvoter(id) {
-			n.logger.Info("removing a replica that is not placed here", "shard", s.ID, "target_node", id)
-			return s.Raft.RemoveServer(serverID(id), 0, placementApplyTimeout).Error()
-		}
-	}
-	if s.ID == MetaShard && allVote {
-		for id := range nodes {
-			addr, alive := live[id]
-			if voters[id] || nonvoters[id] || !alive || !wantNonvoter(id) {
-				continue
-			}
-			n.logger.Info("adding a metadata read replica", "target_node", id)
-			return s.Raft.AddNonvoter(serverID(id), raft.ServerAddress(addr), 0, placementApplyTimeout).Error()
-		}
-	}
-	return nil
-}
-
-// handOff transfers the leadership of s, a shard whose desired voters
-// leave this node out, to a desired voter that has caught up; the new
-// leader then removes this node.
-func (n *Node) handOff(s *Shard, conf raft.Configuration, want []int32) error {
-	for _, srv := range conf.Servers {
-		if srv.Suffrage == raft.Voter && slices.Contains(want, voterID(srv)) && s.caughtUp(srv.ID) {
-			n.logger.Info("handing leadership off before this node's replica is removed", "shard", s.ID, "to", srv.ID)
-			return s.Raft.LeadershipTransferToServer(srv.ID, srv.Address).Error()
-		}
-	}
-	return nil
 }
 
 // RemoveNode marks node id draining in the metadata group: it takes no

@@ -128,48 +128,14 @@ func BenchmarkReplicaMoves(b *testing.B) {
 		addStart := time.Now()
 		fourth := server.AddTestNode(b, servers, 4, mutate)
 		all := append(slices.Clone(servers), fourth)
-		settled := func(cond func(cluster.PlacementStats) bool) {
-			for {
-				for _, s := range all {
-					if st := s.Node().PlacementStats(); st.MetaLeader && st.MovesInFlight == 0 && st.UnderReplicated == 0 && cond(fourth.Node().PlacementStats()) {
-						return
-					}
-				}
-				if ctx.Err() != nil {
-					sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
-					st := servers[0].Node().Status(sctx)
-					scancel()
-					for _, sh := range st.Shards {
-						if sh.Moving || sh.UnderReplicated {
-							b.Logf("shard %d: leader %d term %d voters %v non-voters %v desired %v under-replicated %v moving %v",
-								sh.Shard, sh.Leader, sh.Term, sh.Voters, sh.Nonvoters, sh.Desired, sh.UnderReplicated, sh.Moving)
-						}
-					}
-					for _, s := range all {
-						b.Logf("node %d: %+v", s.Node().ID(), s.Node().PlacementStats())
-					}
-					b.Fatal("placement did not settle")
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-		}
-		settled(func(st cluster.PlacementStats) bool { return st.Replicas > 0 })
+		waitPlacementSettled(ctx, b, all, func(id int32, st cluster.PlacementStats) bool { return id != 4 || st.Replicas > 0 })
 		added := time.Since(addStart)
 		held := fourth.Node().PlacementStats().Replicas
 
 		setPhase("draining")
 		drainStart := time.Now()
-		for {
-			err := servers[0].Node().RemoveNode(ctx, 4)
-			if err == nil {
-				break
-			}
-			if ctx.Err() != nil {
-				b.Fatal(err)
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		settled(func(st cluster.PlacementStats) bool { return st.Replicas == 0 })
+		removeNode(ctx, b, servers[0], 4)
+		waitPlacementSettled(ctx, b, all, func(id int32, st cluster.PlacementStats) bool { return id != 4 || st.Replicas == 0 })
 		drained := time.Since(drainStart)
 		setPhase("after")
 		time.Sleep(time.Second)

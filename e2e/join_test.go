@@ -57,9 +57,12 @@ func TestNodesAddedWithJoinAndRemovedAsProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts four kcoord processes")
 	}
-	ctx := testContext(t, 3*time.Minute)
-	minSession := []string{"-c", "group.min.session.timeout.ms=1000"} // the members' 3 s sessions
-	procs := startProcCluster(ctx, t, 3, minSession...)
+	ctx := testContext(t, 6*time.Minute)
+	config := []string{
+		"-c", "group.min.session.timeout.ms=1000", // the members' 3 s sessions
+		"-c", "offsets.topic.num.partitions=50", // the default, as an operator runs it
+	}
+	procs := startProcCluster(ctx, t, 3, config...)
 	const topic, partitions = "elastic", 4
 	createTopic(ctx, t, newAdmin(t, procs[0].kafka), topic, partitions)
 
@@ -106,11 +109,13 @@ func TestNodesAddedWithJoinAndRemovedAsProcesses(t *testing.T) {
 	}()
 
 	fourth := newProc(t)
-	fourth.extra = append([]string{"--node-id", "4", "--join", procs[0].gossip}, minSession...)
+	fourth.extra = append([]string{"--node-id", "4", "--join", procs[0].gossip}, config...)
 	fourth.start(ctx)
-	// Node 4's share: the shards rendezvous placement gives it among four
-	// nodes (8 shards, factor 3: 6 on average), and 2 leaderships of 8.
-	waitFor(ctx, t, "the joined node to hold replicas and lead its share", func(ctx context.Context) error {
+	// Node 4's share among four nodes: about 3/4 of the 50 shards' replicas
+	// (rendezvous placement gives it between 30 and 45, 38 on average) and
+	// floor or ceil of 50/4 leaderships, within two minutes.
+	joinCtx, joinCancel := context.WithTimeout(ctx, 2*time.Minute)
+	waitFor(joinCtx, t, "the joined node to hold replicas and lead its share", func(ctx context.Context) error {
 		held, err := procMetric(ctx, fourth, "kcoord_shards")
 		if err != nil {
 			return err
@@ -119,11 +124,12 @@ func TestNodesAddedWithJoinAndRemovedAsProcesses(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if held < 3 || led != 2 {
+		if held < 30 || held > 45 || led < 12 || led > 13 {
 			return fmt.Errorf("node 4 holds %v replicas and leads %v shards", held, led)
 		}
 		return nil
 	})
+	joinCancel()
 	out, err := kcoordCLI(ctx, t, "cluster", "status", "--http-addr", fourth.http)
 	t.Logf("kcoord cluster status after the join:\n%s", out)
 	if err != nil || !strings.Contains(out, "0 under-replicated") {

@@ -1,0 +1,184 @@
+package cluster
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/kcoord/kcoord/fsm"
+)
+
+// moveKind is one configuration change a shard's leader makes towards the
+// shard's desired voters.
+type moveKind int
+
+const (
+	moveNone           moveKind = iota
+	moveAddNonvoter             // a desired node without a replica joins as a non-voter
+	movePromote                 // a desired non-voter that caught up becomes a voter
+	moveHandOff                 // leadership moves to the node, before this (surplus) leader is demoted
+	moveDemote                  // a surplus voter becomes a non-voter
+	moveRemove                  // a non-voter nobody wants leaves
+	moveAddReadReplica          // a registered node joins MetaShard as a non-voter
+)
+
+func (k moveKind) String() string {
+	return [...]string{"none", "add-nonvoter", "promote", "hand-off", "demote", "remove", "add-read-replica"}[k]
+}
+
+// moveStep is the next change of a shard: kind, applied to node.
+type moveStep struct {
+	kind moveKind
+	node int32
+}
+
+// moveView is what a shard's leader knows when it takes a step: its own
+// id, the shard's desired voters and configuration (sorted ids), which
+// nodes gossip says are alive, which replicas have caught up with its log
+// and the registered nodes.
+type moveView struct {
+	shard             int32
+	self              int32
+	want              []int32
+	voters, nonvoters []int32
+	live              map[int32]bool
+	caughtUp          func(id int32) bool // true for self
+	nodes             map[int32]fsm.Node
+}
+
+// nextMove decides the next configuration change of a shard, one per
+// placement round, in this order:
+//
+//  1. a live desired node without a replica joins as a non-voter (a dead
+//     one gets nothing; the others go on);
+//  2. a desired non-voter that caught up is promoted;
+//  3. once every desired node votes, is alive and caught up, a surplus
+//     voter is demoted (a demotion reaches it through replication, with
+//     retries; a removal may not, and a removed voter that never learns it
+//     keeps campaigning), after leadership moved to a caught-up desired
+//     voter when the surplus is the leader itself. A desired voter that is
+//     dead or behind holds this back: the shard keeps every healthy voter
+//     until its replacements are healthy too;
+//  4. a non-voter nobody wants (a demoted voter among them) is removed;
+//  5. on MetaShard, once every desired node votes, each other registered
+//     node that is alive joins as a read replica (a non-voter): every shard
+//     leader reads the desired voters from its own copy.
+//
+// It is a pure function of v.
+func nextMove(v moveView) moveStep {
+	in := func(ids []int32, id int32) bool { return slices.Contains(ids, id) }
+	for _, id := range v.want {
+		if !in(v.voters, id) && !in(v.nonvoters, id) && v.live[id] {
+			return moveStep{moveAddNonvoter, id}
+		}
+	}
+	for _, id := range v.nonvoters {
+		if in(v.want, id) && v.caughtUp(id) {
+			return moveStep{movePromote, id}
+		}
+	}
+	allVote := !slices.ContainsFunc(v.want, func(id int32) bool {
+		return !in(v.voters, id) || !v.live[id] || !v.caughtUp(id)
+	})
+	if allVote {
+		for _, id := range v.voters {
+			if in(v.want, id) {
+				continue
+			}
+			if id != v.self {
+				return moveStep{moveDemote, id}
+			}
+			for _, to := range v.voters {
+				if in(v.want, to) && to != v.self && v.caughtUp(to) {
+					return moveStep{moveHandOff, to}
+				}
+			}
+			return moveStep{} // no desired voter at all: nothing to hand off to
+		}
+	}
+	// A draining node stays a metadata read replica while it lives: it
+	// leads shards it must hand off, and reads their desired voters there.
+	readReplica := func(id int32) bool {
+		nd, registered := v.nodes[id]
+		return v.shard == MetaShard && registered && (nd.State == fsm.NodeActive || v.live[id]) && !in(v.want, id)
+	}
+	for _, id := range v.nonvoters {
+		if !in(v.want, id) && !readReplica(id) {
+			return moveStep{moveRemove, id}
+		}
+	}
+	if v.shard == MetaShard && allVote {
+		ids := make([]int32, 0, len(v.nodes))
+		for id := range v.nodes {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		for _, id := range ids {
+			if !in(v.voters, id) && !in(v.nonvoters, id) && v.live[id] && readReplica(id) {
+				return moveStep{moveAddReadReplica, id}
+			}
+		}
+	}
+	return moveStep{}
+}
+
+// moveShard takes the next step (nextMove) of shard s, which this node
+// leads, towards its desired voters. Runs on the placement loop's
+// goroutine; each change waits for Raft up to placementApplyTimeout.
+func (n *Node) moveShard(s *Shard, p placementFSM, nodes map[int32]fsm.Node) error {
+	want, ok := p.ShardVoters(s.ID)
+	if !ok {
+		return nil
+	}
+	conf, ok := s.configuration()
+	if !ok {
+		return nil
+	}
+	m := membersOf(conf)
+	addrs := n.members.raftAddrs(n.mux.deaths)
+	live := make(map[int32]bool, len(addrs))
+	for id := range addrs {
+		live[id] = true
+	}
+	step := nextMove(moveView{
+		shard: s.ID, self: n.cfg.NodeID, want: want,
+		voters: m.voters, nonvoters: m.nonvoters,
+		live:     live,
+		caughtUp: func(id int32) bool { return id == n.cfg.NodeID || s.caughtUp(serverID(id)) },
+		nodes:    nodes,
+	})
+	if step.kind == moveNone {
+		return nil
+	}
+	n.logger.Info("replica move step", "shard", s.ID, "step", step.kind, "target_node", step.node)
+	id := serverID(step.node)
+	switch step.kind {
+	case moveAddNonvoter, moveAddReadReplica:
+		s.match.reset(id)
+		return s.Raft.AddNonvoter(id, raft.ServerAddress(addrs[step.node]), 0, placementApplyTimeout).Error()
+	case movePromote:
+		if err := s.Raft.AddVoter(id, addressOf(conf, id), 0, placementApplyTimeout).Error(); err != nil {
+			return err
+		}
+		n.movesDone.Add(1)
+		return nil
+	case moveHandOff:
+		return s.Raft.LeadershipTransferToServer(id, addressOf(conf, id)).Error()
+	case moveDemote:
+		return s.Raft.DemoteVoter(id, 0, placementApplyTimeout).Error()
+	case moveRemove:
+		return s.Raft.RemoveServer(id, 0, placementApplyTimeout).Error()
+	}
+	return fmt.Errorf("unknown move step %v", step.kind)
+}
+
+// addressOf is server id's address in conf ("" when it is not there).
+func addressOf(conf raft.Configuration, id raft.ServerID) raft.ServerAddress {
+	for _, srv := range conf.Servers {
+		if srv.ID == id {
+			return srv.Address
+		}
+	}
+	return ""
+}

@@ -1,0 +1,154 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/kcoord/kcoord/fsm"
+)
+
+// shardState is one shard as the metadata leader plans it: its current
+// configuration as its leader last reported it (known false when no report
+// came yet) and its desired voters (placed false when it has none yet).
+type shardState struct {
+	shard   int32
+	current shardMembers
+	known   bool
+	desired []int32
+	placed  bool
+}
+
+// planShards decides which shards get new desired voters. It is a pure
+// function of its arguments:
+//
+//   - a shard without desired voters desires the voters it has, when its
+//     leader reported them and every one is registered (a shard from before
+//     placement);
+//   - a shard whose configuration is not yet what it desires is in flight
+//     and holds one of maxMoves slots; one moving towards a node that is no
+//     longer active is retargeted at once (it holds its slot already: a move
+//     waiting on a dead node would never end otherwise);
+//   - every other shard whose desired voters are not rendezvous placement
+//     over the active nodes is revised, while slots are free: shards with a
+//     voter that is no longer active first (a removal is what an operator
+//     waits on), then by shard id.
+//
+// MetaShard's non-voters are its read replicas, so they do not make it in
+// flight.
+func planShards(shards []shardState, nodes map[int32]fsm.Node, rf, maxMoves int) []fsm.ShardPlacement {
+	var active []int32
+	for id, nd := range nodes {
+		if nd.State == fsm.NodeActive {
+			active = append(active, id)
+		}
+	}
+	if len(active) == 0 {
+		return nil
+	}
+	slices.Sort(active)
+	rf = min(rf, len(active))
+	inactive := func(v int32) bool { return nodes[v].State != fsm.NodeActive }
+
+	var out []fsm.ShardPlacement
+	inFlight := 0
+	type revision struct {
+		shard    int32
+		ideal    []int32
+		draining bool
+	}
+	var revisions []revision
+	for _, sh := range shards {
+		if !sh.placed {
+			if sh.known && len(sh.current.voters) > 0 && allRegistered(sh.current.voters, nodes) {
+				out = append(out, fsm.ShardPlacement{Shard: sh.shard, Voters: sh.current.voters})
+			}
+			continue
+		}
+		ideal := placement(sh.shard, active, rf)
+		stale := slices.ContainsFunc(sh.desired, inactive)
+		if !sh.known || !slices.Equal(sh.current.voters, sh.desired) || len(sh.current.nonvoters) > 0 && sh.shard != MetaShard {
+			inFlight++
+			if stale && !slices.Equal(ideal, sh.desired) {
+				out = append(out, fsm.ShardPlacement{Shard: sh.shard, Voters: ideal})
+			}
+			continue
+		}
+		if !slices.Equal(ideal, sh.desired) {
+			revisions = append(revisions, revision{sh.shard, ideal, stale})
+		}
+	}
+	slices.SortStableFunc(revisions, func(a, b revision) int {
+		switch {
+		case a.draining && !b.draining:
+			return -1
+		case !a.draining && b.draining:
+			return 1
+		}
+		return 0
+	})
+	for _, r := range revisions {
+		if inFlight >= maxMoves {
+			break
+		}
+		out = append(out, fsm.ShardPlacement{Shard: r.shard, Voters: r.ideal})
+		inFlight++
+	}
+	return out
+}
+
+// planPlacement runs on the metadata leader's placement loop: it registers
+// members not yet registered (and voters of this node's shards, for a
+// cluster from before placement), then applies planShards' revisions.
+func (n *Node) planPlacement(p placementFSM) error {
+	// A new leader's FSM may not have applied what its predecessor
+	// committed (the desired voters it set last): planning on that would
+	// start moves beyond MaxConcurrentMoves. A barrier once per term.
+	if term := n.meta.Term(); n.plannedTerm.Load() != term {
+		if err := n.meta.Barrier(placementApplyTimeout); err != nil {
+			return fmt.Errorf("barrier before planning: %w", err)
+		}
+		n.plannedTerm.Store(term)
+	}
+	nodes := registry(p.Nodes())
+	for id, addr := range n.placementCandidates() {
+		if nd, ok := nodes[id]; ok && (nd.RaftAddr == addr || addr == "") {
+			continue
+		}
+		if err := n.applyMeta(&fsm.NodeRegister{ID: id, RaftAddr: addr}); err != nil {
+			return fmt.Errorf("register node %d: %w", id, err)
+		}
+		n.logger.Info("registered a node for placement", "target_node", id, "raft_addr", addr)
+	}
+	var shards []shardState
+	for _, id := range n.placementShards() {
+		sh := shardState{shard: id}
+		sh.current, sh.known = n.currentVoters(id)
+		sh.desired, sh.placed = p.ShardVoters(id)
+		shards = append(shards, sh)
+	}
+	set := fsm.PlacementSet{Shards: planShards(shards, registry(p.Nodes()), n.cfg.ReplicationFactor, n.cfg.MaxConcurrentMoves)}
+	if len(set.Shards) == 0 {
+		return nil
+	}
+	if err := n.applyMeta(&set); err != nil {
+		return fmt.Errorf("set desired voters: %w", err)
+	}
+	for _, sp := range set.Shards {
+		n.logger.Info("desired voters set", "shard", sp.Shard, "voters", sp.Voters)
+	}
+	return nil
+}
+
+// applyMeta applies a placement command through the metadata group, which
+// this node leads.
+func (n *Node) applyMeta(cmd fsm.Command) error {
+	b, err := fsm.Encode(cmd)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), placementApplyTimeout)
+	defer cancel()
+	_, err = n.meta.Apply(ctx, b, placementApplyTimeout)
+	return err
+}
