@@ -157,7 +157,13 @@ func printStatus(w io.Writer, st cluster.ClusterStatus) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "\n%d nodes, %d shards: %d under-replicated, %d moving\n", len(st.Nodes), len(st.Shards), st.UnderReplicated, st.Moving)
+	groupShards := 0
+	for _, s := range st.Shards {
+		if s.Shard != cluster.MetaShard {
+			groupShards++
+		}
+	}
+	_, err := fmt.Fprintf(w, "\n%d nodes, %d group shards and the metadata shard: %d under-replicated, %d moving\n", len(st.Nodes), groupShards, st.UnderReplicated, st.Moving)
 	return err
 }
 
