@@ -44,6 +44,7 @@ type moveView struct {
 	voters, nonvoters []int32
 	live              map[int32]bool
 	caughtUp          func(id int32) bool // true for self
+	leads             map[int32]int
 	nodes             map[int32]fsm.Node
 }
 
@@ -57,7 +58,10 @@ type moveView struct {
 //     voter is demoted (a demotion reaches it through replication, with
 //     retries; a removal may not, and a removed voter that never learns it
 //     keeps campaigning), after leadership moved to a caught-up desired
-//     voter when the surplus is the leader itself. A desired voter that is
+//     voter when the surplus is the leader itself: the one that leads
+//     fewest shards, as leadership balance would pick it, so the shard's
+//     groups see their coordinator move once and not twice. A desired
+//     voter that is
 //     dead or behind holds this back: the shard keeps every healthy voter
 //     until its replacements are healthy too;
 //  4. a non-voter nobody wants (a demoted voter among them) is removed;
@@ -89,12 +93,16 @@ func nextMove(v moveView) moveStep {
 			if id != v.self {
 				return moveStep{moveDemote, id}
 			}
-			for _, to := range v.voters {
-				if in(v.want, to) && to != v.self && v.caughtUp(to) {
-					return moveStep{moveHandOff, to}
+			to := int32(-1)
+			for _, c := range v.voters { // sorted: ties go to the lowest id
+				if in(v.want, c) && c != v.self && v.caughtUp(c) && (to < 0 || v.leads[c] < v.leads[to]) {
+					to = c
 				}
 			}
-			return moveStep{} // no desired voter at all: nothing to hand off to
+			if to < 0 {
+				return moveStep{} // no desired voter at all: nothing to hand off to
+			}
+			return moveStep{moveHandOff, to}
 		}
 	}
 	// A draining node stays a metadata read replica while it lives: it
@@ -126,7 +134,7 @@ func nextMove(v moveView) moveStep {
 // moveShard takes the next step (nextMove) of shard s, which this node
 // leads, towards its desired voters. Runs on the placement loop's
 // goroutine; each change waits for Raft up to placementApplyTimeout.
-func (n *Node) moveShard(s *Shard, p placementFSM, nodes map[int32]fsm.Node) error {
+func (n *Node) moveShard(s *Shard, p placementFSM, nodes map[int32]fsm.Node, leads map[int32]int) error {
 	want, ok := p.ShardVoters(s.ID)
 	if !ok {
 		return nil
@@ -146,6 +154,7 @@ func (n *Node) moveShard(s *Shard, p placementFSM, nodes map[int32]fsm.Node) err
 		voters: m.voters, nonvoters: m.nonvoters,
 		live:     live,
 		caughtUp: func(id int32) bool { return id == n.cfg.NodeID || s.caughtUp(serverID(id)) },
+		leads:    leads,
 		nodes:    nodes,
 	})
 	if step.kind == moveNone {
@@ -164,13 +173,30 @@ func (n *Node) moveShard(s *Shard, p placementFSM, nodes map[int32]fsm.Node) err
 		n.movesDone.Add(1)
 		return nil
 	case moveHandOff:
-		return s.Raft.LeadershipTransferToServer(id, addressOf(conf, id)).Error()
+		if err := s.Raft.LeadershipTransferToServer(id, addressOf(conf, id)).Error(); err != nil {
+			return err
+		}
+		leads[step.node]++ // the next hand-off of this round counts it
+		leads[n.cfg.NodeID]--
+		return nil
 	case moveDemote:
 		return s.Raft.DemoteVoter(id, 0, placementApplyTimeout).Error()
 	case moveRemove:
 		return s.Raft.RemoveServer(id, 0, placementApplyTimeout).Error()
 	}
 	return fmt.Errorf("unknown move step %v", step.kind)
+}
+
+// leadCounts is how many group shards each node leads, as this node
+// routes them.
+func (n *Node) leadCounts() map[int32]int {
+	counts := map[int32]int{}
+	for _, s := range n.shards {
+		if b, ok := n.LeaderOf(s.ID); ok {
+			counts[b.NodeID]++
+		}
+	}
+	return counts
 }
 
 // addressOf is server id's address in conf ("" when it is not there).

@@ -79,6 +79,16 @@ func TestNextMove(t *testing.T) {
 			want: moveStep{moveHandOff, 1},
 		},
 		{
+			name: "the hand-off goes to the desired voter that leads fewest shards",
+			v:    moveView{shard: 0, self: 3, want: []int32{1, 2, 4}, voters: []int32{1, 2, 3, 4}, live: idSet(1, 2, 3, 4), caughtUp: all, leads: map[int32]int{1: 17, 2: 16, 3: 17, 4: 0}},
+			want: moveStep{moveHandOff, 4},
+		},
+		{
+			name: "no hand-off while a desired voter is behind, however few it leads",
+			v:    moveView{shard: 0, self: 3, want: []int32{1, 2, 4}, voters: []int32{1, 2, 3, 4}, nonvoters: nil, live: idSet(1, 2, 3, 4), caughtUp: except(4), leads: map[int32]int{1: 17, 2: 16, 3: 17}},
+			want: moveStep{},
+		},
+		{
 			name: "a demoted voter is removed",
 			v:    moveView{shard: 0, self: 1, want: []int32{1, 2, 4}, voters: []int32{1, 2, 4}, nonvoters: []int32{3}, live: idSet(1, 2, 3, 4), caughtUp: all},
 			want: moveStep{moveRemove, 3},

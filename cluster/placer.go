@@ -66,11 +66,15 @@ func (n *Node) placementRound() {
 		}
 	}
 	nodes := registry(p.Nodes())
+	var leads map[int32]int
 	for _, s := range n.all {
 		if !s.IsLeader() {
 			continue
 		}
-		if err := n.moveShard(s, p, nodes); err != nil {
+		if leads == nil {
+			leads = n.leadCounts()
+		}
+		if err := n.moveShard(s, p, nodes, leads); err != nil {
 			n.logger.Warn("replica move step failed", "shard", s.ID, "error", err)
 		}
 	}
