@@ -15,8 +15,9 @@ const maxTransfersPerRound = 16
 
 // balanceLoop spreads group-shard leadership evenly over the live nodes
 // that hold replicas: every BalanceInterval a node that leads more than its
-// share hands the excess to the nodes that lead least (50 shards on 3
-// nodes end 16/17/17).
+// share hands the excess to the nodes that lead least, and one above the
+// floor hands one to a node below it (50 shards on 3 nodes end 16/17/17,
+// on 4 nodes 12 or 13 each).
 // Runs on its own goroutine until shutdown.
 func (n *Node) balanceLoop() { n.every(n.cfg.BalanceInterval, n.balanceLeaders) }
 
@@ -69,16 +70,21 @@ func (n *Node) balanceLeaders() {
 			// wait for a settled view.
 			return
 		}
-		counts[b.NodeID]++
+		if _, shares := counts[b.NodeID]; shares || b.NodeID == n.cfg.NodeID {
+			counts[b.NodeID]++ // a leader that shares no more (draining) is no target
+		}
 		if b.NodeID == n.cfg.NodeID && s.IsLeader() && !n.moving(s) {
 			mine = append(mine, s)
 		}
 	}
-	ceil := (len(n.shards) + len(live) - 1) / len(live)
-	excess := min(len(mine)-ceil, maxTransfersPerRound)
+	ids := make([]int32, len(live))
+	for i, b := range live {
+		ids[i] = b.NodeID
+	}
+	excess, limit := balanceQuota(counts, ids, n.cfg.NodeID, len(n.shards), len(mine))
 	for i := 0; i < len(mine) && excess > 0; i++ {
 		s := mine[i]
-		target, ok := leastLoaded(s, counts, ceil)
+		target, ok := leastLoaded(s, counts, limit)
 		if !ok {
 			continue
 		}
@@ -93,13 +99,36 @@ func (n *Node) balanceLeaders() {
 	}
 }
 
+// balanceQuota is how many of the mine shards this node (self) leads and
+// can hand off it gives away this round, and the count of leaderships a
+// target must lead fewer than. counts holds the leaderships of the live
+// nodes (those that share them) and self, out of shards. It is a pure
+// function:
+//   - above ceil, the excess goes, each to a node below ceil;
+//   - at most ceil but above floor while a node leads fewer than floor
+//     (13/13/13/11 of 50 on four nodes, which no node above ceil would
+//     fix), one goes to a node below floor, and this node keeps floor.
+func balanceQuota(counts map[int32]int, live []int32, self int32, shards, mine int) (excess, limit int) {
+	if len(live) == 0 {
+		return 0, 0
+	}
+	floor, ceil := shards/len(live), (shards+len(live)-1)/len(live)
+	if excess := min(mine-ceil, maxTransfersPerRound); excess > 0 {
+		return excess, ceil
+	}
+	if mine > 0 && counts[self] > floor && slices.ContainsFunc(live, func(id int32) bool { return counts[id] < floor }) {
+		return 1, floor
+	}
+	return 0, ceil
+}
+
 // leastLoaded picks the voter of s that leads fewest shards, if it leads
-// fewer than ceil.
-func leastLoaded(s *Shard, counts map[int32]int, ceil int) (target raftServer, ok bool) {
+// fewer than limit.
+func leastLoaded(s *Shard, counts map[int32]int, limit int) (target raftServer, ok bool) {
 	voters := s.otherVoters()
 	slices.SortFunc(voters, func(a, b raftServer) int { return voterCount(a, counts) - voterCount(b, counts) })
 	for _, v := range voters {
-		if c, live := counts[voterID(v)]; live && c < ceil {
+		if c, live := counts[voterID(v)]; live && c < limit {
 			return v, true
 		}
 	}

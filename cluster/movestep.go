@@ -43,7 +43,7 @@ type moveView struct {
 	want              []int32
 	voters, nonvoters []int32
 	live              map[int32]bool
-	caughtUp          func(id int32) bool // true for self
+	caughtUp          func(id int32) bool // of replicas other than self
 	leads             map[int32]int
 	nodes             map[int32]fsm.Node
 }
@@ -72,18 +72,19 @@ type moveView struct {
 // It is a pure function of v.
 func nextMove(v moveView) moveStep {
 	in := func(ids []int32, id int32) bool { return slices.Contains(ids, id) }
+	caughtUp := func(id int32) bool { return id == v.self || v.caughtUp(id) } // the leader has its own log
 	for _, id := range v.want {
 		if !in(v.voters, id) && !in(v.nonvoters, id) && v.live[id] {
 			return moveStep{moveAddNonvoter, id}
 		}
 	}
 	for _, id := range v.nonvoters {
-		if in(v.want, id) && v.caughtUp(id) {
+		if in(v.want, id) && caughtUp(id) {
 			return moveStep{movePromote, id}
 		}
 	}
 	allVote := !slices.ContainsFunc(v.want, func(id int32) bool {
-		return !in(v.voters, id) || !v.live[id] || !v.caughtUp(id)
+		return !in(v.voters, id) || !v.live[id] || !caughtUp(id)
 	})
 	if allVote {
 		for _, id := range v.voters {
@@ -93,14 +94,16 @@ func nextMove(v moveView) moveStep {
 			if id != v.self {
 				return moveStep{moveDemote, id}
 			}
+			// Desired voters are caught up (allVote); a node drained since
+			// placement desired it would only hand the shard on again.
 			to := int32(-1)
 			for _, c := range v.voters { // sorted: ties go to the lowest id
-				if in(v.want, c) && c != v.self && v.caughtUp(c) && (to < 0 || v.leads[c] < v.leads[to]) {
+				if in(v.want, c) && c != v.self && v.nodes[c].State == fsm.NodeActive && (to < 0 || v.leads[c] < v.leads[to]) {
 					to = c
 				}
 			}
 			if to < 0 {
-				return moveStep{} // no desired voter at all: nothing to hand off to
+				return moveStep{} // no active desired voter: nothing to hand off to yet
 			}
 			return moveStep{moveHandOff, to}
 		}
@@ -153,7 +156,7 @@ func (n *Node) moveShard(s *Shard, p placementFSM, nodes map[int32]fsm.Node, lea
 		shard: s.ID, self: n.cfg.NodeID, want: want,
 		voters: m.voters, nonvoters: m.nonvoters,
 		live:     live,
-		caughtUp: func(id int32) bool { return id == n.cfg.NodeID || s.caughtUp(serverID(id)) },
+		caughtUp: func(id int32) bool { return s.caughtUp(serverID(id)) },
 		leads:    leads,
 		nodes:    nodes,
 	})
@@ -176,8 +179,10 @@ func (n *Node) moveShard(s *Shard, p placementFSM, nodes map[int32]fsm.Node, lea
 		if err := s.Raft.LeadershipTransferToServer(id, addressOf(conf, id)).Error(); err != nil {
 			return err
 		}
-		leads[step.node]++ // the next hand-off of this round counts it
-		leads[n.cfg.NodeID]--
+		if s.ID != MetaShard { // leads counts group shards
+			leads[step.node]++ // the next hand-off of this round counts it
+			leads[n.cfg.NodeID]--
+		}
 		return nil
 	case moveDemote:
 		return s.Raft.DemoteVoter(id, 0, placementApplyTimeout).Error()

@@ -48,6 +48,11 @@ func TestNextMove(t *testing.T) {
 			want: moveStep{},
 		},
 		{
+			name: "a dead desired node is skipped and the next one joins",
+			v:    moveView{shard: 0, self: 1, want: []int32{1, 4, 5}, voters: []int32{1, 2, 3}, live: idSet(1, 2, 3, 5), caughtUp: all},
+			want: moveStep{moveAddNonvoter, 5},
+		},
+		{
 			name: "a caught-up desired non-voter is promoted",
 			v:    moveView{shard: 0, self: 1, want: []int32{1, 2, 4}, voters: []int32{1, 2, 3}, nonvoters: []int32{4}, live: idSet(1, 2, 3, 4), caughtUp: all},
 			want: moveStep{movePromote, 4},
@@ -75,13 +80,25 @@ func TestNextMove(t *testing.T) {
 		},
 		{
 			name: "a surplus leader hands off to a caught-up desired voter first",
-			v:    moveView{shard: 0, self: 3, want: []int32{1, 2, 4}, voters: []int32{1, 2, 3, 4}, live: idSet(1, 2, 3, 4), caughtUp: all},
+			v:    moveView{shard: 0, self: 3, want: []int32{1, 2, 4}, voters: []int32{1, 2, 3, 4}, live: idSet(1, 2, 3, 4), caughtUp: all, nodes: registered([]int32{1, 2, 4}, 3)},
 			want: moveStep{moveHandOff, 1},
 		},
 		{
 			name: "the hand-off goes to the desired voter that leads fewest shards",
-			v:    moveView{shard: 0, self: 3, want: []int32{1, 2, 4}, voters: []int32{1, 2, 3, 4}, live: idSet(1, 2, 3, 4), caughtUp: all, leads: map[int32]int{1: 17, 2: 16, 3: 17, 4: 0}},
+			v:    moveView{shard: 0, self: 3, want: []int32{1, 2, 4}, voters: []int32{1, 2, 3, 4}, live: idSet(1, 2, 3, 4), caughtUp: all, leads: map[int32]int{1: 17, 2: 16, 3: 17, 4: 0}, nodes: registered([]int32{1, 2, 3, 4})},
 			want: moveStep{moveHandOff, 4},
+		},
+		{
+			// Node 4 was removed after placement desired it: the shard
+			// would only be handed on again.
+			name: "the hand-off skips a desired voter that is draining, however few it leads",
+			v:    moveView{shard: 0, self: 3, want: []int32{1, 2, 4}, voters: []int32{1, 2, 3, 4}, live: idSet(1, 2, 3, 4), caughtUp: all, leads: map[int32]int{1: 17, 2: 16, 3: 17, 4: 0}, nodes: registered([]int32{1, 2, 3}, 4)},
+			want: moveStep{moveHandOff, 2},
+		},
+		{
+			name: "the leader counts as caught up: a surplus voter is demoted while the leader is a desired voter",
+			v:    moveView{shard: 0, self: 1, want: []int32{1, 2, 4}, voters: []int32{1, 2, 3, 4}, live: idSet(1, 2, 3, 4), caughtUp: except(1), nodes: registered([]int32{1, 2, 3, 4})},
+			want: moveStep{moveDemote, 3},
 		},
 		{
 			name: "no hand-off while a desired voter is behind, however few it leads",
@@ -112,6 +129,21 @@ func TestNextMove(t *testing.T) {
 			name: "the metadata shard gains a live registered node as a read replica",
 			v:    moveView{shard: MetaShard, self: 1, want: []int32{1, 2, 3}, voters: []int32{1, 2, 3}, live: idSet(1, 2, 3, 4), caughtUp: all, nodes: registered([]int32{1, 2, 3, 4})},
 			want: moveStep{moveAddReadReplica, 4},
+		},
+		{
+			name: "a group shard's non-voter that is not desired is removed, on an active node too",
+			v:    moveView{shard: 0, self: 1, want: []int32{1, 2, 3}, voters: []int32{1, 2, 3}, nonvoters: []int32{4}, live: idSet(1, 2, 3, 4), caughtUp: all, nodes: registered([]int32{1, 2, 3, 4})},
+			want: moveStep{moveRemove, 4},
+		},
+		{
+			name: "the metadata shard adds no read replica while a desired voter is behind",
+			v:    moveView{shard: MetaShard, self: 1, want: []int32{1, 2, 3}, voters: []int32{1, 2, 3}, live: idSet(1, 2, 3, 4), caughtUp: except(2), nodes: registered([]int32{1, 2, 3, 4})},
+			want: moveStep{},
+		},
+		{
+			name: "the metadata shard adds no read replica on a dead node",
+			v:    moveView{shard: MetaShard, self: 1, want: []int32{1, 2, 3}, voters: []int32{1, 2, 3}, live: idSet(1, 2, 3), caughtUp: all, nodes: registered([]int32{1, 2, 3, 4})},
+			want: moveStep{},
 		},
 		{
 			name: "the metadata shard keeps a live draining node as a read replica",

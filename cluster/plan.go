@@ -29,6 +29,10 @@ type shardState struct {
 //     and holds one of maxMoves slots; one moving towards a node that is no
 //     longer active is retargeted at once (it holds its slot already: a move
 //     waiting on a dead node would never end otherwise);
+//   - a shard whose leader has not reported its configuration holds a slot
+//     too, and is left alone until it reports: retargeting it would start
+//     a move beyond the limit when it was not moving (a new leader after
+//     its predecessor died, with a removed node among its desired voters);
 //   - every other shard whose desired voters are not rendezvous placement
 //     over the active nodes is revised, while slots are free: shards with a
 //     voter that is no longer active first (a removal is what an operator
@@ -37,16 +41,10 @@ type shardState struct {
 // MetaShard's non-voters are its read replicas, so they do not make it in
 // flight.
 func planShards(shards []shardState, nodes map[int32]fsm.Node, rf, maxMoves int) []fsm.ShardPlacement {
-	var active []int32
-	for id, nd := range nodes {
-		if nd.State == fsm.NodeActive {
-			active = append(active, id)
-		}
-	}
+	active := activeNodes(nodes)
 	if len(active) == 0 {
 		return nil
 	}
-	slices.Sort(active)
 	rf = min(rf, len(active))
 	inactive := func(v int32) bool { return nodes[v].State != fsm.NodeActive }
 
@@ -65,9 +63,15 @@ func planShards(shards []shardState, nodes map[int32]fsm.Node, rf, maxMoves int)
 			}
 			continue
 		}
+		if !sh.known {
+			// Unreported (a new leader reports within a round): it may be
+			// moving, so it holds a slot, and it is left as it is.
+			inFlight++
+			continue
+		}
 		ideal := placement(sh.shard, active, rf)
 		stale := slices.ContainsFunc(sh.desired, inactive)
-		if !sh.known || !slices.Equal(sh.current.voters, sh.desired) || len(sh.current.nonvoters) > 0 && sh.shard != MetaShard {
+		if !slices.Equal(sh.current.voters, sh.desired) || len(sh.current.nonvoters) > 0 && sh.shard != MetaShard {
 			inFlight++
 			if stale && !slices.Equal(ideal, sh.desired) {
 				out = append(out, fsm.ShardPlacement{Shard: sh.shard, Voters: ideal})
@@ -95,6 +99,19 @@ func planShards(shards []shardState, nodes map[int32]fsm.Node, rf, maxMoves int)
 		inFlight++
 	}
 	return out
+}
+
+// activeNodes are the registered nodes placement may place replicas on,
+// sorted.
+func activeNodes(nodes map[int32]fsm.Node) []int32 {
+	var active []int32
+	for id, nd := range nodes {
+		if nd.State == fsm.NodeActive {
+			active = append(active, id)
+		}
+	}
+	slices.Sort(active)
+	return active
 }
 
 // planPlacement runs on the metadata leader's placement loop: it registers

@@ -72,10 +72,54 @@ func TestPlanShardsRetargetsAMoveTowardsARemovedNode(t *testing.T) {
 			t.Errorf("shard %d retargeted to %v, want the active nodes 1 2 3", sp.Shard, sp.Voters)
 		}
 	}
+	// More stale moves than the limit: every one is retargeted.
+	for id := int32(4); id < 7; id++ {
+		shards = append(shards, shardState{shard: id, current: shardMembers{voters: []int32{1, 2, 3}, nonvoters: []int32{4}}, known: true, desired: []int32{1, 2, 4}, placed: true})
+	}
+	if out := planShards(shards, nodes, 3, 4); len(out) != 7 {
+		t.Errorf("%d of 7 moves retargeted with a limit of 4: %v", len(out), plannedShards(out))
+	}
+	shards = shards[:4]
 	// A move towards an active node is left to finish.
 	nodes[4] = fsm.Node{ID: 4, State: fsm.NodeActive}
 	if out := planShards(shards, nodes, 3, 4); len(out) != 0 {
 		t.Errorf("moves towards an active node retargeted: %v", out)
+	}
+}
+
+func TestPlanShardsLeavesAnUnreportedShardAlone(t *testing.T) {
+	// Shard 0's leader died and its successor has not reported yet; node 3
+	// (among its desired voters) was removed meanwhile. Shards 1 and 2 are
+	// moving. Shard 0 holds a slot and is not retargeted before its
+	// configuration is known: retargeting it made a third move with a limit
+	// of 2 (found by TestADeadNodeIsRemovedAndItsReplicasRecreated in CI).
+	nodes := registered([]int32{1, 2, 4}, 3)
+	moving := func(id int32) shardState {
+		return shardState{shard: id, current: shardMembers{voters: []int32{1, 2, 3}}, known: true, desired: []int32{1, 2, 4}, placed: true}
+	}
+	shards := []shardState{{shard: 0, desired: []int32{1, 2, 3}, placed: true}, moving(1), moving(2), settledOn(3, 1, 2, 3)}
+	if out := planShards(shards, nodes, 3, 3); len(out) != 0 {
+		t.Errorf("plan = %v, want nothing: two moves and an unreported shard fill the limit of 3", out)
+	}
+	// Once it reports, it is revised like any settled shard, within the
+	// limit.
+	shards[0] = settledOn(0, 1, 2, 3)
+	out := planShards(shards, nodes, 3, 3)
+	if len(out) != 1 || out[0].Shard != 0 {
+		t.Errorf("plan = %v, want shard 0 revised", out)
+	}
+}
+
+func TestPlanShardsCountsAShardBetweenStepsAsMoving(t *testing.T) {
+	// Voters 1 2 3 4 after a promotion, desired 1 2 4: no non-voter, but the
+	// move is not over.
+	nodes := registered([]int32{1, 2, 3, 4})
+	shards := []shardState{{shard: 0, current: shardMembers{voters: []int32{1, 2, 3, 4}}, known: true, desired: []int32{1, 2, 4}, placed: true}}
+	for id := int32(1); id < 10; id++ {
+		shards = append(shards, settledOn(id, 1, 2, 3))
+	}
+	if out := planShards(shards, nodes, 3, 2); len(out) != 1 {
+		t.Errorf("with one move between steps and a limit of 2, %d more started: %v", len(out), plannedShards(out))
 	}
 }
 
@@ -113,6 +157,7 @@ func TestPlanShardsAdoptsTheVotersOfAShardFromBeforePlacement(t *testing.T) {
 		{shard: 0, current: shardMembers{voters: []int32{1, 2, 3}}, known: true},
 		{shard: 1, known: false}, // no report yet
 		{shard: 2, current: shardMembers{voters: []int32{1, 2, 9}}, known: true}, // node 9 not registered
+		{shard: 3, known: true}, // a report with no voters
 	}
 	out := planShards(shards, nodes, 3, 4)
 	if len(out) != 1 || out[0].Shard != 0 || !slices.Equal(out[0].Voters, []int32{1, 2, 3}) {

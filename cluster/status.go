@@ -243,13 +243,17 @@ type PlacementStats struct {
 	// MovesDone counts replicas this node promoted to voter as a shard's
 	// leader (kcoord_replica_moves_total).
 	MovesDone int64
-	// UnderReplicated and MovesInFlight count, on the metadata leader (0
-	// elsewhere), the group shards with fewer live voters than desired or
-	// no known leader, and those whose configuration is not their desired
-	// voters yet (kcoord_shards_under_replicated,
-	// kcoord_replica_moves_in_flight).
+	// UnderReplicated, MovesInFlight and MovesQueued count, on the
+	// metadata leader (0 elsewhere), the shards (the metadata shard among
+	// them) with fewer live voters than desired or no known leader, those
+	// whose configuration is not their desired voters yet, and those whose
+	// desired voters are not yet placement over the active nodes (waiting
+	// behind the move limit) (kcoord_shards_under_replicated,
+	// kcoord_replica_moves_in_flight; placement has settled when all three
+	// are 0).
 	UnderReplicated int
 	MovesInFlight   int
+	MovesQueued     int
 	MetaLeader      bool
 }
 
@@ -268,8 +272,13 @@ func (n *Node) PlacementStats() PlacementStats {
 	}
 	st.MetaLeader = true
 	live := n.members.raftAddrs(n.mux.deaths)
-	for _, s := range n.shards {
+	active := activeNodes(registry(p.Nodes()))
+	rf := min(n.cfg.ReplicationFactor, len(active))
+	for _, s := range n.all {
 		desired, placed := p.ShardVoters(s.ID)
+		if len(active) > 0 && (!placed || !slices.Equal(desired, placement(s.ID, active, rf))) {
+			st.MovesQueued++
+		}
 		e, known := n.leaders.get(s.ID)
 		_, leaderKnown := n.LeaderOf(s.ID)
 		under, moving := shardHealth(s.ID, shardMembers{e.Voters, e.Nonvoters}, desired, live)

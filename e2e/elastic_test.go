@@ -17,15 +17,15 @@ import (
 )
 
 // waitPlacementSettled waits until the metadata leader among servers has no
-// shard moving or under-replicated and settled holds for the placement
-// statistics of every server in watch (the nodes being added or drained).
+// shard moving, queued for a move or under-replicated, and settled holds
+// for the placement statistics of every server.
 // It fails tb with the shards still moving when ctx ends first.
 func waitPlacementSettled(ctx context.Context, tb testing.TB, servers []*server.Server, settled func(id int32, st cluster.PlacementStats) bool) {
 	tb.Helper()
 	for {
 		done := false
 		for _, s := range servers {
-			if st := s.Node().PlacementStats(); st.MetaLeader && st.MovesInFlight == 0 && st.UnderReplicated == 0 {
+			if st := s.Node().PlacementStats(); st.MetaLeader && st.MovesInFlight == 0 && st.MovesQueued == 0 && st.UnderReplicated == 0 {
 				done = true
 			}
 		}
@@ -103,6 +103,8 @@ func TestNodesAddedAndRemovedUnderACommittingGroup(t *testing.T) {
 	var commits, failures int
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	stopLoad := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	t.Cleanup(stopLoad) // a failed wait ends the test before the load stops
 	for _, m := range members {
 		wg.Go(func() {
 			for off := int64(1); ; off++ {
@@ -140,7 +142,8 @@ func TestNodesAddedAndRemovedUnderACommittingGroup(t *testing.T) {
 	t.Logf("five nodes: %v", replicaCounts(all))
 	// The group's coordinator goes to a node that leaves, so its hand-off
 	// is part of the test.
-	coordinator := leadOnALeavingNode(t, all, group)
+	leaving := leadOnALeavingNode(t, all, group)
+	coordinator := watchCoordinator(t, all[0], group)
 
 	// 5 → 4 → 3: drain a node, then stop it.
 	for id := int32(5); id >= 4; id-- {
@@ -154,12 +157,11 @@ func TestNodesAddedAndRemovedUnderACommittingGroup(t *testing.T) {
 		all = all[:id-1]
 		t.Logf("node %d drained and stopped: %v", id, replicaCounts(all))
 	}
-	close(stop)
-	wg.Wait()
-	if moves := coordinator.stop(); moves <= 0 {
-		t.Error("the group's coordinator never moved")
-	} else {
-		t.Logf("the group's coordinator moved %d times: %v", moves, coordinator.history)
+	stopLoad()
+	history := coordinator.stop()
+	t.Logf("the group's coordinator, from its move to node %d on: %v", leaving, history)
+	if leaving > 0 && (len(history) < 2 || history[len(history)-1] > 3) {
+		t.Errorf("the group's coordinator went %v; it was to go from node %d to one of nodes 1-3", history, leaving)
 	}
 
 	// Every shard has its three voters on nodes 1-3, as placement desires,
@@ -199,32 +201,27 @@ func TestNodesAddedAndRemovedUnderACommittingGroup(t *testing.T) {
 	t.Logf("%d commits acknowledged, %d failed (and retried on the next tick)", commits, failures)
 }
 
-// coordinatorWatch records which node leads a group's shard, as node 1
+// coordinatorWatch records which node leads a group's shard, as one node
 // routes it, sampled every 20 ms.
 type coordinatorWatch struct {
 	history []int32
 	done    chan struct{}
 	wg      sync.WaitGroup
+	stopped sync.Once
 }
 
-// stop ends the watch and returns how many times the leader changed.
-func (w *coordinatorWatch) stop() int {
-	close(w.done)
-	w.wg.Wait()
-	return len(w.history) - 1
-}
-
-// leadOnALeavingNode moves the leadership of group's shard to node 5, or to
-// node 4 when 5 holds no replica of it, and starts watching the shard's
-// leader.
-func leadOnALeavingNode(t *testing.T, servers []*server.Server, group string) *coordinatorWatch {
-	t.Helper()
-	n1 := servers[0].Node()
-	shard := n1.ShardFor(group)
+// watchCoordinator starts watching the leader of group's shard through s;
+// the watch stops when the test ends, if not before.
+func watchCoordinator(t *testing.T, s *server.Server, group string) *coordinatorWatch {
+	n := s.Node()
+	shard := n.ShardFor(group)
 	w := &coordinatorWatch{done: make(chan struct{})}
-	if b, ok := n1.LeaderOf(shard); ok {
-		w.history = append(w.history, b.NodeID)
+	sample := func() {
+		if b, ok := n.LeaderOf(shard); ok && (len(w.history) == 0 || w.history[len(w.history)-1] != b.NodeID) {
+			w.history = append(w.history, b.NodeID)
+		}
 	}
+	sample()
 	w.wg.Go(func() {
 		for {
 			select {
@@ -232,40 +229,62 @@ func leadOnALeavingNode(t *testing.T, servers []*server.Server, group string) *c
 				return
 			case <-time.After(20 * time.Millisecond):
 			}
-			if b, ok := n1.LeaderOf(shard); ok && (len(w.history) == 0 || w.history[len(w.history)-1] != b.NodeID) {
-				w.history = append(w.history, b.NodeID)
-			}
+			sample()
 		}
 	})
-	var conf raft.Configuration
+	t.Cleanup(func() { w.stop() })
+	return w
+}
+
+// stop ends the watch and returns the leaders seen, in order.
+func (w *coordinatorWatch) stop() []int32 {
+	w.stopped.Do(func() { close(w.done) })
+	w.wg.Wait()
+	return w.history
+}
+
+// leadOnALeavingNode moves the leadership of group's shard to node 5, or to
+// node 4 when 5 holds no replica of it, and returns the node that leads it
+// after; 0 when neither holds one (the test then checks no hand-off).
+func leadOnALeavingNode(t *testing.T, servers []*server.Server, group string) int32 {
+	t.Helper()
+	shard := servers[0].Node().ShardFor(group)
 	var leader *cluster.Shard
 	var leaderID int32
 	for _, s := range servers {
 		if sh := s.Node().Shard(shard); sh != nil && sh.IsLeader() {
 			leader, leaderID = sh, s.Node().ID()
-			conf = sh.Raft.GetConfiguration().Configuration()
 		}
 	}
 	if leader == nil {
-		t.Logf("shard %d has no leader to move", shard)
-		return w
+		t.Fatalf("shard %d has no leader", shard)
 	}
-	for _, target := range []raft.ServerID{"5", "4"} {
+	conf := leader.Raft.GetConfiguration().Configuration()
+	for _, target := range []int32{5, 4} {
 		for _, srv := range conf.Servers {
-			if srv.ID != target || srv.Suffrage != raft.Voter {
+			if srv.ID != raft.ServerID(strconv.Itoa(int(target))) || srv.Suffrage != raft.Voter {
 				continue
 			}
-			if srv.ID == raft.ServerID(strconv.Itoa(int(leaderID))) {
-				return w // it leads already
+			if target != leaderID {
+				if err := leader.Raft.LeadershipTransferToServer(srv.ID, srv.Address).Error(); err != nil {
+					t.Fatalf("move shard %d's leadership to node %d: %v", shard, target, err)
+				}
 			}
-			if err := leader.Raft.LeadershipTransferToServer(srv.ID, srv.Address).Error(); err != nil {
-				t.Logf("move shard %d's leadership to node %s: %v", shard, target, err)
+			// The transfer is done; wait until node 1 routes to it.
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				if b, ok := servers[0].Node().LeaderOf(shard); ok && b.NodeID == target {
+					return target
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("node 1 does not route shard %d to node %d", shard, target)
+				}
+				time.Sleep(20 * time.Millisecond)
 			}
-			return w
 		}
 	}
 	t.Logf("shard %d has no replica on node 4 or 5: its coordinator moves only for balance", shard)
-	return w
+	return 0
 }
 
 // replicaCounts is each server's voting replica count, by node id.

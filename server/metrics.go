@@ -40,11 +40,11 @@ func newCollector(s *Server) *collector {
 		heldFor:     prometheus.NewDesc("kcoord_group_request_hold_seconds_total", "Total time group requests were held while their shard's leadership settled.", nil, nil),
 		holdsLapsed: prometheus.NewDesc("kcoord_group_request_holds_expired_total", "Held group requests answered because kcoord.group.election.hold.ms ran out.", nil, nil),
 		underReplicated: prometheus.NewDesc("kcoord_shards_under_replicated",
-			"Group shards with fewer live voters than placement desires, or no known leader (on the metadata leader; 0 elsewhere).", nil, nil),
+			"Shards, the metadata shard among them, with fewer live voters than placement desires, or no known leader (on the metadata leader; 0 elsewhere).", nil, nil),
 		movesTotal: prometheus.NewDesc("kcoord_replica_moves_total",
 			"Replicas this node, as a shard's leader, promoted to voter after they caught up.", nil, nil),
 		movesInFlight: prometheus.NewDesc("kcoord_replica_moves_in_flight",
-			"Group shards whose configuration is not yet their desired voters (on the metadata leader; 0 elsewhere).", nil, nil),
+			"Shards, the metadata shard among them, whose configuration is not yet their desired voters (on the metadata leader; 0 elsewhere).", nil, nil),
 	}
 }
 

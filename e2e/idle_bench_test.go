@@ -1,0 +1,72 @@
+package e2e
+
+import (
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/kcoord/kcoord/server"
+)
+
+// cpuTime is the CPU time (user and system) this process has used.
+func cpuTime(tb testing.TB) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		tb.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkIdleCPU measures what three idle in-process nodes with the
+// default 50 shards at replication factor 3 cost: the CPU time the process
+// uses over a 10 s window with no client connected, after leadership has
+// settled, as a share of one core (100 = one core busy). The nodes use
+// production Raft timings (server.DefaultConfig's), not the shortened test
+// ones, so the figure is what a deployed cluster spends.
+//
+//	go test ./e2e -run '^$' -bench IdleCPU -benchtime 1x
+func BenchmarkIdleCPU(b *testing.B) {
+	const window = 10 * time.Second
+	for b.Loop() {
+		servers := server.StartTestCluster(b, 3, func(_ int, c *server.Config) {
+			c.OffsetsTopicNumPartitions = 50
+			c.Raft = nil // production Raft and gossip timings
+		})
+		waitBalancedLeaders(b, servers, time.Minute)
+		time.Sleep(2 * time.Second) // the last transfers' aftermath
+		start, t0 := cpuTime(b), time.Now()
+		time.Sleep(window)
+		used, wall := cpuTime(b)-start, time.Since(t0)
+		share := 100 * used.Seconds() / wall.Seconds()
+		b.Logf("three idle nodes, 50 shards, RF 3: %.1f%% of one core (%v CPU in %v)", share, used.Round(time.Millisecond), wall.Round(time.Millisecond))
+		b.ReportMetric(share, "cpu%")
+	}
+}
+
+// waitBalancedLeaders waits until every server leads floor or ceil of the
+// group shards over the servers, or fails tb after within.
+func waitBalancedLeaders(tb testing.TB, servers []*server.Server, within time.Duration) {
+	tb.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		shards := len(servers[0].Node().Shards())
+		lo, hi := shards/len(servers), (shards+len(servers)-1)/len(servers)
+		ok := true
+		for _, s := range servers {
+			led := 0
+			for _, sh := range s.Node().Shards() {
+				if sh.IsLeader() {
+					led++
+				}
+			}
+			ok = ok && led >= lo && led <= hi
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("leadership not balanced within %v", within)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
