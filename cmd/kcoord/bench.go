@@ -1,12 +1,17 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kcoord/kcoord/assignors/assignbench"
+	"github.com/kcoord/kcoord/bench"
 )
 
 // newBenchCmd returns "kcoord bench", the benchmarks that compare kcoord
@@ -17,8 +22,63 @@ func newBenchCmd() *cobra.Command {
 		Short: "Run benchmarks",
 		Args:  cobra.NoArgs,
 	}
-	bench.AddCommand(newBenchAssignCmd())
+	bench.AddCommand(newBenchAssignCmd(), newBenchCommitsCmd())
 	return bench
+}
+
+// newBenchCommitsCmd returns "kcoord bench commits": the OffsetCommit
+// benchmark against any Kafka-compatible server.
+func newBenchCommitsCmd() *cobra.Command {
+	var bootstrap string
+	cfg := bench.DefaultCommitsConfig()
+	cmd := &cobra.Command{
+		Use:   "commits",
+		Short: "Measure OffsetCommit throughput and latency of any Kafka-compatible server",
+		Long: `Runs --clients franz-go clients against --bootstrap-server, each committing a
+rising offset of one partition to its own consumer group (as an admin does:
+generation -1, no member), one commit in flight per client, for --duration
+after --warmup. Prints commits per second and the p50, p99 and max latency
+of acknowledged commits; errors (after the client's own retries) are
+counted apart. It creates the topic --topic (one partition) if it is not
+there, and uses the groups --topic-0, --topic-1, ...
+
+Run it against kcoord and, in the same session, against the server you
+compare with (Kafka, Redpanda, kfake), and compare the two.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if v := os.Getenv("KCOORD_BOOTSTRAP_SERVER"); v != "" && !cmd.Flags().Changed("bootstrap-server") {
+				bootstrap = v
+			}
+			cfg.Brokers = nil
+			for _, b := range strings.Split(bootstrap, ",") {
+				if b = strings.TrimSpace(b); b != "" {
+					cfg.Brokers = append(cfg.Brokers, b)
+				}
+			}
+			if len(cfg.Brokers) == 0 {
+				return errors.New("--bootstrap-server: give at least one host:port")
+			}
+			if cfg.Duration <= 0 || cfg.Warmup < 0 {
+				return errors.New("--duration must be positive and --warmup not negative")
+			}
+			cfg.Prefix = cfg.Topic
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			r, err := bench.Commits(ctx, cfg)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), r)
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&bootstrap, "bootstrap-server", "127.0.0.1:9092", "the server's brokers, host:port,... [$KCOORD_BOOTSTRAP_SERVER]")
+	f.IntVar(&cfg.Clients, "clients", cfg.Clients, "clients committing at once, each with its own connection and group")
+	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long commits are timed")
+	f.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "how long the clients commit before timing starts")
+	f.StringVar(&cfg.Topic, "topic", cfg.Topic, "the topic committed to, and the prefix of the groups")
+	return cmd
 }
 
 // newBenchAssignCmd returns "kcoord bench assign": kcoord's

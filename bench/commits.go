@@ -1,0 +1,193 @@
+// Package bench holds the load generators `kcoord bench` runs against any
+// Kafka-compatible server, and the benchmarks and docs/benchmarks.md are
+// built on.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// CommitsConfig is one OffsetCommit benchmark run.
+type CommitsConfig struct {
+	// Brokers are the bootstrap servers, host:port.
+	Brokers []string
+	// Clients is how many clients commit at once, each with its own
+	// connection and group, one commit in flight each.
+	Clients int
+	// Duration is how long commits are timed, after Warmup.
+	Duration, Warmup time.Duration
+	// Topic is the topic committed to; it is created (one partition) if it
+	// does not exist. Prefix names the groups: Prefix-0, Prefix-1, ...
+	Topic, Prefix string
+	// Opts are added to every client's options.
+	Opts []kgo.Opt
+}
+
+// DefaultCommitsConfig is 64 clients for 10 s after a 2 s warm-up.
+func DefaultCommitsConfig() CommitsConfig {
+	return CommitsConfig{
+		Brokers:  []string{"127.0.0.1:9092"},
+		Clients:  64,
+		Duration: 10 * time.Second,
+		Warmup:   2 * time.Second,
+		Topic:    "kcoord-bench",
+		Prefix:   "kcoord-bench",
+	}
+}
+
+// CommitsResult is what a run measured.
+type CommitsResult struct {
+	Clients  int
+	Commits  int           // acknowledged in the timed window
+	Errors   int           // failed in the timed window (the client's retries included)
+	Elapsed  time.Duration // the timed window
+	P50, P99 time.Duration // of acknowledged commits
+	Max      time.Duration
+}
+
+// PerSecond is acknowledged commits per second.
+func (r CommitsResult) PerSecond() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Commits) / r.Elapsed.Seconds()
+}
+
+func (r CommitsResult) String() string {
+	return fmt.Sprintf("%d clients: %.0f commits/s, p50 %v, p99 %v, max %v (%d commits, %d errors in %v)",
+		r.Clients, r.PerSecond(), r.P50.Round(time.Microsecond), r.P99.Round(time.Microsecond), r.Max.Round(time.Microsecond),
+		r.Commits, r.Errors, r.Elapsed.Round(time.Millisecond))
+}
+
+// ErrNoCommits means no commit was acknowledged in the timed window.
+var ErrNoCommits = errors.New("bench: no commit was acknowledged")
+
+// Commits runs the OffsetCommit benchmark: every client commits a rising
+// offset of partition 0 of the topic to its own group (as a group admin
+// does: generation -1, no member), one at a time, each through franz-go's
+// usual coordinator lookup. Commits in the warm-up are not counted. It
+// returns when the duration is over or ctx ends.
+func Commits(ctx context.Context, cfg CommitsConfig) (CommitsResult, error) {
+	if cfg.Clients < 1 {
+		return CommitsResult{}, fmt.Errorf("bench: %d clients; at least 1", cfg.Clients)
+	}
+	if len(cfg.Brokers) == 0 {
+		return CommitsResult{}, errors.New("bench: no broker to connect to")
+	}
+	opts := append([]kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.RetryTimeout(10 * time.Second)}, cfg.Opts...)
+	admin, err := kgo.NewClient(opts...)
+	if err != nil {
+		return CommitsResult{}, err
+	}
+	defer admin.Close()
+	topicID, err := ensureTopic(ctx, kadm.NewClient(admin), cfg.Topic)
+	if err != nil {
+		return CommitsResult{}, err
+	}
+
+	clients := make([]*kgo.Client, cfg.Clients)
+	for i := range clients {
+		if clients[i], err = kgo.NewClient(opts...); err != nil {
+			return CommitsResult{}, err
+		}
+		defer clients[i].Close()
+	}
+	var (
+		mu        sync.Mutex
+		latencies []time.Duration
+		errs      int
+	)
+	start := time.Now().Add(cfg.Warmup)
+	end := start.Add(cfg.Duration)
+	runCtx, cancel := context.WithDeadline(ctx, end)
+	defer cancel()
+	var wg sync.WaitGroup
+	for i, cl := range clients {
+		group := fmt.Sprintf("%s-%d", cfg.Prefix, i)
+		wg.Go(func() {
+			var local []time.Duration
+			localErrs := 0
+			for offset := int64(1); runCtx.Err() == nil; offset++ {
+				t0 := time.Now()
+				err := commitOne(runCtx, cl, group, cfg.Topic, topicID, offset)
+				d := time.Since(t0)
+				if t0.Before(start) || runCtx.Err() != nil {
+					continue // warm-up, or cut short by the end
+				}
+				if err != nil {
+					localErrs++
+					continue
+				}
+				local = append(local, d)
+			}
+			mu.Lock()
+			latencies = append(latencies, local...)
+			errs += localErrs
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return CommitsResult{}, err
+	}
+	r := CommitsResult{Clients: cfg.Clients, Commits: len(latencies), Errors: errs, Elapsed: cfg.Duration}
+	if len(latencies) == 0 {
+		return r, ErrNoCommits
+	}
+	slices.Sort(latencies)
+	r.P50 = latencies[len(latencies)/2]
+	r.P99 = latencies[len(latencies)*99/100]
+	r.Max = latencies[len(latencies)-1]
+	return r, nil
+}
+
+// commitOne commits offset for partition 0 of topic to group.
+func commitOne(ctx context.Context, cl *kgo.Client, group, topic string, topicID [16]byte, offset int64) error {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.Generation = group, -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic, rt.TopicID = topic, topicID
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Partition, rp.Offset, rp.LeaderEpoch = 0, offset, -1
+	rt.Partitions = []kmsg.OffsetCommitRequestTopicPartition{rp}
+	req.Topics = []kmsg.OffsetCommitRequestTopic{rt}
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		return err
+	}
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return fmt.Errorf("bench: commit answered %d topics", len(resp.Topics))
+	}
+	return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+}
+
+// ensureTopic creates topic with one partition unless it exists, and
+// returns its id once the cluster's metadata has it.
+func ensureTopic(ctx context.Context, adm *kadm.Client, topic string) ([16]byte, error) {
+	if _, err := adm.CreateTopic(ctx, 1, -1, nil, topic); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		return [16]byte{}, fmt.Errorf("bench: create topic %s: %w", topic, err)
+	}
+	for {
+		md, err := adm.Metadata(ctx, topic)
+		if err == nil {
+			if td, ok := md.Topics[topic]; ok && td.Err == nil && len(td.Partitions) > 0 {
+				return [16]byte(td.ID), nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return [16]byte{}, fmt.Errorf("bench: topic %s not in the metadata: %w", topic, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
