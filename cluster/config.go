@@ -166,10 +166,19 @@ type Config struct {
 	// from a quorum for this long steps down. Must be <= HeartbeatTimeout.
 	// Default 250ms.
 	LeaderLeaseTimeout time.Duration
-	// CommitTimeout (wall-clock duration) is the longest a leader waits
-	// without new entries before it sends followers an AppendEntries, so they
-	// learn the commit index and apply promptly. Default 50ms.
+	// CommitTimeout (wall-clock duration) is the longest the metadata
+	// group's leader waits without new entries before it sends followers an
+	// AppendEntries, so they learn the commit index and apply promptly:
+	// every node serves the topic registry from its own replica. Default
+	// 50ms.
 	CommitTimeout time.Duration
+	// GroupCommitTimeout is CommitTimeout of the group shards. Default 1s:
+	// no one reads a group shard's follower, and while commits flow every
+	// AppendEntries carries the commit index anyway; only the last entries
+	// of a burst wait for it. At 50ms these sends to every follower of
+	// every idle shard were half of an idle cluster's CPU (they go through
+	// the follower's Raft loop and log, unlike heartbeats).
+	GroupCommitTimeout time.Duration
 
 	// SnapshotInterval (wall-clock duration) is how often each shard checks
 	// whether to snapshot (staggered randomly up to twice this). Default 120s.
@@ -229,6 +238,7 @@ func DefaultConfig() Config {
 		ElectionTimeout:    500 * time.Millisecond,
 		LeaderLeaseTimeout: 250 * time.Millisecond,
 		CommitTimeout:      50 * time.Millisecond,
+		GroupCommitTimeout: time.Second,
 		SnapshotInterval:   120 * time.Second,
 		SnapshotThreshold:  8192,
 		TrailingLogs:       10240,
@@ -269,6 +279,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.CommitTimeout == 0 {
 		c.CommitTimeout = d.CommitTimeout
+	}
+	if c.GroupCommitTimeout == 0 {
+		c.GroupCommitTimeout = d.GroupCommitTimeout
 	}
 	if c.SnapshotInterval == 0 {
 		c.SnapshotInterval = d.SnapshotInterval
@@ -376,9 +389,10 @@ func (c *Config) Validate() error {
 	if cc.TransportTimeout < 0 || cc.TransportMaxPool < 0 {
 		return bad("TransportTimeout and TransportMaxPool must not be negative")
 	}
-	rc := cc.raftConfig(MetaShard)
-	if err := raft.ValidateConfig(rc); err != nil {
-		return bad("raft: %v", err)
+	for _, shard := range []int32{MetaShard, 0} {
+		if err := raft.ValidateConfig(cc.raftConfig(shard)); err != nil {
+			return bad("raft: %v", err)
+		}
 	}
 	return nil
 }
@@ -393,6 +407,9 @@ func (c *Config) raftConfig(shard int32) *raft.Config {
 	rc.ElectionTimeout = c.ElectionTimeout
 	rc.LeaderLeaseTimeout = c.LeaderLeaseTimeout
 	rc.CommitTimeout = c.CommitTimeout
+	if shard != MetaShard {
+		rc.CommitTimeout = c.GroupCommitTimeout
+	}
 	rc.SnapshotInterval = c.SnapshotInterval
 	rc.SnapshotThreshold = c.SnapshotThreshold
 	rc.TrailingLogs = c.TrailingLogs
