@@ -3,7 +3,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 BENCH   ?= .
 PKGS    ?= ./...
 
-.PHONY: build test bench run chaos chaos-short
+.PHONY: build test bench benchmarks run chaos chaos-short
 
 # The chaos suite (needs root: network namespaces and iptables inside
 # them): a three-node cluster of bin/kcoord under the verify workload,
@@ -28,6 +28,14 @@ test:
 
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(PKGS)
+
+# docs/benchmarks.md, measured on this machine: kcoord beside kfake in one
+# run (kcoord bench report; a few minutes). BENCH_DIR is where the nodes
+# keep their data: the disk a deployment would use.
+BENCH_DIR ?= $(CURDIR)
+benchmarks: build
+	bin/kcoord bench report --dir $(BENCH_DIR) > docs/benchmarks.md.tmp
+	mv docs/benchmarks.md.tmp docs/benchmarks.md
 
 run:
 	$(GO) run ./cmd/kcoord serve

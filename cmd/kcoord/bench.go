@@ -22,8 +22,45 @@ func newBenchCmd() *cobra.Command {
 		Short: "Run benchmarks",
 		Args:  cobra.NoArgs,
 	}
-	bench.AddCommand(newBenchAssignCmd(), newBenchCommitsCmd())
+	bench.AddCommand(newBenchAssignCmd(), newBenchCommitsCmd(), newBenchReportCmd())
 	return bench
+}
+
+// newBenchReportCmd returns "kcoord bench report": docs/benchmarks.md's
+// figures, measured on this machine.
+func newBenchReportCmd() *cobra.Command {
+	var dir string
+	cfg := bench.DefaultReportConfig("")
+	cmd := &cobra.Command{
+		Use:   "report",
+		Short: "Measure kcoord beside kfake on this machine and print docs/benchmarks.md",
+		Long: `Starts, one after the other and in this process, franz-go's in-memory kfake,
+a kcoord node and a three-node kcoord cluster (50 shards, replication factor
+3, production Raft timings), runs "kcoord bench commits" against each with 64
+clients and with 1, measures the three idle nodes' CPU, and prints the
+figures as markdown, with kcoord's as ratios of kfake's and of the disk's
+fdatasync p50 in --dir. It takes about --duration × 6 + --idle + a minute.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cfg.Duration <= 0 || cfg.Idle <= 0 {
+				return errors.New("--duration and --idle must be positive")
+			}
+			d, err := os.MkdirTemp(dir, "kcoord-bench-report-")
+			if err != nil {
+				return err
+			}
+			defer os.RemoveAll(d)
+			cfg.Dir = d
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return bench.Report(ctx, cmd.OutOrStdout(), cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&dir, "dir", "", "where the nodes keep their data (default the system's temp dir; use the disk a deployment would)")
+	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long each commit measurement is timed")
+	f.DurationVar(&cfg.Idle, "idle", cfg.Idle, "how long the idle cluster's CPU is measured")
+	return cmd
 }
 
 // newBenchCommitsCmd returns "kcoord bench commits": the OffsetCommit
