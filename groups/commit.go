@@ -54,14 +54,22 @@ func (c *Coordinator) finishCommit(g *group, req CommitRequest, f raft.ApplyFutu
 	return err
 }
 
-// trackCommits counts commits in flight per partition. Called with g.mu
-// held.
+// trackCommits counts commits in flight per partition. The map goes when
+// nothing is in flight: a Go map keeps its size after deletes, and a map
+// per group of the largest commit it saw was 54 MB at 100 k groups of 10
+// partitions. Called with g.mu held.
 func (g *group) trackCommits(offsets []fsm.OffsetCommitPartition, delta int) {
+	if g.pendingCommits == nil {
+		g.pendingCommits = make(map[fsm.TopicPartition]int, len(offsets))
+	}
 	for _, o := range offsets {
 		tp := fsm.TopicPartition{Topic: o.Topic, Partition: o.Partition}
 		if g.pendingCommits[tp] += delta; g.pendingCommits[tp] <= 0 {
 			delete(g.pendingCommits, tp)
 		}
+	}
+	if len(g.pendingCommits) == 0 {
+		g.pendingCommits = nil
 	}
 }
 

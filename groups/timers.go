@@ -51,6 +51,7 @@ func (g *group) onSessionExpired(id string, tok uint64) {
 // forgotten if the member does not rejoin within its session timeout.
 // Called with g.mu held.
 func (g *group) addPending(id string, sessionTimeout time.Duration) {
+	g.memberMaps()
 	g.pending[id] = time.AfterFunc(sessionTimeout, func() {
 		g.mu.Lock()
 		defer g.mu.Unlock()
