@@ -54,8 +54,9 @@ func (f *ShardFSM) fuzzState() any {
 	}
 	offsets := make(map[string]map[TopicPartition]Offset, len(f.offsets))
 	for id, m := range f.offsets {
-		if len(m) > 0 { // an empty map holds nothing: no offsets
-			offsets[id] = m
+		if m.len() > 0 { // an empty set holds nothing: no offsets
+			offsets[id] = make(map[TopicPartition]Offset, m.len())
+			m.each(func(tp TopicPartition, o Offset) { offsets[id][tp] = o })
 		}
 	}
 	return struct {

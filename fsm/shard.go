@@ -23,7 +23,7 @@ type ShardFSM struct {
 	mu        sync.RWMutex
 	clusterID string
 	groups    map[string]Group
-	offsets   map[string]map[TopicPartition]Offset
+	offsets   map[string]*groupOffsets // never holds an empty one
 }
 
 var _ raft.FSM = (*ShardFSM)(nil)
@@ -37,7 +37,7 @@ func NewShardFSM(shard int32, logger hclog.Logger) *ShardFSM {
 		shard:   shard,
 		logger:  logger,
 		groups:  make(map[string]Group),
-		offsets: make(map[string]map[TopicPartition]Offset),
+		offsets: make(map[string]*groupOffsets),
 	}
 }
 
@@ -91,26 +91,44 @@ func (f *ShardFSM) applyOffsetCommit(c *OffsetCommit) {
 	if _, ok := f.groups[c.GroupID]; !ok {
 		f.groups[c.GroupID] = Group{ID: c.GroupID, State: StateEmpty, StateTimestamp: c.Timestamp}
 	}
+	if len(c.Offsets) == 0 {
+		return
+	}
 	m := f.offsets[c.GroupID]
 	if m == nil {
-		m = make(map[TopicPartition]Offset, len(c.Offsets))
+		m = &groupOffsets{}
 		f.offsets[c.GroupID] = m
+	}
+	for i := 0; i < len(c.Offsets); { // each run of one topic's partitions
+		j, added := i, 0
+		for ; j < len(c.Offsets) && c.Offsets[j].Topic == c.Offsets[i].Topic; j++ {
+			if _, ok := m.get(TopicPartition{Topic: c.Offsets[j].Topic, Partition: c.Offsets[j].Partition}); !ok {
+				added++
+			}
+		}
+		if added > 0 {
+			m.reserve(c.Offsets[i].Topic, added)
+		}
+		i = j
 	}
 	for _, o := range c.Offsets {
 		off := o.Offset
 		if off.CommitTimestamp == 0 {
 			off.CommitTimestamp = c.Timestamp
 		}
-		m[TopicPartition{Topic: o.Topic, Partition: o.Partition}] = off
+		m.set(TopicPartition{Topic: o.Topic, Partition: o.Partition}, off)
 	}
 }
 
 func (f *ShardFSM) applyOffsetDelete(c *OffsetDelete) {
 	m := f.offsets[c.GroupID]
-	for _, tp := range c.Partitions {
-		delete(m, tp)
+	if m == nil {
+		return
 	}
-	if m != nil && len(m) == 0 {
+	for _, tp := range c.Partitions {
+		m.remove(tp)
+	}
+	if m.len() == 0 {
 		delete(f.offsets, c.GroupID)
 	}
 }
@@ -147,7 +165,7 @@ func (f *ShardFSM) Groups() []Group {
 func (f *ShardFSM) HasOffsets(group string) bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return len(f.offsets[group]) > 0
+	return f.offsets[group].len() > 0
 }
 
 // Offsets returns a copy of every committed offset of group.
@@ -155,10 +173,8 @@ func (f *ShardFSM) Offsets(group string) map[TopicPartition]Offset {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	src := f.offsets[group]
-	out := make(map[TopicPartition]Offset, len(src))
-	for tp, o := range src {
-		out[tp] = o
-	}
+	out := make(map[TopicPartition]Offset, src.len())
+	src.each(func(tp TopicPartition, o Offset) { out[tp] = o })
 	return out
 }
 
@@ -166,8 +182,11 @@ func (f *ShardFSM) Offsets(group string) map[TopicPartition]Offset {
 func (f *ShardFSM) Offset(group string, tp TopicPartition) (Offset, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	o, ok := f.offsets[group][tp]
-	return o, ok
+	m := f.offsets[group]
+	if m == nil {
+		return Offset{}, false
+	}
+	return m.get(tp)
 }
 
 // Snapshot captures the state for raft. It runs on raft's FSM goroutine, so
@@ -180,9 +199,9 @@ func (f *ShardFSM) Snapshot() (raft.FSMSnapshot, error) {
 		s.Groups = append(s.Groups, g)
 	}
 	for group, m := range f.offsets {
-		for tp, o := range m {
+		m.each(func(tp TopicPartition, o Offset) {
 			s.Offsets = append(s.Offsets, snapshotOffset{Group: group, TopicPartition: tp, Offset: o})
-		}
+		})
 	}
 	return s, nil
 }
@@ -199,14 +218,14 @@ func (f *ShardFSM) Restore(rc io.ReadCloser) error {
 	for _, g := range s.Groups {
 		groups[g.ID] = g
 	}
-	offsets := make(map[string]map[TopicPartition]Offset)
+	offsets := make(map[string]*groupOffsets)
 	for _, o := range s.Offsets {
 		m := offsets[o.Group]
 		if m == nil {
-			m = make(map[TopicPartition]Offset)
+			m = &groupOffsets{}
 			offsets[o.Group] = m
 		}
-		m[o.TopicPartition] = o.Offset
+		m.set(o.TopicPartition, o.Offset)
 	}
 	f.mu.Lock()
 	f.clusterID, f.groups, f.offsets = s.ClusterID, groups, offsets
