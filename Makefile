@@ -34,7 +34,7 @@ bench:
 # keep their data: the disk a deployment would use.
 BENCH_DIR ?= $(CURDIR)
 benchmarks: build
-	bin/kcoord bench report --dir $(BENCH_DIR) > docs/benchmarks.md.tmp
+	bin/kcoord bench report --dir $(BENCH_DIR) > docs/benchmarks.md.tmp || { rm -f docs/benchmarks.md.tmp; exit 1; }
 	mv docs/benchmarks.md.tmp docs/benchmarks.md
 
 run:

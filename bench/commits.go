@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -109,7 +110,9 @@ func Commits(ctx context.Context, cfg CommitsConfig) (CommitsResult, error) {
 	)
 	start := time.Now().Add(cfg.Warmup)
 	end := start.Add(cfg.Duration)
-	runCtx, cancel := context.WithDeadline(ctx, end)
+	// A commit started before the end is waited for (a stall across the
+	// end counts), up to the grace.
+	runCtx, cancel := context.WithDeadline(ctx, end.Add(commitGrace))
 	defer cancel()
 	var wg sync.WaitGroup
 	for i, cl := range clients {
@@ -117,18 +120,20 @@ func Commits(ctx context.Context, cfg CommitsConfig) (CommitsResult, error) {
 		wg.Go(func() {
 			var local []time.Duration
 			localErrs := 0
-			for offset := int64(1); runCtx.Err() == nil; offset++ {
+			for offset := int64(1); time.Now().Before(end) && runCtx.Err() == nil; offset++ {
 				t0 := time.Now()
 				err := commitOne(runCtx, cl, group, cfg.Topic, topicID, offset)
 				d := time.Since(t0)
-				if t0.Before(start) || runCtx.Err() != nil {
-					continue // warm-up, or cut short by the end
-				}
 				if err != nil {
-					localErrs++
+					if !t0.Before(start) {
+						localErrs++
+					}
+					time.Sleep(errorPause) // no busy loop on a server that refuses at once
 					continue
 				}
-				local = append(local, d)
+				if !t0.Before(start) {
+					local = append(local, d)
+				}
 			}
 			mu.Lock()
 			latencies = append(latencies, local...)
@@ -145,11 +150,25 @@ func Commits(ctx context.Context, cfg CommitsConfig) (CommitsResult, error) {
 		return r, ErrNoCommits
 	}
 	slices.Sort(latencies)
-	r.P50 = latencies[len(latencies)/2]
-	r.P99 = latencies[len(latencies)*99/100]
-	r.Max = latencies[len(latencies)-1]
+	r.P50, r.P99, r.Max = quantile(latencies, 0.50), quantile(latencies, 0.99), latencies[len(latencies)-1]
 	return r, nil
 }
+
+// quantile is the nearest-rank q-quantile of sorted, which is not empty.
+func quantile(sorted []time.Duration, q float64) time.Duration {
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+const (
+	// commitGrace is how long a commit started before the end of the
+	// timed window may take and still count.
+	commitGrace = 10 * time.Second
+	// errorPause is how long a client waits after a failed commit.
+	errorPause = 10 * time.Millisecond
+	// topicWait bounds the wait for the benchmark's topic to appear.
+	topicWait = 30 * time.Second
+)
 
 // commitOne commits offset for partition 0 of topic to group.
 func commitOne(ctx context.Context, cl *kgo.Client, group, topic string, topicID [16]byte, offset int64) error {
@@ -174,19 +193,29 @@ func commitOne(ctx context.Context, cl *kgo.Client, group, topic string, topicID
 // ensureTopic creates topic with one partition unless it exists, and
 // returns its id once the cluster's metadata has it.
 func ensureTopic(ctx context.Context, adm *kadm.Client, topic string) ([16]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, topicWait)
+	defer cancel()
 	if _, err := adm.CreateTopic(ctx, 1, -1, nil, topic); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return [16]byte{}, fmt.Errorf("bench: create topic %s: %w", topic, err)
 	}
 	for {
 		md, err := adm.Metadata(ctx, topic)
 		if err == nil {
-			if td, ok := md.Topics[topic]; ok && td.Err == nil && len(td.Partitions) > 0 {
+			td, ok := md.Topics[topic]
+			switch {
+			case !ok:
+				err = errors.New("not in the metadata")
+			case td.Err != nil:
+				err = td.Err
+			case len(td.Partitions) == 0:
+				err = errors.New("no partitions in the metadata")
+			default:
 				return [16]byte(td.ID), nil
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return [16]byte{}, fmt.Errorf("bench: topic %s not in the metadata: %w", topic, ctx.Err())
+			return [16]byte{}, fmt.Errorf("bench: topic %s not usable after %v: %w", topic, topicWait, err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

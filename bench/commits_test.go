@@ -48,3 +48,16 @@ func TestCommitsRefusesNoClients(t *testing.T) {
 		t.Error("0 clients accepted")
 	}
 }
+
+func TestQuantileIsNearestRank(t *testing.T) {
+	var d []time.Duration
+	for i := 1; i <= 100; i++ {
+		d = append(d, time.Duration(i))
+	}
+	if p99, p50 := quantile(d, 0.99), quantile(d, 0.5); p99 != 99 || p50 != 50 {
+		t.Errorf("p99 %d, p50 %d of 1..100; want 99 and 50", p99, p50)
+	}
+	if got := quantile(d[:1], 0.99); got != 1 {
+		t.Errorf("p99 of one sample = %d", got)
+	}
+}

@@ -21,7 +21,7 @@ func startTestCluster(t *testing.T, n int, shards int32) []*testNode {
 		cfg.HeartbeatTimeout = 200 * time.Millisecond
 		cfg.ElectionTimeout = 200 * time.Millisecond
 		cfg.LeaderLeaseTimeout = 100 * time.Millisecond
-		cfg.CommitTimeout = 10 * time.Millisecond
+		cfg.CommitTimeout, cfg.GroupCommitTimeout = 10*time.Millisecond, 10*time.Millisecond
 		cfg.TransportTimeout = 2 * time.Second
 		nodes[i] = startTestNode(t, cfg)
 	}

@@ -172,12 +172,16 @@ type Config struct {
 	// every node serves the topic registry from its own replica. Default
 	// 50ms.
 	CommitTimeout time.Duration
-	// GroupCommitTimeout is CommitTimeout of the group shards. Default 1s:
-	// no one reads a group shard's follower, and while commits flow every
-	// AppendEntries carries the commit index anyway; only the last entries
-	// of a burst wait for it. At 50ms these sends to every follower of
-	// every idle shard were half of an idle cluster's CPU (they go through
-	// the follower's Raft loop and log, unlike heartbeats).
+	// GroupCommitTimeout is CommitTimeout of the group shards. Default
+	// 500ms: no one reads a group shard's follower, and while commits flow
+	// every AppendEntries carries the commit index anyway; only the last
+	// entries of a burst wait for it. At 50ms these sends to every follower
+	// of every idle shard were half of an idle cluster's CPU (they go
+	// through the follower's Raft loop and log, unlike heartbeats). It is
+	// also when hashicorp/raft retries a failed send to a follower if no new
+	// entry comes: a commit that needs that follower for its quorum (one
+	// voter down) waits up to twice it after a broken connection, which is
+	// why it is not longer.
 	GroupCommitTimeout time.Duration
 
 	// SnapshotInterval (wall-clock duration) is how often each shard checks
@@ -238,7 +242,7 @@ func DefaultConfig() Config {
 		ElectionTimeout:    500 * time.Millisecond,
 		LeaderLeaseTimeout: 250 * time.Millisecond,
 		CommitTimeout:      50 * time.Millisecond,
-		GroupCommitTimeout: time.Second,
+		GroupCommitTimeout: 500 * time.Millisecond,
 		SnapshotInterval:   120 * time.Second,
 		SnapshotThreshold:  8192,
 		TrailingLogs:       10240,
@@ -385,6 +389,9 @@ func (c *Config) Validate() error {
 	}
 	if cc.SnapshotRetain < 1 {
 		return bad("SnapshotRetain %d must be at least 1", cc.SnapshotRetain)
+	}
+	if cc.GroupCommitTimeout < time.Millisecond {
+		return bad("GroupCommitTimeout %v must be at least 1ms", cc.GroupCommitTimeout)
 	}
 	if cc.TransportTimeout < 0 || cc.TransportMaxPool < 0 {
 		return bad("TransportTimeout and TransportMaxPool must not be negative")

@@ -265,7 +265,7 @@ func gossipConfig(t testing.TB, dir string, nodeID int32, shards int32) Config {
 	cfg.HeartbeatTimeout = 200 * time.Millisecond
 	cfg.ElectionTimeout = 200 * time.Millisecond
 	cfg.LeaderLeaseTimeout = 100 * time.Millisecond
-	cfg.CommitTimeout = 10 * time.Millisecond
+	cfg.CommitTimeout, cfg.GroupCommitTimeout = 10*time.Millisecond, 10*time.Millisecond
 	cfg.TransportTimeout = 2 * time.Second
 	cfg.GossipProbeInterval = 200 * time.Millisecond
 	cfg.GossipPushPullInterval = time.Second
