@@ -54,10 +54,11 @@ func (f *ShardFSM) fuzzState() any {
 	}
 	offsets := make(map[string]map[TopicPartition]Offset, len(f.offsets))
 	for id, m := range f.offsets {
-		if m.len() > 0 { // an empty set holds nothing: no offsets
-			offsets[id] = make(map[TopicPartition]Offset, m.len())
-			m.each(func(tp TopicPartition, o Offset) { offsets[id][tp] = o })
+		if err := m.check(); err != nil {
+			panic(fmt.Sprintf("group %q: %v", id, err))
 		}
+		offsets[id] = make(map[TopicPartition]Offset, m.len())
+		m.each(func(tp TopicPartition, o Offset) { offsets[id][tp] = o })
 	}
 	return struct {
 		ClusterID string

@@ -49,32 +49,128 @@ func (t *topicOffsets) partition(p int32) (int, bool) {
 	return slices.BinarySearchFunc(t.parts, p, func(po partitionOffset, p int32) int { return cmp.Compare(po.partition, p) })
 }
 
-// set stores o as tp's offset, replacing any.
-func (g *groupOffsets) set(tp TopicPartition, o Offset) {
-	i, ok := g.topic(tp.Topic)
-	if !ok {
-		g.topics = slices.Insert(g.topics, i, topicOffsets{topic: tp.Topic})
-	}
-	t := &g.topics[i]
-	j, ok := t.partition(tp.Partition)
-	if ok {
-		t.parts[j] = packOffset(tp.Partition, o)
-		return
-	}
-	t.parts = slices.Insert(t.parts, j, packOffset(tp.Partition, o))
-	g.n++
+// tpOffset is one offset of a batch for setAll.
+type tpOffset struct {
+	tp TopicPartition
+	o  Offset
 }
 
-// reserve makes room for n partitions of topic that it does not hold yet,
-// so a commit of many new partitions grows the topic's slice once, to its
-// size (append's doubling left a third of it empty).
-func (g *groupOffsets) reserve(topic string, n int) {
-	i, ok := g.topic(topic)
-	if !ok {
-		g.topics = slices.Insert(g.topics, i, topicOffsets{topic: topic})
+// compareTP orders by topic, then partition.
+func compareTP(a, b TopicPartition) int {
+	if c := cmp.Compare(a.Topic, b.Topic); c != 0 {
+		return c
 	}
-	g.topics[i].parts = slices.Grow(g.topics[i].parts, n)
+	return cmp.Compare(a.Partition, b.Partition)
 }
+
+// sortBatch sorts batch by partition and keeps the last offset given for
+// each (as applying them one by one would); it reorders batch in place.
+func sortBatch(batch []tpOffset) []tpOffset {
+	slices.SortStableFunc(batch, func(a, b tpOffset) int { return compareTP(a.tp, b.tp) })
+	out := batch[:0]
+	for i, e := range batch {
+		if i+1 < len(batch) && batch[i+1].tp == e.tp {
+			continue // a later one replaces it
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// setAll stores every offset of batch, which sortBatch has sorted, with
+// one merge per topic: a commit of many partitions in any order costs
+// their sort, not a shift of the slice per partition.
+func (g *groupOffsets) setAll(batch []tpOffset) {
+	for i := 0; i < len(batch); {
+		j := i + 1
+		for j < len(batch) && batch[j].tp.Topic == batch[i].tp.Topic {
+			j++
+		}
+		g.mergeTopic(batch[i].tp.Topic, batch[i:j])
+		i = j
+	}
+}
+
+// mergeTopic merges run, one topic's sorted offsets, into that topic.
+// Offsets of partitions it holds are replaced in place; new ones make a
+// slice of exactly the size needed.
+func (g *groupOffsets) mergeTopic(topic string, run []tpOffset) {
+	ti, ok := g.topic(topic)
+	if !ok {
+		g.topics = slices.Insert(g.topics, ti, topicOffsets{topic: topic})
+	}
+	t := &g.topics[ti]
+	added := 0
+	for i, k := 0, 0; k < len(run); {
+		switch {
+		case i < len(t.parts) && t.parts[i].partition < run[k].tp.Partition:
+			i++
+		case i < len(t.parts) && t.parts[i].partition == run[k].tp.Partition:
+			t.parts[i] = packOffset(run[k].tp.Partition, run[k].o)
+			i, k = i+1, k+1
+		default:
+			added, k = added+1, k+1
+		}
+	}
+	if added == 0 {
+		return
+	}
+	merged := make([]partitionOffset, 0, len(t.parts)+added)
+	i, k := 0, 0
+	for i < len(t.parts) || k < len(run) {
+		switch {
+		case k == len(run) || i < len(t.parts) && t.parts[i].partition < run[k].tp.Partition:
+			merged = append(merged, t.parts[i])
+			i++
+		case i < len(t.parts) && t.parts[i].partition == run[k].tp.Partition:
+			merged = append(merged, t.parts[i]) // replaced above
+			i, k = i+1, k+1
+		default:
+			merged = append(merged, packOffset(run[k].tp.Partition, run[k].o))
+			k++
+		}
+	}
+	t.parts = merged
+	g.n += added
+}
+
+// removeAll deletes the offsets of tps (sorted by compareTP, any may be
+// missing), one pass per topic, and the topics left with none.
+func (g *groupOffsets) removeAll(tps []TopicPartition) {
+	for i := 0; i < len(tps); {
+		j := i + 1
+		for j < len(tps) && tps[j].Topic == tps[i].Topic {
+			j++
+		}
+		if ti, ok := g.topic(tps[i].Topic); ok {
+			t := &g.topics[ti]
+			kept := t.parts[:0]
+			k := i
+			for _, p := range t.parts {
+				for k < j && tps[k].Partition < p.partition {
+					k++
+				}
+				if k < j && tps[k].Partition == p.partition {
+					g.n--
+					continue
+				}
+				kept = append(kept, p)
+			}
+			clear(t.parts[len(kept):])
+			t.parts = kept
+			if len(t.parts) == 0 {
+				g.topics = slices.Delete(g.topics, ti, ti+1)
+			}
+		}
+		i = j
+	}
+}
+
+// set stores o as tp's offset, replacing any.
+func (g *groupOffsets) set(tp TopicPartition, o Offset) { g.setAll([]tpOffset{{tp, o}}) }
+
+// remove deletes tp's offset, if any.
+func (g *groupOffsets) remove(tp TopicPartition) { g.removeAll([]TopicPartition{tp}) }
 
 // get returns tp's offset.
 func (g *groupOffsets) get(tp TopicPartition) (Offset, bool) {
@@ -88,24 +184,6 @@ func (g *groupOffsets) get(tp TopicPartition) (Offset, bool) {
 		return Offset{}, false
 	}
 	return t.parts[j].unpack(), true
-}
-
-// remove deletes tp's offset, if any, and a topic left with none.
-func (g *groupOffsets) remove(tp TopicPartition) {
-	i, ok := g.topic(tp.Topic)
-	if !ok {
-		return
-	}
-	t := &g.topics[i]
-	j, ok := t.partition(tp.Partition)
-	if !ok {
-		return
-	}
-	t.parts = slices.Delete(t.parts, j, j+1)
-	g.n--
-	if len(t.parts) == 0 {
-		g.topics = slices.Delete(g.topics, i, i+1)
-	}
 }
 
 // len is how many offsets g holds (0 for nil).

@@ -1,9 +1,11 @@
 package fsm
 
 import (
+	"cmp"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
 )
 
@@ -80,10 +82,11 @@ func BenchmarkOffsetsMemory(b *testing.B) {
 			all := make(map[string]*groupOffsets, groups)
 			for i := range groups {
 				g := &groupOffsets{}
-				g.reserve("orders", partitions) // as applyOffsetCommit does
+				batch := make([]tpOffset, 0, partitions)
 				for p := range int32(partitions) {
-					g.set(TopicPartition{Topic: "orders", Partition: p}, o)
+					batch = append(batch, tpOffset{TopicPartition{Topic: "orders", Partition: p}, o})
 				}
+				g.setAll(sortBatch(batch)) // as applyOffsetCommit does
 				all[fmt.Sprint("group-", i)] = g
 			}
 			b.ReportMetric(float64(heap()-before)/(groups*partitions), "B/offset")
@@ -119,4 +122,73 @@ func TestRecommittingDoesNotGrowTheOffsets(t *testing.T) {
 	if got := cap(f.offsets["g"].topics[0].parts); got != 10 {
 		t.Errorf("after 100 commits of the same 10 partitions the slice holds %d", got)
 	}
+}
+
+// A commit (and a delete) of many partitions in any order, with duplicates
+// and a topic's partitions in several runs, stores what applying them one
+// by one into a map would, in one merge per topic (a shift per partition
+// made 40 000 partitions in random order take most of a second).
+func TestLargeCommitsInAnyOrder(t *testing.T) {
+	f := NewShardFSM(0, nil)
+	rng := rand.New(rand.NewPCG(3, 4))
+	model := map[TopicPartition]Offset{}
+	for round := range 3 {
+		commit := &OffsetCommit{GroupID: "big", Timestamp: int64(round + 1)}
+		for i := range 40_000 {
+			tp := TopicPartition{Topic: []string{"a", "b"}[i%2], Partition: int32(rng.IntN(30_000))}
+			o := Offset{Offset: int64(i), CommitTimestamp: int64(round + 1)}
+			commit.Offsets = append(commit.Offsets, OffsetCommitPartition{Topic: tp.Topic, Partition: tp.Partition, Offset: o})
+			model[tp] = o // the last one given wins
+		}
+		f.applyOffsetCommit(commit)
+	}
+	del := &OffsetDelete{GroupID: "big"}
+	for range 20_000 {
+		tp := TopicPartition{Topic: []string{"a", "b", "c"}[rng.IntN(3)], Partition: int32(rng.IntN(30_000))}
+		del.Partitions = append(del.Partitions, tp)
+		delete(model, tp)
+	}
+	f.applyOffsetDelete(del)
+	got := f.Offsets("big")
+	if len(got) != len(model) || f.offsets["big"].len() != len(model) {
+		t.Fatalf("%d offsets (count %d), want %d", len(got), f.offsets["big"].len(), len(model))
+	}
+	for tp, o := range model {
+		if got[tp] != o {
+			t.Fatalf("%v = %+v, want %+v", tp, got[tp], o)
+		}
+	}
+	for _, tt := range f.offsets["big"].topics {
+		if !slices.IsSortedFunc(tt.parts, func(a, b partitionOffset) int { return cmp.Compare(a.partition, b.partition) }) {
+			t.Errorf("topic %s's partitions are not sorted", tt.topic)
+		}
+	}
+}
+
+// check reports a broken invariant of g: a group in the FSM holds at least
+// one offset, no topic is empty, topics and partitions are sorted and
+// unique, and n counts them.
+func (g *groupOffsets) check() error {
+	if g.len() == 0 {
+		return fmt.Errorf("an empty offsets set is kept")
+	}
+	n := 0
+	for i, t := range g.topics {
+		if len(t.parts) == 0 {
+			return fmt.Errorf("topic %q has no partitions", t.topic)
+		}
+		if i > 0 && g.topics[i-1].topic >= t.topic {
+			return fmt.Errorf("topics %q, %q out of order", g.topics[i-1].topic, t.topic)
+		}
+		for j, p := range t.parts {
+			if j > 0 && t.parts[j-1].partition >= p.partition {
+				return fmt.Errorf("topic %q: partitions %d, %d out of order", t.topic, t.parts[j-1].partition, p.partition)
+			}
+		}
+		n += len(t.parts)
+	}
+	if n != g.n {
+		return fmt.Errorf("counts %d offsets, holds %d", g.n, n)
+	}
+	return nil
 }

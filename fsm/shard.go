@@ -1,8 +1,10 @@
 package fsm
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"sync"
 
@@ -99,25 +101,15 @@ func (f *ShardFSM) applyOffsetCommit(c *OffsetCommit) {
 		m = &groupOffsets{}
 		f.offsets[c.GroupID] = m
 	}
-	for i := 0; i < len(c.Offsets); { // each run of one topic's partitions
-		j, added := i, 0
-		for ; j < len(c.Offsets) && c.Offsets[j].Topic == c.Offsets[i].Topic; j++ {
-			if _, ok := m.get(TopicPartition{Topic: c.Offsets[j].Topic, Partition: c.Offsets[j].Partition}); !ok {
-				added++
-			}
-		}
-		if added > 0 {
-			m.reserve(c.Offsets[i].Topic, added)
-		}
-		i = j
-	}
-	for _, o := range c.Offsets {
+	batch := make([]tpOffset, len(c.Offsets))
+	for i, o := range c.Offsets {
 		off := o.Offset
 		if off.CommitTimestamp == 0 {
 			off.CommitTimestamp = c.Timestamp
 		}
-		m.set(TopicPartition{Topic: o.Topic, Partition: o.Partition}, off)
+		batch[i] = tpOffset{TopicPartition{Topic: o.Topic, Partition: o.Partition}, off}
 	}
+	m.setAll(sortBatch(batch))
 }
 
 func (f *ShardFSM) applyOffsetDelete(c *OffsetDelete) {
@@ -125,9 +117,9 @@ func (f *ShardFSM) applyOffsetDelete(c *OffsetDelete) {
 	if m == nil {
 		return
 	}
-	for _, tp := range c.Partitions {
-		m.remove(tp)
-	}
+	tps := slices.Clone(c.Partitions) // the command's slice stays as decoded
+	slices.SortFunc(tps, compareTP)
+	m.removeAll(slices.Compact(tps))
 	if m.len() == 0 {
 		delete(f.offsets, c.GroupID)
 	}
@@ -218,14 +210,29 @@ func (f *ShardFSM) Restore(rc io.ReadCloser) error {
 	for _, g := range s.Groups {
 		groups[g.ID] = g
 	}
-	offsets := make(map[string]*groupOffsets)
-	for _, o := range s.Offsets {
-		m := offsets[o.Group]
-		if m == nil {
-			m = &groupOffsets{}
-			offsets[o.Group] = m
+	// Persist writes offsets sorted; a JSON snapshot of an older release
+	// may not be, so they are sorted (stably: a later duplicate wins) and
+	// merged a group at a time.
+	slices.SortStableFunc(s.Offsets, func(a, b snapshotOffset) int {
+		if c := cmp.Compare(a.Group, b.Group); c != 0 {
+			return c
 		}
-		m.set(o.TopicPartition, o.Offset)
+		return compareTP(a.TopicPartition, b.TopicPartition)
+	})
+	offsets := make(map[string]*groupOffsets)
+	for i := 0; i < len(s.Offsets); {
+		j := i + 1
+		for j < len(s.Offsets) && s.Offsets[j].Group == s.Offsets[i].Group {
+			j++
+		}
+		batch := make([]tpOffset, 0, j-i)
+		for _, o := range s.Offsets[i:j] {
+			batch = append(batch, tpOffset{o.TopicPartition, o.Offset})
+		}
+		m := &groupOffsets{}
+		m.setAll(sortBatch(batch))
+		offsets[s.Offsets[i].Group] = m
+		i = j
 	}
 	f.mu.Lock()
 	f.clusterID, f.groups, f.offsets = s.ClusterID, groups, offsets
