@@ -1,0 +1,112 @@
+package e2e
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// residentMB is a process's resident memory (VmRSS), in MiB.
+func residentMB(pid int) (float64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			return kb / 1024, err
+		}
+	}
+	return 0, errors.New("no VmRSS in /proc status")
+}
+
+// BenchmarkLargeState measures a three-process cluster (50 shards, RF 3)
+// holding 100 k groups × 10 partitions of committed offsets (1 M offsets,
+// every one on every node): each node's resident memory after the fill,
+// and the time a node restarted with SIGTERM takes to be ready again. One
+// iteration is the whole scenario:
+//
+//	go test ./e2e -run '^$' -bench LargeState -benchtime 1x -timeout 20m
+func BenchmarkLargeState(b *testing.B) {
+	const (
+		groups     = 100_000
+		partitions = 10
+		fillers    = 32
+	)
+	for b.Loop() {
+		ctx := testContext(b, 15*time.Minute)
+		procs := startProcCluster(ctx, b, 3, "-c", "offsets.topic.num.partitions=50")
+		seeds := []string{procs[0].kafka, procs[1].kafka, procs[2].kafka}
+		const topic = "large"
+		topicID := createTopic(ctx, b, newAdmin(b, seeds[0]), topic, partitions)
+
+		start := time.Now()
+		var wg sync.WaitGroup
+		var failed sync.Once
+		for w := range fillers {
+			cl := newClient(b, seeds[0], kgo.SeedBrokers(seeds...))
+			wg.Go(func() {
+				for i := w; i < groups; i += fillers {
+					req := kmsg.NewPtrOffsetCommitRequest()
+					req.Group, req.Generation = fmt.Sprintf("large-%d", i), -1
+					rt := kmsg.NewOffsetCommitRequestTopic()
+					rt.Topic, rt.TopicID = topic, topicID
+					for p := range int32(partitions) {
+						rp := kmsg.NewOffsetCommitRequestTopicPartition()
+						rp.Partition, rp.Offset, rp.LeaderEpoch = p, int64(i), -1
+						rt.Partitions = append(rt.Partitions, rp)
+					}
+					req.Topics = []kmsg.OffsetCommitRequestTopic{rt}
+					resp, err := req.RequestWith(ctx, cl)
+					if err == nil {
+						err = kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+					}
+					if err != nil {
+						failed.Do(func() { b.Errorf("commit to large-%d: %v", i, err) })
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if b.Failed() {
+			return
+		}
+		fill := time.Since(start)
+		time.Sleep(5 * time.Second) // followers apply, the last batches settle
+		var rss []float64
+		for _, p := range procs {
+			mb, err := residentMB(p.cmd.Process.Pid)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rss = append(rss, mb)
+		}
+
+		// A planned restart of node 3: SIGTERM, start, ready.
+		procs[2].stop(syscall.SIGTERM)
+		t0 := time.Now()
+		procs[2].start(ctx)
+		restart := time.Since(t0)
+
+		b.Logf("filled %d groups × %d partitions in %v (%.0f group commits/s); resident memory per node %.0f / %.0f / %.0f MiB; node 3 ready %v after its restart",
+			groups, partitions, fill.Round(time.Millisecond), groups/fill.Seconds(), rss[0], rss[1], rss[2], restart.Round(time.Millisecond))
+		b.ReportMetric(max(rss[0], rss[1], rss[2]), "max-rss-MiB")
+		b.ReportMetric(restart.Seconds(), "restart-s")
+		b.ReportMetric(groups/fill.Seconds(), "fill-groups/s")
+	}
+}
