@@ -122,7 +122,7 @@ func Commits(ctx context.Context, cfg CommitsConfig) (CommitsResult, error) {
 			localErrs := 0
 			for offset := int64(1); time.Now().Before(end) && runCtx.Err() == nil; offset++ {
 				t0 := time.Now()
-				err := commitOne(runCtx, cl, group, cfg.Topic, topicID, offset)
+				err := CommitOffset(runCtx, cl, group, cfg.Topic, topicID, offset)
 				d := time.Since(t0)
 				if err != nil {
 					if !t0.Before(start) {
@@ -170,8 +170,10 @@ const (
 	topicWait = 30 * time.Second
 )
 
-// commitOne commits offset for partition 0 of topic to group.
-func commitOne(ctx context.Context, cl *kgo.Client, group, topic string, topicID [16]byte, offset int64) error {
+// CommitOffset commits offset for partition 0 of topic to group as a
+// group admin does (generation -1, no member) and returns the error the
+// partition got, if any. The benchmarks of package e2e use it too.
+func CommitOffset(ctx context.Context, cl *kgo.Client, group, topic string, topicID [16]byte, offset int64) error {
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group, req.Generation = group, -1
 	rt := kmsg.NewOffsetCommitRequestTopic()

@@ -174,7 +174,7 @@ func startKcoord(ctx context.Context, cfg ReportConfig, n int) (target, error) {
 		brokers = append(brokers, s.KafkaAddr().String())
 	}
 	if n > 1 {
-		if err := waitSpread(rctx, servers); err != nil {
+		if err := WaitLeadersSpread(rctx, servers); err != nil {
 			stop()
 			return target{}, err
 		}
@@ -186,8 +186,9 @@ func startKcoord(ctx context.Context, cfg ReportConfig, n int) (target, error) {
 	return target{name, brokers, stop}, nil
 }
 
-// waitSpread waits until every server leads floor or ceil of the shards.
-func waitSpread(ctx context.Context, servers []*server.Server) error {
+// WaitLeadersSpread waits until every server leads floor or ceil of the
+// group shards over the servers, as leadership balance leaves them.
+func WaitLeadersSpread(ctx context.Context, servers []*server.Server) error {
 	for {
 		shards := len(servers[0].Node().Shards())
 		lo, hi := shards/len(servers), (shards+len(servers)-1)/len(servers)

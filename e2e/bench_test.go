@@ -10,11 +10,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcoord/kcoord/bench"
 	"github.com/kcoord/kcoord/server"
 )
 
@@ -63,22 +62,7 @@ func benchOffsetCommit(b *testing.B, addr string, more ...string) {
 	}
 	var offset atomic.Int64
 	commit := func(cl *kgo.Client, group string) error {
-		req := kmsg.NewPtrOffsetCommitRequest()
-		req.Group, req.Generation = group, -1
-		rt := kmsg.NewOffsetCommitRequestTopic()
-		rt.Topic, rt.TopicID = topic, topicID
-		rp := kmsg.NewOffsetCommitRequestTopicPartition()
-		rp.Partition, rp.Offset, rp.LeaderEpoch = 0, offset.Add(1), -1
-		rt.Partitions = []kmsg.OffsetCommitRequestTopicPartition{rp}
-		req.Topics = []kmsg.OffsetCommitRequestTopic{rt}
-		resp, err := req.RequestWith(ctx, cl)
-		if err != nil {
-			return err
-		}
-		if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
-			return fmt.Errorf("commit response has %d topics", len(resp.Topics))
-		}
-		return kerr.ErrorForCode(resp.Topics[0].Partitions[0].ErrorCode)
+		return bench.CommitOffset(ctx, cl, group, topic, topicID, offset.Add(1))
 	}
 	group := func(i int) string { return fmt.Sprintf("bench-group-%d", i) }
 	var warm sync.WaitGroup

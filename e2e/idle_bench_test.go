@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"context"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/kcoord/kcoord/bench"
 	"github.com/kcoord/kcoord/cluster"
 	"github.com/kcoord/kcoord/server"
 )
@@ -50,7 +52,11 @@ func benchIdleCPU(b *testing.B, mutate func(*cluster.Config)) {
 		c.OffsetsTopicNumPartitions = 50
 		c.Raft = mutate // production Raft and gossip timings otherwise
 	})
-	waitBalancedLeaders(b, servers, time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := bench.WaitLeadersSpread(ctx, servers); err != nil {
+		b.Fatal(err)
+	}
 	time.Sleep(2 * time.Second) // the last transfers' aftermath
 	start, t0 := cpuTime(b), time.Now()
 	time.Sleep(window)
@@ -60,33 +66,5 @@ func benchIdleCPU(b *testing.B, mutate func(*cluster.Config)) {
 	b.ReportMetric(share, "cpu%")
 	for _, s := range servers {
 		_ = s.Kill()
-	}
-}
-
-// waitBalancedLeaders waits until every server leads floor or ceil of the
-// group shards over the servers, or fails tb after within.
-func waitBalancedLeaders(tb testing.TB, servers []*server.Server, within time.Duration) {
-	tb.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		shards := len(servers[0].Node().Shards())
-		lo, hi := shards/len(servers), (shards+len(servers)-1)/len(servers)
-		ok := true
-		for _, s := range servers {
-			led := 0
-			for _, sh := range s.Node().Shards() {
-				if sh.IsLeader() {
-					led++
-				}
-			}
-			ok = ok && led >= lo && led <= hi
-		}
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("leadership not balanced within %v", within)
-		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
