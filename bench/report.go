@@ -222,17 +222,18 @@ func idleCPU(ctx context.Context, d time.Duration) (float64, error) {
 		return 0, ctx.Err()
 	case <-time.After(2 * time.Second):
 	}
-	before, t0 := processCPU(), time.Now()
+	before, t0 := ProcessCPU(), time.Now()
 	select {
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	case <-time.After(d):
 	}
-	return 100 * (processCPU() - before).Seconds() / time.Since(t0).Seconds(), nil
+	return 100 * (ProcessCPU() - before).Seconds() / time.Since(t0).Seconds(), nil
 }
 
-// processCPU is the user and system CPU time this process has used.
-func processCPU() time.Duration {
+// ProcessCPU is the user and system CPU time this process has used (0 if
+// the kernel does not say). BenchmarkIdleCPU measures with it too.
+func ProcessCPU() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0

@@ -49,18 +49,18 @@ func (n *Node) balanceLeaders() {
 	// Nor do draining nodes: their leaderships are on their way off.
 	voters := n.voterIDs()
 	draining := n.drainingNodes()
-	var live []Broker
+	var live []int32
 	for _, b := range n.members.brokers(n.mux.deaths) {
 		if slices.Contains(voters, b.NodeID) && !draining[b.NodeID] {
-			live = append(live, b)
+			live = append(live, b.NodeID)
 		}
 	}
 	if len(live) < 2 {
 		return
 	}
 	counts := make(map[int32]int, len(live))
-	for _, b := range live {
-		counts[b.NodeID] = 0
+	for _, id := range live {
+		counts[id] = 0
 	}
 	var mine []*Shard
 	for _, s := range n.shards {
@@ -77,11 +77,7 @@ func (n *Node) balanceLeaders() {
 			mine = append(mine, s)
 		}
 	}
-	ids := make([]int32, len(live))
-	for i, b := range live {
-		ids[i] = b.NodeID
-	}
-	excess, limit := balanceQuota(counts, ids, n.cfg.NodeID, len(n.shards), len(mine))
+	excess, limit := balanceQuota(counts, live, n.cfg.NodeID, len(n.shards), len(mine))
 	for i := 0; i < len(mine) && excess > 0; i++ {
 		s := mine[i]
 		target, ok := leastLoaded(s, counts, limit)

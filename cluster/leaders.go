@@ -46,7 +46,7 @@ func (t *leaderTable) update(shard int32, e leaderEntry) bool {
 		t.m = make(map[int32]leaderEntry)
 	}
 	old, ok := t.m[shard]
-	if ok && (old.equal(e) || !e.newer(old) && !(e.Term == old.Term && e.Conf == old.Conf)) {
+	if ok && (old.equal(e) || old.newer(e)) { // a different entry of the same term and number replaces it
 		return false
 	}
 	t.m[shard] = e

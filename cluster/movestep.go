@@ -137,7 +137,7 @@ func nextMove(v moveView) moveStep {
 // moveShard takes the next step (nextMove) of shard s, which this node
 // leads, towards its desired voters. Runs on the placement loop's
 // goroutine; each change waits for Raft up to placementApplyTimeout.
-func (n *Node) moveShard(s *Shard, p placementFSM, nodes map[int32]fsm.Node, leads map[int32]int) error {
+func (n *Node) moveShard(s *Shard, p placementFSM, round *moveRound) error {
 	want, ok := p.ShardVoters(s.ID)
 	if !ok {
 		return nil
@@ -147,18 +147,13 @@ func (n *Node) moveShard(s *Shard, p placementFSM, nodes map[int32]fsm.Node, lea
 		return nil
 	}
 	m := membersOf(conf)
-	addrs := n.members.raftAddrs(n.mux.deaths)
-	live := make(map[int32]bool, len(addrs))
-	for id := range addrs {
-		live[id] = true
-	}
 	step := nextMove(moveView{
 		shard: s.ID, self: n.cfg.NodeID, want: want,
 		voters: m.voters, nonvoters: m.nonvoters,
-		live:     live,
+		live:     round.live,
 		caughtUp: func(id int32) bool { return s.caughtUp(serverID(id)) },
-		leads:    leads,
-		nodes:    nodes,
+		leads:    round.leads,
+		nodes:    round.nodes,
 	})
 	if step.kind == moveNone {
 		return nil
@@ -168,7 +163,7 @@ func (n *Node) moveShard(s *Shard, p placementFSM, nodes map[int32]fsm.Node, lea
 	switch step.kind {
 	case moveAddNonvoter, moveAddReadReplica:
 		s.match.reset(id)
-		return s.Raft.AddNonvoter(id, raft.ServerAddress(addrs[step.node]), 0, placementApplyTimeout).Error()
+		return s.Raft.AddNonvoter(id, raft.ServerAddress(round.addrs[step.node]), 0, placementApplyTimeout).Error()
 	case movePromote:
 		if err := s.Raft.AddVoter(id, addressOf(conf, id), 0, placementApplyTimeout).Error(); err != nil {
 			return err
@@ -180,8 +175,8 @@ func (n *Node) moveShard(s *Shard, p placementFSM, nodes map[int32]fsm.Node, lea
 			return err
 		}
 		if s.ID != MetaShard { // leads counts group shards
-			leads[step.node]++ // the next hand-off of this round counts it
-			leads[n.cfg.NodeID]--
+			round.leads[step.node]++ // the next hand-off of this round counts it
+			round.leads[n.cfg.NodeID]--
 		}
 		return nil
 	case moveDemote:
@@ -190,6 +185,26 @@ func (n *Node) moveShard(s *Shard, p placementFSM, nodes map[int32]fsm.Node, lea
 		return s.Raft.RemoveServer(id, 0, placementApplyTimeout).Error()
 	}
 	return fmt.Errorf("unknown move step %v", step.kind)
+}
+
+// moveRound is what every move step of one placement round reads: the
+// registered nodes, the live members' Raft addresses (and the set of their
+// ids), and how many group shards each node leads. The placement loop's
+// goroutine builds it once a round, when this node leads a shard.
+type moveRound struct {
+	nodes map[int32]fsm.Node
+	addrs map[int32]string
+	live  map[int32]bool
+	leads map[int32]int
+}
+
+func (n *Node) newMoveRound(p placementFSM) *moveRound {
+	r := &moveRound{nodes: registry(p.Nodes()), addrs: n.members.raftAddrs(n.mux.deaths), leads: n.leadCounts()}
+	r.live = make(map[int32]bool, len(r.addrs))
+	for id := range r.addrs {
+		r.live[id] = true
+	}
+	return r
 }
 
 // leadCounts is how many group shards each node leads, as this node

@@ -65,16 +65,15 @@ func (n *Node) placementRound() {
 			n.logger.Warn("placement plan failed", "error", err)
 		}
 	}
-	nodes := registry(p.Nodes())
-	var leads map[int32]int
+	var round *moveRound
 	for _, s := range n.all {
 		if !s.IsLeader() {
 			continue
 		}
-		if leads == nil {
-			leads = n.leadCounts()
+		if round == nil {
+			round = n.newMoveRound(p)
 		}
-		if err := n.moveShard(s, p, nodes, leads); err != nil {
+		if err := n.moveShard(s, p, round); err != nil {
 			n.logger.Warn("replica move step failed", "shard", s.ID, "error", err)
 		}
 	}
@@ -182,7 +181,15 @@ func (n *Node) moving(s *Shard) bool {
 	}
 	want, placed := p.ShardVoters(s.ID)
 	m, ok := s.members()
-	return placed && ok && (len(m.nonvoters) > 0 || !slices.Equal(m.voters, want))
+	return placed && ok && inFlight(s.ID, m, want)
+}
+
+// inFlight is the one rule of a shard that is moving, which placement's
+// throttle, leadership balance and status share: its voters are not the
+// desired ones, or a group shard has a non-voter (the metadata shard's
+// non-voters are its read replicas).
+func inFlight(shard int32, m shardMembers, desired []int32) bool {
+	return !slices.Equal(m.voters, desired) || shard != MetaShard && len(m.nonvoters) > 0
 }
 
 // registry indexes registered nodes by id.
@@ -192,16 +199,6 @@ func registry(nodes []fsm.Node) map[int32]fsm.Node {
 		m[nd.ID] = nd
 	}
 	return m
-}
-
-// placementShards lists every shard placement covers: MetaShard, then the
-// group shards.
-func (n *Node) placementShards() []int32 {
-	ids := []int32{MetaShard}
-	for i := range n.cfg.Shards {
-		ids = append(ids, i)
-	}
-	return ids
 }
 
 // placementCandidates are the nodes the metadata leader registers: the

@@ -49,7 +49,7 @@ func planShards(shards []shardState, nodes map[int32]fsm.Node, rf, maxMoves int)
 	inactive := func(v int32) bool { return nodes[v].State != fsm.NodeActive }
 
 	var out []fsm.ShardPlacement
-	inFlight := 0
+	moves := 0
 	type revision struct {
 		shard    int32
 		ideal    []int32
@@ -66,13 +66,13 @@ func planShards(shards []shardState, nodes map[int32]fsm.Node, rf, maxMoves int)
 		if !sh.known {
 			// Unreported (a new leader reports within a round): it may be
 			// moving, so it holds a slot, and it is left as it is.
-			inFlight++
+			moves++
 			continue
 		}
 		ideal := placement(sh.shard, active, rf)
 		stale := slices.ContainsFunc(sh.desired, inactive)
-		if !slices.Equal(sh.current.voters, sh.desired) || len(sh.current.nonvoters) > 0 && sh.shard != MetaShard {
-			inFlight++
+		if inFlight(sh.shard, sh.current, sh.desired) {
+			moves++
 			if stale && !slices.Equal(ideal, sh.desired) {
 				out = append(out, fsm.ShardPlacement{Shard: sh.shard, Voters: ideal})
 			}
@@ -92,11 +92,11 @@ func planShards(shards []shardState, nodes map[int32]fsm.Node, rf, maxMoves int)
 		return 0
 	})
 	for _, r := range revisions {
-		if inFlight >= maxMoves {
+		if moves >= maxMoves {
 			break
 		}
 		out = append(out, fsm.ShardPlacement{Shard: r.shard, Voters: r.ideal})
-		inFlight++
+		moves++
 	}
 	return out
 }
@@ -138,7 +138,8 @@ func (n *Node) planPlacement(p placementFSM) error {
 		n.logger.Info("registered a node for placement", "target_node", id, "raft_addr", addr)
 	}
 	var shards []shardState
-	for _, id := range n.placementShards() {
+	for _, sh := range n.all { // MetaShard, then the group shards
+		id := sh.ID
 		sh := shardState{shard: id}
 		sh.current, sh.known = n.currentVoters(id)
 		sh.desired, sh.placed = p.ShardVoters(id)

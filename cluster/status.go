@@ -170,7 +170,8 @@ func (n *Node) Status(ctx context.Context) ClusterStatus {
 		}
 	}
 
-	for _, id := range n.placementShards() {
+	for _, sh := range n.all { // MetaShard, then the group shards
+		id := sh.ID
 		ss := ShardStatus{Shard: id, Leader: -1}
 		if l, ok := leaders[id]; ok {
 			ss.Leader, ss.Term, ss.AppliedIndex = l.Node, l.Term, l.AppliedIndex
@@ -308,6 +309,6 @@ func shardHealth(shard int32, m shardMembers, desired []int32, live map[int32]st
 			healthy++
 		}
 	}
-	moving = len(desired) > 0 && !slices.Equal(desired, m.voters) || shard != MetaShard && len(m.nonvoters) > 0
+	moving = len(desired) > 0 && inFlight(shard, m, desired) || shard != MetaShard && len(m.nonvoters) > 0
 	return healthy < want, moving
 }

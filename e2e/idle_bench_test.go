@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"context"
-	"syscall"
 	"testing"
 	"time"
 
@@ -10,15 +9,6 @@ import (
 	"github.com/kcoord/kcoord/cluster"
 	"github.com/kcoord/kcoord/server"
 )
-
-// cpuTime is the CPU time (user and system) this process has used.
-func cpuTime(tb testing.TB) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		tb.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // BenchmarkIdleCPU measures what three idle in-process nodes with the
 // default 50 shards at replication factor 3 cost: the CPU time the process
@@ -58,9 +48,9 @@ func benchIdleCPU(b *testing.B, mutate func(*cluster.Config)) {
 		b.Fatal(err)
 	}
 	time.Sleep(2 * time.Second) // the last transfers' aftermath
-	start, t0 := cpuTime(b), time.Now()
+	start, t0 := bench.ProcessCPU(), time.Now()
 	time.Sleep(window)
-	used, wall := cpuTime(b)-start, time.Since(t0)
+	used, wall := bench.ProcessCPU()-start, time.Since(t0)
 	share := 100 * used.Seconds() / wall.Seconds()
 	b.Logf("three idle nodes, 50 shards, RF 3: %.1f%% of one core (%v CPU in %v)", share, used.Round(time.Millisecond), wall.Round(time.Millisecond))
 	b.ReportMetric(share, "cpu%")

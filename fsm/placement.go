@@ -147,17 +147,28 @@ func (p *placementState) check(sp ShardPlacement) error {
 
 // snapshot returns copies sorted by node id and shard.
 func (p *placementState) snapshot() ([]Node, []ShardPlacement) {
+	return p.sortedNodes(), p.sortedPlacement()
+}
+
+// sortedNodes returns the registered nodes sorted by id.
+func (p *placementState) sortedNodes() []Node {
 	nodes := make([]Node, 0, len(p.nodes))
 	for _, n := range p.nodes {
 		nodes = append(nodes, n)
 	}
 	slices.SortFunc(nodes, func(a, b Node) int { return int(a.ID) - int(b.ID) })
+	return nodes
+}
+
+// sortedPlacement returns a copy of every shard's desired voters, sorted
+// by shard.
+func (p *placementState) sortedPlacement() []ShardPlacement {
 	placement := make([]ShardPlacement, 0, len(p.placement))
 	for s, v := range p.placement {
 		placement = append(placement, ShardPlacement{Shard: s, Voters: slices.Clone(v)})
 	}
 	slices.SortFunc(placement, func(a, b ShardPlacement) int { return int(a.Shard) - int(b.Shard) })
-	return nodes, placement
+	return placement
 }
 
 // restore replaces the state with a snapshot's.
@@ -175,8 +186,7 @@ func (p *placementState) restore(nodes []Node, placement []ShardPlacement) {
 func (f *MetaFSM) Nodes() []Node {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	nodes, _ := f.placement.snapshot()
-	return nodes
+	return f.placement.sortedNodes()
 }
 
 // Placement returns the desired voters of every shard that has them,
@@ -184,8 +194,7 @@ func (f *MetaFSM) Nodes() []Node {
 func (f *MetaFSM) Placement() []ShardPlacement {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	_, placement := f.placement.snapshot()
-	return placement
+	return f.placement.sortedPlacement()
 }
 
 // ShardVoters returns the desired voters of one shard, if it has them.

@@ -211,14 +211,9 @@ func (f *ShardFSM) Restore(rc io.ReadCloser) error {
 		groups[g.ID] = g
 	}
 	// Persist writes offsets sorted; a JSON snapshot of an older release
-	// may not be, so they are sorted (stably: a later duplicate wins) and
-	// merged a group at a time.
-	slices.SortStableFunc(s.Offsets, func(a, b snapshotOffset) int {
-		if c := cmp.Compare(a.Group, b.Group); c != 0 {
-			return c
-		}
-		return compareTP(a.TopicPartition, b.TopicPartition)
-	})
+	// may not be, so they are grouped (stably: sortBatch then keeps a later
+	// duplicate) and merged a group at a time.
+	slices.SortStableFunc(s.Offsets, func(a, b snapshotOffset) int { return cmp.Compare(a.Group, b.Group) })
 	offsets := make(map[string]*groupOffsets)
 	for i := 0; i < len(s.Offsets); {
 		j := i + 1

@@ -83,18 +83,11 @@ Run it against kcoord and, in the same session, against the server you
 compare with (Kafka, Redpanda, kfake), and compare the two.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if v := os.Getenv("KCOORD_BOOTSTRAP_SERVER"); v != "" && !cmd.Flags().Changed("bootstrap-server") {
-				bootstrap = v
+			brokers, err := bootstrapServers(cmd, bootstrap)
+			if err != nil {
+				return err
 			}
-			cfg.Brokers = nil
-			for _, b := range strings.Split(bootstrap, ",") {
-				if b = strings.TrimSpace(b); b != "" {
-					cfg.Brokers = append(cfg.Brokers, b)
-				}
-			}
-			if len(cfg.Brokers) == 0 {
-				return errors.New("--bootstrap-server: give at least one host:port")
-			}
+			cfg.Brokers = brokers
 			if cfg.Duration <= 0 || cfg.Warmup < 0 {
 				return errors.New("--duration must be positive and --warmup not negative")
 			}

@@ -33,7 +33,7 @@ remove-node is forwarded to the node that leads the metadata group.`,
 		if v := os.Getenv(envName("http-addr")); v != "" && !cmd.Flags().Changed("http-addr") {
 			addr = v
 		}
-		return strings.TrimSuffix(strings.TrimSuffix(readyzURL(addr), "/readyz"), "/")
+		return baseURL(addr)
 	}
 
 	var asJSON bool

@@ -64,16 +64,20 @@ func healthcheck(ctx context.Context, addr string, timeout time.Duration) (strin
 	return text, nil
 }
 
-// readyzURL turns host:port (or a base URL) into the /readyz URL, dialing
-// loopback when the host is unspecified as in a listen address.
-func readyzURL(addr string) string {
+// readyzURL is the /readyz URL of a node's --http-addr (see baseURL).
+func readyzURL(addr string) string { return baseURL(addr) + "/readyz" }
+
+// baseURL turns host:port (or a base URL) into the node's HTTP base URL,
+// with no trailing slash, dialing loopback when the host is unspecified as
+// in a listen address.
+func baseURL(addr string) string {
 	if strings.HasPrefix(addr, "http://") || strings.HasPrefix(addr, "https://") {
-		return strings.TrimSuffix(addr, "/") + "/readyz"
+		return strings.TrimSuffix(addr, "/")
 	}
 	if host, port, err := net.SplitHostPort(addr); err == nil {
 		if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 			addr = net.JoinHostPort("127.0.0.1", port)
 		}
 	}
-	return "http://" + addr + "/readyz"
+	return "http://" + addr
 }

@@ -50,17 +50,11 @@ It creates the topic --topic with --partitions partitions if it does not
 exist, and uses groups named after --prefix.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if v := os.Getenv("KCOORD_BOOTSTRAP_SERVER"); v != "" && !cmd.Flags().Changed("bootstrap-server") {
-				bootstrap = v
+			brokers, err := bootstrapServers(cmd, bootstrap)
+			if err != nil {
+				return err
 			}
-			for _, b := range strings.Split(bootstrap, ",") {
-				if b = strings.TrimSpace(b); b != "" {
-					w.Brokers = append(w.Brokers, b)
-				}
-			}
-			if len(w.Brokers) == 0 {
-				return errors.New("--bootstrap-server: give at least one host:port")
-			}
+			w.Brokers = append(w.Brokers, brokers...)
 			if duration <= 0 {
 				return fmt.Errorf("--duration %v: must be positive", duration)
 			}
@@ -100,4 +94,23 @@ exist, and uses groups named after --prefix.`,
 	f.DurationVar(&w.Churn, "churn", w.Churn, "how often a member leaves and another joins (0: never)")
 	f.DurationVar(&w.SessionTimeout, "session-timeout", w.SessionTimeout, "the members' session timeout")
 	return cmd
+}
+
+// bootstrapServers is the --bootstrap-server list of cmd (flag value
+// bootstrap, or $KCOORD_BOOTSTRAP_SERVER when the flag is not given), split
+// at commas; an empty list is an error.
+func bootstrapServers(cmd *cobra.Command, bootstrap string) ([]string, error) {
+	if v := os.Getenv("KCOORD_BOOTSTRAP_SERVER"); v != "" && !cmd.Flags().Changed("bootstrap-server") {
+		bootstrap = v
+	}
+	var brokers []string
+	for _, b := range strings.Split(bootstrap, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			brokers = append(brokers, b)
+		}
+	}
+	if len(brokers) == 0 {
+		return nil, errors.New("--bootstrap-server: give at least one host:port")
+	}
+	return brokers, nil
 }
