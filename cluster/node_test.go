@@ -365,6 +365,12 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("%s: Validate() = %v, want %v", c.name, err, c.want)
 		}
 	}
+	// A group commit timeout below raft's floor is refused by its own name.
+	short := base
+	short.GroupCommitTimeout = time.Microsecond
+	if err := short.Validate(); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "GroupCommitTimeout") {
+		t.Errorf("GroupCommitTimeout 1µs: Validate() = %v, want an error naming GroupCommitTimeout", err)
+	}
 	cfg := base
 	cfg.BootstrapExpect = 3
 	cfg.DataDir = t.TempDir()
