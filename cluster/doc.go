@@ -7,8 +7,9 @@
 // # Pieces
 //
 //   - Node (node.go): lifecycle. NewNode opens every shard's stores (by
-//     default one node-wide bolt file with group commit across shards,
-//     DataDir/raft.db, package nodestore; or raft-boltdb per shard, see
+//     default one node-wide write-ahead log with group commit across
+//     shards, DataDir/wal, package nodestore, which imports the bolt file
+//     DataDir/raft.db of earlier versions; or raft-boltdb per shard, see
 //     Config.LogStore; a data dir keeps the kind it was created with; file
 //     snapshots in DataDir/shards/<id> and DataDir/meta), joins gossip,
 //     decides what the node is to its cluster, then starts every shard's

@@ -163,8 +163,9 @@ func NewNode(cfg Config) (*Node, error) {
 	n.clusterID.Store(id.ClusterID)
 	mux.SetClusterID(id.ClusterID)
 	if logStore == LogStoreNode {
-		if n.nodeStore, err = nodestore.Open(filepath.Join(cfg.DataDir, "raft.db"), nodestore.Options{
+		if n.nodeStore, err = nodestore.Open(filepath.Join(cfg.DataDir, "wal"), nodestore.Options{
 			Timeout: boltOpenTimeout,
+			Import:  filepath.Join(cfg.DataDir, "raft.db"),
 			Logger:  logger.Named("nodestore"),
 		}); err != nil {
 			n.abort()

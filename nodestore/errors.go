@@ -16,13 +16,25 @@ var (
 	// err.Error() == "not found" (as raft-boltdb's ErrKeyNotFound).
 	ErrKeyNotFound = errors.New("not found")
 
-	// ErrLocked is returned by Open when another process holds the file's
-	// lock for longer than Options.Timeout: most likely a second node on
-	// the same data dir.
+	// ErrLocked is returned by Open when another process holds the
+	// directory's lock (or, importing, the bolt file's) for longer than
+	// Options.Timeout: most likely a second node on the same data dir.
 	ErrLocked = errors.New("nodestore: file is locked by another process")
 
 	// ErrCorrupt is returned for stored bytes this package cannot decode: a
-	// log entry of an unknown encoding version or length, a stable uint64
-	// that is not 8 bytes, or a shard bucket that vanished.
+	// record that fails its checksum before the end of the log, a log
+	// entry of an unknown encoding version or length, a shard log with a
+	// hole, or a stable uint64 that is not 8 bytes.
 	ErrCorrupt = errors.New("nodestore: corrupt store")
+
+	// ErrNonSequential is returned by StoreLogs for entries that do not
+	// follow the last stored index, and by DeleteRange for a range
+	// strictly inside the log. Raft does neither (see IsMonotonic).
+	ErrNonSequential = errors.New("nodestore: entries out of sequence")
+
+	// ErrFailed is returned by every write after a write to or fsync of
+	// the log failed: what reached the disk is then unknown (an fsync
+	// error may drop dirty pages), so the store takes no more writes until
+	// it is opened again, which replays what is on disk.
+	ErrFailed = errors.New("nodestore: log write failed")
 )

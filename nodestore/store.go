@@ -3,20 +3,27 @@ package nodestore
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"go.etcd.io/bbolt"
 )
 
 const (
 	// DefaultTimeout is how long Open waits for another process's lock on
-	// the file when Options.Timeout is zero.
+	// the directory when Options.Timeout is zero.
 	DefaultTimeout = time.Second
 
-	// maxBatch bounds how many queued writes one transaction takes, so one
+	// DefaultSegmentSize is the size at which the active segment is sealed
+	// and a new one started, when Options.SegmentSize is zero.
+	DefaultSegmentSize = 64 << 20
+
+	// maxBatch bounds how many queued writes one group commit takes, so one
 	// commit stays short and the writers queued behind a full batch are
 	// not starved. It is also the queue's capacity.
 	maxBatch = 256
@@ -24,110 +31,218 @@ const (
 
 // Options configures Open. The zero value takes every default.
 type Options struct {
-	// Timeout bounds waiting for another process's lock on the file (a
-	// second node on the same data dir). Zero means DefaultTimeout.
+	// Timeout bounds waiting for another process's lock on the directory
+	// (a second node on the same data dir). Zero means DefaultTimeout.
 	Timeout time.Duration
 
-	// Logger receives the store's events (a failed group commit, Close).
-	// Nil means no logging.
+	// SegmentSize is the size at which a segment file is sealed and the
+	// next one started. Zero means DefaultSegmentSize.
+	SegmentSize int64
+
+	// Import names a bolt file written by an earlier kcoord (DataDir/raft.db,
+	// see legacy.go). When it exists, Open copies every shard out of it
+	// into the log and removes it once the copy is durable. Any segments
+	// already in the directory are then from an import a crash interrupted
+	// (the file outlives nothing else), and are deleted first. Empty means
+	// no import.
+	Import string
+
+	// Logger receives the store's events (a torn tail cut off, an import,
+	// Close). Nil means no logging.
 	Logger hclog.Logger
 }
 
-// Store is one bolt file holding the Raft logs and stable stores of every
-// shard of a node. Get a shard's view with Shard. Its methods are safe for
-// concurrent use.
+// Store is the write-ahead log of every shard of a node, in one directory.
+// Get a shard's view with Shard. Its methods are safe for concurrent use.
 type Store struct {
-	db     *bbolt.DB
-	logger hclog.Logger
+	dir     string
+	opts    Options
+	logger  hclog.Logger
+	lock    *os.File
+	segSize int64
 
-	// queue carries writes to the committer. Writers send; only the
-	// committer receives.
-	queue chan *write
-	// closing is closed by Close: no new write is accepted and the
-	// committer fails what is still queued, then exits.
-	closing chan struct{}
-	// done is closed by the committer when it has exited.
+	// mu guards the shards' indexes, the segment table and closed. The
+	// committer holds it for writing while it publishes a durable batch or
+	// changes the segment table; readers hold it for reading, including
+	// across the pread of an entry, so a segment is never closed under
+	// them.
+	mu     sync.RWMutex
+	shards map[int32]*shardIndex
+	segs   map[uint32]*segment
+	closed bool
+
+	// Owned by the committer goroutine (after Open returns).
+	active *segment
+	sealed []*segment // oldest first
+	buf    []byte
+	spans  map[*shardIndex]span
+	// failed is set when a write to or fsync of a segment failed: what is
+	// on disk after it is unknown, so every later write fails with it.
+	failed error
+
+	queue     chan *write
+	closing   chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
 	closeErr  error
 
-	commits atomic.Uint64 // transactions committed
-	writes  atomic.Uint64 // writes committed
+	commits atomic.Uint64
+	writes  atomic.Uint64
 }
 
-// write is one queued write and where its outcome goes.
+// write is one queued write and where its outcome goes. Exactly one of its
+// kinds is set; the caller fills it and the committer validates, frames,
+// syncs and publishes it.
 type write struct {
-	// apply runs inside a bolt write transaction on the committer
-	// goroutine, possibly sharing it with other writes, and possibly twice
-	// (again alone after a failed shared transaction). It must only touch
-	// tx, must not block, and must not assume that the pages it reads are
-	// untouched by the writes before it in the transaction (see
-	// ShardStore.DeleteRange).
-	apply func(tx *bbolt.Tx) error
+	x    *shardIndex
+	kind byte
+	// kindLogs: encoded entries, the first of them at index first.
+	entries [][]byte
+	first   uint64
+	// kindDelete: the range asked for, both included.
+	min, max uint64
+	// kindSet
+	key, val []byte
+
+	// pause, in tests only, parks the committer inside its batch.
+	pause func()
+
 	// done receives the write's result exactly once; buffered, so the
 	// committer never waits for a writer.
 	done chan error
+
+	// Set by the committer while it frames the batch: where the record's
+	// entries are in the batch buffer, and the clamped range of a delete.
+	at     []loc
+	lo, hi uint64
+	noop   bool
 }
 
-// Open opens the store at path, creating the file if it does not exist,
-// and starts its committer goroutine. The file stays locked until Close; a
-// second Open of the same file, from this process or another, fails with
-// ErrLocked after opts.Timeout.
-func Open(path string, opts Options) (*Store, error) {
+// Open opens the log in dir, creating the directory if it does not exist,
+// reads every segment to rebuild the shards' indexes and starts the
+// committer goroutine. A record a crash cut short at the end of the last
+// segment is dropped (it was never acknowledged); anything else unreadable
+// fails Open with ErrCorrupt. The directory stays locked until Close; a
+// second Open of it, from this process or another, fails with ErrLocked
+// after opts.Timeout.
+func Open(dir string, opts Options) (*Store, error) {
 	if opts.Timeout == 0 {
 		opts.Timeout = DefaultTimeout
+	}
+	if opts.SegmentSize == 0 {
+		opts.SegmentSize = DefaultSegmentSize
 	}
 	if opts.Logger == nil {
 		opts.Logger = hclog.NewNullLogger()
 	}
-	// NoFreelistSync: commits do not write the free page list (bolt
-	// rebuilds it by scanning when the file is opened), one page write
-	// less per commit; durability of the data is unchanged.
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: opts.Timeout, NoFreelistSync: true})
-	if errors.Is(err, bbolt.ErrTimeout) {
-		return nil, fmt.Errorf("%w: %s (is another node using this data dir?)", ErrLocked, path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("nodestore: %w", err)
 	}
+	lock, err := lockDir(dir, opts.Timeout)
 	if err != nil {
-		return nil, fmt.Errorf("nodestore: open %s: %w", path, err)
+		return nil, err
+	}
+	importing := false
+	if opts.Import != "" {
+		if importing, err = restartImport(dir, opts.Import); err != nil {
+			_ = lock.Close()
+			return nil, err
+		}
 	}
 	s := &Store{
-		db:      db,
+		dir:     dir,
+		opts:    opts,
 		logger:  opts.Logger,
+		lock:    lock,
+		segSize: opts.SegmentSize,
+		shards:  map[int32]*shardIndex{},
+		segs:    map[uint32]*segment{},
+		spans:   map[*shardIndex]span{},
 		queue:   make(chan *write, maxBatch),
 		closing: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
+	if err := s.load(); err != nil {
+		s.closeFiles()
+		return nil, err
+	}
 	go s.commitLoop()
+	if importing {
+		if err := s.importLegacy(opts.Import); err != nil {
+			_ = s.Close()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
-// Path is the file's path.
-func (s *Store) Path() string { return s.db.Path() }
+// lockDir takes an exclusive flock on dir/LOCK, retrying until timeout.
+func lockDir(dir string, timeout time.Duration) (*os.File, error) {
+	path := filepath.Join(dir, "LOCK")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("nodestore: %w", err)
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return f, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
+			_ = f.Close()
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				return nil, fmt.Errorf("%w: %s (is another node using this data dir?)", ErrLocked, dir)
+			}
+			return nil, fmt.Errorf("nodestore: lock %s: %w", path, err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
 
-// Close stops the committer and closes the file. The transaction being
+// Path is the log's directory.
+func (s *Store) Path() string { return s.dir }
+
+// Close stops the committer and closes the files. The batch being
 // committed finishes; writes still queued, and every write and read after
 // Close, fail with ErrClosed. Call it after every Raft that uses the store
-// has shut down. Close blocks until the committer has exited, reads in
-// progress have ended and bolt has released the file; calling it again
-// returns the first call's result.
+// has shut down. Close blocks until the committer has exited and reads in
+// progress have ended; calling it again returns the first call's result.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.closing)
 		<-s.done
-		s.closeErr = s.db.Close()
+		s.closeErr = s.closeFiles()
 		st := s.Stats()
-		s.logger.Info("node log store closed", "path", s.db.Path(), "commits", st.Commits, "writes", st.Writes, "error", s.closeErr)
+		s.logger.Info("node log store closed", "dir", s.dir, "commits", st.Commits, "writes", st.Writes, "error", s.closeErr)
 	})
 	return s.closeErr
 }
 
+// closeFiles marks the store closed and closes every segment and the
+// lock, which releases it.
+func (s *Store) closeFiles() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	var errs []error
+	for _, seg := range s.segs {
+		errs = append(errs, seg.f.Close())
+	}
+	errs = append(errs, s.lock.Close())
+	return errors.Join(errs...)
+}
+
 // Stats counts what the committer has done since Open.
 type Stats struct {
-	// Commits is the number of write transactions committed.
+	// Commits is the number of group commits: one write(2) and one
+	// fdatasync each.
 	Commits uint64
 	// Writes is the number of writes (StoreLogs, DeleteRange, Set, ...)
 	// they held. Writes/Commits is the mean group-commit size.
 	Writes uint64
+	// Segments is the number of segment files.
+	Segments int
 }
 
 // Stats returns the counters so far. Safe to call at any time.
@@ -135,7 +250,11 @@ func (s *Store) Stats() Stats {
 	// Read commits first: writes is added before commits, so Writes >=
 	// Commits holds for every snapshot.
 	c := s.commits.Load()
-	return Stats{Commits: c, Writes: s.writes.Load()}
+	st := Stats{Commits: c, Writes: s.writes.Load()}
+	s.mu.RLock()
+	st.Segments = len(s.segs)
+	s.mu.RUnlock()
+	return st
 }
 
 // commitLoop is the store's only writer, running in its own goroutine from
@@ -143,7 +262,7 @@ func (s *Store) Stats() Stats {
 //
 // Group commit without a timer: the loop takes the first queued write, then
 // whatever else is queued at that moment (up to maxBatch), and commits them
-// in one transaction. While that transaction writes and fsyncs, new writes
+// with one write(2) and one fdatasync. While that commit runs, new writes
 // queue up, and they form the next batch. So the batch grows with the load
 // by itself, N shards writing together pay about one fsync rather than N,
 // and a lone writer never waits for company: its latency is its own commit
@@ -177,47 +296,362 @@ func (s *Store) commitLoop() {
 			}
 		}
 		s.commit(batch)
-		clear(batch) // drop the closures' captured entries until the next batch
+		clear(batch) // drop the entries the writes hold until the next batch
 	}
 }
 
-// commit runs a batch in one transaction and answers each write. If the
-// transaction fails (a write's error, or the commit itself), nothing of it
-// is kept and each write is committed again alone, so one bad write does
-// not fail the others and each gets its own result. Writes are idempotent,
-// so running a write again after its shared transaction failed is safe even
-// when that failure was an fsync whose data reached the disk after all.
+// commit validates, frames, appends and syncs a batch, publishes what it
+// wrote to the indexes and answers each write. A write that is refused
+// (ErrNonSequential) is answered at once and the others go on. A failed
+// append or fsync fails the whole batch and every later write (failed).
 func (s *Store) commit(batch []*write) {
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	if s.failed != nil {
 		for _, w := range batch {
-			if err := w.apply(tx); err != nil {
-				return err
-			}
+			w.done <- s.failed
 		}
-		return nil
-	})
-	if err == nil {
-		s.count(len(batch))
+		return
 	}
-	if err == nil || len(batch) == 1 {
-		for _, w := range batch {
+	buf, commit := beginCommit(s.buf[:0])
+	clear(s.spans)
+	// accepted are the writes with a record in buf; noops were judged
+	// against the writes before them in the batch, so they share the
+	// batch's fate.
+	var accepted, noops []*write
+	for _, w := range batch {
+		if w.pause != nil {
+			w.pause()
+			w.done <- nil
+			continue
+		}
+		var err error
+		buf, err = s.frame(buf, w)
+		switch {
+		case err != nil:
+			w.done <- err
+		case w.noop:
+			noops = append(noops, w)
+		default:
+			accepted = append(accepted, w)
+		}
+	}
+	s.buf = buf
+	if len(accepted) == 0 {
+		for _, w := range noops {
+			w.done <- nil
+		}
+		return
+	}
+	endCommit(buf, commit)
+	base, err := s.append(buf)
+	if err != nil {
+		for _, w := range append(accepted, noops...) {
 			w.done <- err
 		}
 		return
 	}
-	s.logger.Warn("group commit failed; committing its writes one by one", "writes", len(batch), "error", err)
-	for _, w := range batch {
-		err := s.db.Update(w.apply)
-		if err == nil {
-			s.count(1)
-		}
-		w.done <- err
+	s.mu.Lock()
+	for _, w := range accepted {
+		s.publish(w, base)
+	}
+	s.mu.Unlock()
+	s.writes.Add(uint64(len(accepted)))
+	s.commits.Add(1)
+	for _, w := range append(accepted, noops...) {
+		w.done <- nil
+	}
+	s.collect()
+	if s.relocate() {
+		s.collect()
 	}
 }
 
-func (s *Store) count(writes int) {
-	s.writes.Add(uint64(writes))
-	s.commits.Add(1)
+// frame checks w against its shard's bounds as the writes before it in the
+// batch leave them, and appends its record to buf. Committer only.
+func (s *Store) frame(buf []byte, w *write) ([]byte, error) {
+	sp, ok := s.spans[w.x]
+	if !ok {
+		sp.first, sp.last = w.x.bounds()
+	}
+	switch w.kind {
+	case kindLogs:
+		if !sp.empty() && w.first != sp.last+1 {
+			return buf, fmt.Errorf("%w: shard %d: storing index %d after %d", ErrNonSequential, w.x.id, w.first, sp.last)
+		}
+		if sp.empty() {
+			sp.first = w.first
+		}
+		sp.last = w.first + uint64(len(w.entries)) - 1
+		var start int
+		buf, start = beginRecord(buf, kindLogs, w.x.id)
+		buf = appendUvarint(buf, uint64(len(w.entries)))
+		w.at = make([]loc, len(w.entries))
+		for i, e := range w.entries {
+			buf = appendUvarint(buf, uint64(len(e)))
+			w.at[i] = loc{off: int64(len(buf)), n: uint32(len(e))}
+			buf = append(buf, e...)
+		}
+		endRecord(buf, start)
+	case kindDelete:
+		w.lo, w.hi = max(w.min, sp.first), min(w.max, sp.last)
+		if sp.empty() || w.lo > w.hi {
+			w.noop = true
+			return buf, nil
+		}
+		switch {
+		case w.lo == sp.first && w.hi == sp.last:
+			sp = span{}
+		case w.lo == sp.first:
+			sp.first = w.hi + 1
+		case w.hi == sp.last:
+			sp.last = w.lo - 1
+		default:
+			return buf, fmt.Errorf("%w: shard %d: deleting %d-%d from the middle of %d-%d", ErrNonSequential, w.x.id, w.lo, w.hi, sp.first, sp.last)
+		}
+		var start int
+		buf, start = beginRecord(buf, kindDelete, w.x.id)
+		buf = appendU64(buf, w.lo)
+		buf = appendU64(buf, w.hi)
+		endRecord(buf, start)
+	case kindSet:
+		var start int
+		buf, start = beginRecord(buf, kindSet, w.x.id)
+		buf = appendUvarint(buf, uint64(len(w.key)))
+		buf = append(buf, w.key...)
+		buf = append(buf, w.val...)
+		endRecord(buf, start)
+	}
+	s.spans[w.x] = sp
+	return buf, nil
+}
+
+// append writes buf, one commit (beginCommit, endCommit), at the end of
+// the active segment, sealing it first
+// and starting the next one when buf would take it past the segment size,
+// and fdatasyncs it. It returns the offset where buf begins. Any failure
+// is sticky (s.failed). Committer only.
+func (s *Store) append(buf []byte) (int64, error) {
+	if s.active.size > int64(len(segmentMagic)) && s.active.size+int64(len(buf)) > s.segSize {
+		if err := s.rotate(); err != nil {
+			return 0, s.fail(err)
+		}
+	}
+	base := s.active.size
+	if _, err := s.active.f.WriteAt(buf, base); err != nil {
+		return 0, s.fail(err)
+	}
+	if err := syscall.Fdatasync(int(s.active.f.Fd())); err != nil {
+		return 0, s.fail(err)
+	}
+	s.active.size += int64(len(buf))
+	return base, nil
+}
+
+func (s *Store) fail(err error) error {
+	s.failed = fmt.Errorf("%w: %s: %w", ErrFailed, s.active.f.Name(), err)
+	s.logger.Error("node log store failed; every later write fails until the node restarts", "error", err)
+	return s.failed
+}
+
+// rotate seals the active segment and starts the next, which begins with
+// every shard's stable values, so that no older segment is needed for
+// them. Committer only.
+func (s *Store) rotate() error {
+	next, err := createSegment(s.dir, s.active.seq+1)
+	if err != nil {
+		return err
+	}
+	// The checkpoint is a commit of its own, synced before the batch that
+	// follows: a commit is only written once the one before it is durable,
+	// which is how Open tells a torn commit from a corrupt one.
+	buf := s.checkpoint()
+	if _, err := next.f.WriteAt(buf, next.size); err != nil {
+		_ = next.f.Close()
+		return err
+	}
+	if err := syscall.Fdatasync(int(next.f.Fd())); err != nil {
+		_ = next.f.Close()
+		return err
+	}
+	next.size += int64(len(buf))
+	s.mu.Lock()
+	s.sealed = append(s.sealed, s.active)
+	s.active = next
+	s.segs[next.seq] = next
+	s.mu.Unlock()
+	return nil
+}
+
+// checkpoint returns a commit of a kindSet record for every stable value
+// of every shard: what a segment needs so that no older one is needed for
+// them. Nil when there is no stable value.
+func (s *Store) checkpoint() []byte {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	buf, commit := beginCommit(nil)
+	for _, x := range s.shards {
+		for k, v := range x.stable {
+			var start int
+			buf, start = beginRecord(buf, kindSet, x.id)
+			buf = appendUvarint(buf, uint64(len(k)))
+			buf = append(buf, k...)
+			buf = append(buf, v...)
+			endRecord(buf, start)
+		}
+	}
+	if len(buf) == commitHeaderLen {
+		return nil
+	}
+	endCommit(buf, commit)
+	return buf
+}
+
+// publish applies a durable write to its shard's index; its record begins
+// at offset base of the active segment. Committer only, holding s.mu.
+func (s *Store) publish(w *write, base int64) {
+	x := w.x
+	switch w.kind {
+	case kindLogs:
+		if len(x.locs) == 0 {
+			x.first = w.first
+		}
+		for _, l := range w.at {
+			l.seq, l.off = s.active.seq, base+l.off
+			x.locs = append(x.locs, l)
+			s.active.live++
+			s.active.liveBytes += int64(l.n)
+		}
+	case kindDelete:
+		lo, hi := int(w.lo-x.first), int(w.hi-x.first)
+		for _, l := range x.locs[lo : hi+1] {
+			seg := s.segs[l.seq]
+			seg.live--
+			seg.liveBytes -= int64(l.n)
+		}
+		switch {
+		case lo == 0 && hi == len(x.locs)-1:
+			x.locs = nil
+		case lo == 0:
+			// A fresh array, so the deleted prefix's memory goes.
+			x.locs = slices.Clone(x.locs[hi+1:])
+			x.first = w.hi + 1
+		default:
+			x.locs = x.locs[:lo]
+		}
+	case kindSet:
+		x.stable[string(w.key)] = w.val
+	}
+}
+
+// collect removes the oldest sealed segments while no entry lives in them.
+// Only the oldest ever goes: a record in a segment may undo entries of the
+// segments before it (a delete), so removing a segment while an older one
+// remains could bring those entries back on the next Open. Committer only.
+func (s *Store) collect() {
+	removed := false
+	for len(s.sealed) > 0 && s.sealed[0].live == 0 {
+		seg := s.sealed[0]
+		s.mu.Lock()
+		delete(s.segs, seg.seq)
+		s.sealed = s.sealed[1:]
+		s.mu.Unlock()
+		_ = seg.f.Close()
+		if err := os.Remove(seg.f.Name()); err != nil {
+			s.logger.Warn("could not remove a log segment", "segment", seg.f.Name(), "error", err)
+		}
+		removed = true
+	}
+	if removed {
+		if err := syncDir(s.dir); err != nil {
+			s.logger.Warn("could not sync the log directory", "dir", s.dir, "error", err)
+		}
+	}
+}
+
+// relocate copies the live entries of the oldest sealed segment into the
+// active one once the segments hold more than twice what lives in them
+// plus two segments' worth, so that a shard that writes rarely does not
+// keep every segment since its last compaction on disk. The copies are
+// records like any other; once they are durable, the oldest segment holds
+// nothing live and collect removes it. It reports whether it moved
+// anything. It moves one segment a call, after a commit, so the work stays
+// bounded even where checkpoints outgrow tiny segments. Committer only.
+func (s *Store) relocate() bool {
+	if len(s.sealed) == 0 {
+		return false
+	}
+	var total, live int64
+	for _, seg := range s.sealed {
+		total += seg.size
+		live += seg.liveBytes
+	}
+	total += s.active.size
+	live += s.active.liveBytes
+	if total <= 2*live+2*s.segSize {
+		return false
+	}
+	old := s.sealed[0]
+	type moved struct {
+		x   *shardIndex
+		i   int // position in x.locs
+		buf []byte
+	}
+	var moves []moved
+	s.mu.RLock()
+	for _, x := range s.shards {
+		for i, l := range x.locs {
+			if l.seq != old.seq {
+				continue
+			}
+			b := make([]byte, l.n)
+			if _, err := old.f.ReadAt(b, l.off); err != nil {
+				s.mu.RUnlock()
+				s.logger.Warn("could not read a log entry to relocate it", "segment", old.f.Name(), "error", err)
+				return false
+			}
+			moves = append(moves, moved{x, i, b})
+		}
+	}
+	s.mu.RUnlock()
+	// One record per shard and run of entries; entries carry their index.
+	buf, commit := beginCommit(nil)
+	at := make([]loc, len(moves))
+	for i := 0; i < len(moves); {
+		j := i + 1
+		for j < len(moves) && moves[j].x == moves[i].x {
+			j++
+		}
+		var start int
+		buf, start = beginRecord(buf, kindLogs, moves[i].x.id)
+		buf = appendUvarint(buf, uint64(j-i))
+		for k := i; k < j; k++ {
+			buf = appendUvarint(buf, uint64(len(moves[k].buf)))
+			at[k] = loc{off: int64(len(buf)), n: uint32(len(moves[k].buf))}
+			buf = append(buf, moves[k].buf...)
+		}
+		endRecord(buf, start)
+		i = j
+	}
+	if len(moves) == 0 {
+		return true // nothing lives in it: collect removes it
+	}
+	endCommit(buf, commit)
+	base, err := s.append(buf)
+	if err != nil {
+		return false
+	}
+	s.mu.Lock()
+	for k, m := range moves {
+		l := at[k]
+		l.seq, l.off = s.active.seq, base+l.off
+		m.x.locs[m.i] = l
+		old.live--
+		old.liveBytes -= int64(l.n)
+		s.active.live++
+		s.active.liveBytes += int64(l.n)
+	}
+	s.mu.Unlock()
+	s.logger.Info("relocated live log entries out of the oldest segment", "segment", old.f.Name(), "entries", len(moves), "bytes", len(buf))
+	return true
 }
 
 // failQueued answers every write still queued with ErrClosed. Only the
@@ -233,15 +667,15 @@ func (s *Store) failQueued() {
 	}
 }
 
-// do queues apply for the committer and blocks until it is durable or has
+// do queues w for the committer and blocks until it is durable or has
 // failed. Called by any goroutine.
-func (s *Store) do(apply func(tx *bbolt.Tx) error) error {
+func (s *Store) do(w *write) error {
 	select {
 	case <-s.closing:
 		return ErrClosed
 	default:
 	}
-	w := &write{apply: apply, done: make(chan error, 1)}
+	w.done = make(chan error, 1)
 	select {
 	case s.queue <- w:
 	case <-s.closing:
@@ -261,13 +695,4 @@ func (s *Store) do(apply func(tx *bbolt.Tx) error) error {
 			return ErrClosed
 		}
 	}
-}
-
-// view runs fn in a read transaction on the caller's goroutine.
-func (s *Store) view(fn func(tx *bbolt.Tx) error) error {
-	err := s.db.View(fn)
-	if errors.Is(err, bbolt.ErrDatabaseNotOpen) {
-		return ErrClosed
-	}
-	return err
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	"go.etcd.io/bbolt"
 )
 
 func TestWritesQueuedTogetherShareOneCommit(t *testing.T) {
@@ -25,7 +24,7 @@ func TestWritesQueuedTogetherShareOneCommit(t *testing.T) {
 		writes = append(writes, func() error { return ss.StoreLogs(entries(1, 10)) })
 	}
 	writes = append(writes, func() error { return views[0].SetUint64([]byte("CurrentTerm"), 2) })
-	// batch checks that the writes took one transaction.
+	// batch checks that the writes took one commit.
 	for i, err := range batch(t, s, writes...) {
 		if err != nil {
 			t.Fatalf("write %d: %v", i, err)
@@ -39,22 +38,21 @@ func TestWritesQueuedTogetherShareOneCommit(t *testing.T) {
 func TestFailedWriteDoesNotFailItsBatch(t *testing.T) {
 	s := openTestStore(t)
 	a, b := shard(t, s, 0), shard(t, s, 1)
-	errBoom := errors.New("boom")
 	errs := batch(t, s,
 		func() error { return a.StoreLogs(entries(1, 5)) },
-		func() error { return s.do(func(*bbolt.Tx) error { return errBoom }) },
+		func() error { return a.StoreLogs(entries(7, 8)) }, // leaves a gap after 5
 		func() error { return b.StoreLogs(entries(1, 5)) },
 	)
-	if errs[0] != nil || !errors.Is(errs[1], errBoom) || errs[2] != nil {
-		t.Fatalf("results %v; want nil, boom, nil", errs)
+	if errs[0] != nil || !errors.Is(errs[1], ErrNonSequential) || errs[2] != nil {
+		t.Fatalf("results %v; want nil, ErrNonSequential, nil", errs)
 	}
 	wantBounds(t, a, 1, 5)
 	wantBounds(t, b, 1, 5)
 }
 
 func TestWritesSurviveReopen(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "raft.db")
-	s, err := Open(path, Options{})
+	dir := filepath.Join(t.TempDir(), "wal")
+	s, err := Open(dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +68,7 @@ func TestWritesSurviveReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	s = openTestStoreAt(t, path)
+	s = openTestStoreAt(t, dir)
 	ss = shard(t, s, 3)
 	wantBounds(t, ss, 41, 100)
 	wantLog(t, ss, entry(41))
@@ -138,16 +136,34 @@ func TestCloseFailsQueuedWritesAndFinishesTheCommitInProgress(t *testing.T) {
 	}
 }
 
-func TestSecondOpenOfTheFileIsErrLocked(t *testing.T) {
+// TestSecondOpenOfTheDirIsErrLocked: two nodes on one data dir would
+// corrupt each other's log. The directory's LOCK file is flocked while a
+// store is open, and a second Open retries it until its Timeout.
+func TestSecondOpenOfTheDirIsErrLocked(t *testing.T) {
 	s := openTestStore(t)
+	const timeout = 200 * time.Millisecond
 	start := time.Now()
-	_, err := Open(s.Path(), Options{Timeout: 200 * time.Millisecond})
+	_, err := Open(s.Path(), Options{Timeout: timeout})
 	if !errors.Is(err, ErrLocked) {
 		t.Fatalf("second Open: %v, want ErrLocked", err)
 	}
-	// bbolt retries the lock every 50 ms until less than 50 ms are left.
-	if d := time.Since(start); d < 150*time.Millisecond {
+	if d := time.Since(start); d < timeout {
 		t.Fatalf("second Open gave up after %v, before its timeout", d)
+	}
+	if _, err := os.Stat(filepath.Join(s.Path(), "LOCK")); err != nil {
+		t.Fatalf("LOCK file: %v", err)
+	}
+
+	// Close releases the lock: the next node start opens the dir.
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(s.Path(), Options{Timeout: timeout})
+	if err != nil {
+		t.Fatalf("Open after Close: %v", err)
+	}
+	if err := s2.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -263,10 +279,9 @@ func (countSnapshot) Release() {}
 // TestRaftKeepsItsLogAcrossSnapshotsAndRestart runs a single-voter Raft on
 // a ShardStore with frequent snapshots, so compactions run on raft's
 // snapshot goroutine while its main goroutine appends, then restarts it on
-// the reopened file: the log is contiguous and the FSM comes back whole.
+// the reopened log: the log is contiguous and the FSM comes back whole.
 func TestRaftKeepsItsLogAcrossSnapshotsAndRestart(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "raft.db")
+	dir := filepath.Join(t.TempDir(), "wal")
 	snaps := raft.NewInmemSnapshotStore()
 	conf := raft.DefaultConfig()
 	conf.LocalID = "1"
@@ -281,7 +296,7 @@ func TestRaftKeepsItsLogAcrossSnapshotsAndRestart(t *testing.T) {
 
 	start := func(bootstrap bool) (*Store, *raft.Raft, *countFSM) {
 		t.Helper()
-		s, err := Open(path, Options{})
+		s, err := Open(dir, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -369,62 +384,44 @@ func fixtureLog(shard int32, i uint64) *raft.Log {
 	return l
 }
 
-// TestReadsFilesWrittenByClusterNodeStore opens testdata/v1.db, written by
-// cluster.NodeStore before this package existed (commit 89cf62f): shard 0
-// stored fixtureLog(0, 1..20), deleted 1..5 and stored term 3, vote term 3
-// and candidate "2"; MetaShard -1 stored fixtureLog(-1, 1..3) one by one
-// and term 1; shard 7 only got its buckets.
-func TestReadsFilesWrittenByClusterNodeStore(t *testing.T) {
+// TestImportsFilesWrittenByClusterNodeStore imports testdata/v1.db, the
+// bolt file written by cluster.NodeStore before this package existed
+// (commit 89cf62f), as a node upgrading in place does: the file is
+// DataDir/raft.db and the log goes to DataDir/wal. Shard 0 stored
+// fixtureLog(0, 1..20), deleted 1..5 and stored term 3, vote term 3 and
+// candidate "2"; MetaShard -1 stored fixtureLog(-1, 1..3) one by one and
+// term 1; shard 7 only got its buckets. Once imported, the bolt file is
+// gone and the log holds everything without it.
+func TestImportsFilesWrittenByClusterNodeStore(t *testing.T) {
 	raw, err := os.ReadFile("testdata/v1.db")
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "raft.db")
-	if err := os.WriteFile(path, raw, 0o600); err != nil {
+	dataDir := t.TempDir()
+	legacy, dir := filepath.Join(dataDir, "raft.db"), filepath.Join(dataDir, "wal")
+	if err := os.WriteFile(legacy, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := openTestStoreAt(t, path)
+	s := openTestStoreWith(t, dir, Options{Import: legacy})
+	if _, err := os.Stat(legacy); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the bolt file after its import: %v, want it removed", err)
+	}
+	checkFixture(t, s, 20)
 
-	check := func(ss *ShardStore, first, last uint64) {
-		t.Helper()
-		wantBounds(t, ss, first, last)
-		for i := first; i <= last && last > 0; i++ {
-			want := fixtureLog(ss.ID(), i)
-			var got raft.Log
-			if err := ss.GetLog(i, &got); err != nil {
-				t.Fatal(err)
-			}
-			if got.Index != want.Index || got.Term != want.Term || got.Type != want.Type ||
-				string(got.Data) != string(want.Data) || string(got.Extensions) != string(want.Extensions) ||
-				!got.AppendedAt.Equal(want.AppendedAt) {
-				t.Fatalf("shard %d index %d:\n got %+v\nwant %+v", ss.ID(), i, got, *want)
-			}
-		}
-	}
-	stable := func(ss *ShardStore, key string, want uint64) {
-		t.Helper()
-		if v, err := ss.GetUint64([]byte(key)); err != nil || v != want {
-			t.Fatalf("shard %d %s = %d %v, want %d", ss.ID(), key, v, err, want)
-		}
-	}
-	s0, meta, s7 := shard(t, s, 0), shard(t, s, -1), shard(t, s, 7)
-	check(s0, 6, 20)
-	wantMissing(t, s0, 5)
-	stable(s0, "CurrentTerm", 3)
-	stable(s0, "LastVoteTerm", 3)
-	if v, err := s0.Get([]byte("LastVoteCand")); err != nil || string(v) != "2" {
-		t.Fatalf("vote candidate %q %v", v, err)
-	}
-	check(meta, 1, 3)
-	stable(meta, "CurrentTerm", 1)
-	check(s7, 0, 0)
-	if _, err := s7.GetUint64([]byte("CurrentTerm")); !errors.Is(err, ErrKeyNotFound) {
-		t.Fatalf("shard 7 term: %v", err)
-	}
+	// It goes on being written.
+	storeLogs(t, shard(t, s, 0), []*raft.Log{fixtureLog(0, 21)})
+	checkFixture(t, s, 21)
 
-	// And it goes on being written.
-	storeLogs(t, s0, []*raft.Log{fixtureLog(0, 21)})
-	check(s0, 6, 21)
+	// The log holds it all: reopened without the bolt file, whether or
+	// not Import still names it (the node always passes it), nothing is
+	// lost and nothing imported again.
+	s = reopen(t, s)
+	checkFixture(t, s, 21)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTestStoreWith(t, dir, Options{Import: legacy})
+	checkFixture(t, s, 21)
 }
 
 // TestLogEncodingVersion1IsStable pins the bytes of a stored entry: data
