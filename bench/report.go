@@ -122,7 +122,7 @@ func Report(ctx context.Context, w io.Writer, cfg ReportConfig) error {
 		fmt.Fprintf(w, "| %s | %.0f | %.2f× | %v | %v | %.0f | %v | %.1f× | %d |\n", r.name,
 			r.par.PerSecond(), r.parRatio, ms(r.par.P50), ms(r.par.P99), r.ser.PerSecond(), ms(r.ser.P50), r.serVsSync, r.par.Errors+r.ser.Errors)
 	}
-	fmt.Fprintf(w, "\nA kcoord commit is durable on disk before it is answered: on one node a bolt transaction (two fdatasyncs: its pages, then its meta page); on three, the leader's and then a follower's, so four on the way. kfake keeps nothing on disk.\n")
+	fmt.Fprintf(w, "\nA kcoord commit is durable on disk before it is answered: on one node a group commit of the node's write-ahead log (one write and one fdatasync, shared with whatever the other shards wrote meanwhile); on three, the leader's and then a follower's, so two on the way. kfake keeps nothing on disk.\n")
 	fmt.Fprintf(w, "\n## Idle\n\n")
 	fmt.Fprintf(w, "Three kcoord nodes, 50 shards, replication factor 3, no client (2 s after the commit measurements ended), leadership settled: **%.1f%% of one core** together, over %v.\n", idle, cfg.Idle)
 	return nil

@@ -56,16 +56,23 @@ func (t *matchTracker) get(id raft.ServerID) (uint64, time.Time) {
 }
 
 // shardTransport is a shard's raft.NetworkTransport with AppendEntries
-// pipelining turned off (unpipelinedTransport) and acknowledgements
-// recorded in a matchTracker.
+// pipelining turned off (unpipelinedTransport), acknowledgements recorded
+// in a matchTracker and heartbeats thinned (heartbeats).
 type shardTransport struct {
 	unpipelinedTransport
 	match *matchTracker
+	beats *heartbeats
 }
 
-// AppendEntries records the index a successful answer covers.
+// AppendEntries answers a heartbeat from the follower's last answer when
+// beats allows it, and otherwise sends the request and records the index
+// a successful answer covers.
 func (t shardTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	if t.beats.reused(id, args, resp) {
+		return nil
+	}
 	err := t.unpipelinedTransport.AppendEntries(id, target, args, resp)
+	t.beats.answered(id, args, resp, err)
 	if err == nil && resp.Success {
 		t.match.acked(id, args.PrevLogEntry+uint64(len(args.Entries)))
 	}

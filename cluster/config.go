@@ -183,6 +183,14 @@ type Config struct {
 	// voter down) waits up to twice it after a broken connection, which is
 	// why it is not longer.
 	GroupCommitTimeout time.Duration
+	// HeartbeatReuse is how long a follower's successful answer to a
+	// shard leader's heartbeat answers the next heartbeats to it without
+	// a send (see heartbeats.go). Zero means 3/10 of HeartbeatTimeout
+	// (150ms by default), which sends about one heartbeat in two or
+	// three; negative sends every one. It must stay under
+	// HeartbeatTimeout - HeartbeatTimeout/5 (a follower must hear from its
+	// leader within its own timeout).
+	HeartbeatReuse time.Duration
 
 	// SnapshotInterval (wall-clock duration) is how often each shard checks
 	// whether to snapshot (staggered randomly up to twice this). Default 120s.
@@ -283,6 +291,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.CommitTimeout == 0 {
 		c.CommitTimeout = d.CommitTimeout
+	}
+	if c.HeartbeatReuse == 0 {
+		c.HeartbeatReuse = time.Duration(float64(c.HeartbeatTimeout) * heartbeatReuse)
 	}
 	if c.GroupCommitTimeout == 0 {
 		c.GroupCommitTimeout = d.GroupCommitTimeout
@@ -389,6 +400,9 @@ func (c *Config) Validate() error {
 	}
 	if cc.SnapshotRetain < 1 {
 		return bad("SnapshotRetain %d must be at least 1", cc.SnapshotRetain)
+	}
+	if cc.HeartbeatReuse >= cc.HeartbeatTimeout-cc.HeartbeatTimeout/5 {
+		return bad("HeartbeatReuse %v must be under 4/5 of HeartbeatTimeout %v", cc.HeartbeatReuse, cc.HeartbeatTimeout)
 	}
 	if cc.GroupCommitTimeout < time.Millisecond {
 		return bad("GroupCommitTimeout %v must be at least 1ms", cc.GroupCommitTimeout)

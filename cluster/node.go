@@ -373,12 +373,13 @@ func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Sha
 		return nil, err
 	}
 	match := newMatchTracker()
+	beats := newHeartbeats(cfg.HeartbeatReuse)
 	trans := shardTransport{unpipelinedTransport{raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  layer,
 		MaxPool: cfg.TransportMaxPool,
 		Timeout: cfg.TransportTimeout,
 		Logger:  cfg.RaftLogger.Named("net").With("shard", id),
-	})}, match}
+	})}, match, beats}
 	defer func() {
 		if err != nil {
 			_ = trans.Close()
@@ -423,6 +424,7 @@ func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Sha
 		store:        st.store,
 		trans:        trans,
 		match:        match,
+		beats:        beats,
 		notifyCh:     notifyCh,
 		leaderDone:   make(chan struct{}),
 		bootstrapped: bootstrapped,

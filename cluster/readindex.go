@@ -112,6 +112,8 @@ func (s *Shard) confirmRound() error {
 		s.reads.committed.Add(1)
 		return s.Barrier(confirmRoundTimeout)
 	}
+	s.beats.beginConfirm()
+	defer s.beats.endConfirm()
 	return s.Raft.VerifyLeader().Error()
 }
 

@@ -31,6 +31,7 @@ type Shard struct {
 	store        shardLogStore
 	trans        shardTransport
 	match        *matchTracker // what each peer acknowledged (placement's catch-up check)
+	beats        *heartbeats   // the transport's heartbeat thinning (confirmRound brackets it)
 	reported     configReport  // the configurations this node reported as leader
 	notifyCh     chan bool
 	leaderDone   chan struct{}

@@ -15,9 +15,10 @@ import (
 // uses over a 10 s window with no client connected, after leadership has
 // settled, as a share of one core (100 = one core busy). The nodes use
 // production Raft timings (server.DefaultConfig's), not the shortened test
-// ones, so the figure is what a deployed cluster spends. "commit-50ms" is
-// the baseline: group shards with hashicorp/raft's 50 ms commit timeout,
-// as before GroupCommitTimeout.
+// ones, so the figure is what a deployed cluster spends. The baselines:
+// "every-heartbeat" sends every Raft heartbeat (HeartbeatReuse off, as
+// before heartbeats.go), and "commit-50ms" does that with group shards at
+// hashicorp/raft's 50 ms commit timeout too, as before GroupCommitTimeout.
 //
 //	go test ./e2e -run '^$' -bench IdleCPU -benchtime 1x
 func BenchmarkIdleCPU(b *testing.B) {
@@ -26,7 +27,8 @@ func BenchmarkIdleCPU(b *testing.B) {
 		mutate func(*cluster.Config)
 	}{
 		{"default", func(*cluster.Config) {}},
-		{"commit-50ms", func(c *cluster.Config) { c.GroupCommitTimeout = 50 * time.Millisecond }},
+		{"every-heartbeat", func(c *cluster.Config) { c.HeartbeatReuse = -1 }},
+		{"commit-50ms", func(c *cluster.Config) { c.HeartbeatReuse, c.GroupCommitTimeout = -1, 50*time.Millisecond }},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			for b.Loop() {

@@ -1,0 +1,118 @@
+package cluster
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// heartbeatReuse is the default share of HeartbeatTimeout
+// (Config.HeartbeatReuse) for which a shard leader's heartbeat to a follower may be answered with that follower's
+// last real answer instead of crossing the network (see heartbeats).
+//
+// hashicorp/raft heartbeats every follower at a random interval between a
+// tenth and a fifth of HeartbeatTimeout (50–100 ms by default), for every
+// shard: with 50 shards at replication factor 3 that is about 1,300 RPCs a
+// second across three idle nodes, each a msgpack round trip that wakes
+// four goroutines, and the bulk of what an idle cluster costs. A follower
+// only needs one within its own heartbeat timeout, at least
+// HeartbeatTimeout (500 ms). Reusing answers for 3/10 of it sends about
+// one heartbeat in two or three, and a follower still hears from its
+// leader at least every 3/10 + 1/5 = half of HeartbeatTimeout.
+const heartbeatReuse = 3.0 / 10
+
+// heartbeats thins a shard leader's heartbeats. hashicorp/raft's heartbeat
+// goroutine uses an answer for two things only: it refreshes the
+// follower's last contact (the leader lease counts it) and counts towards
+// VerifyLeader rounds; it ignores the answer's term. So when a real
+// heartbeat to the same follower succeeded, in the same term, less than
+// reuse ago, the transport answers the next one with it at once.
+//
+// What it must not weaken:
+//   - Leadership confirmations (Shard.confirmRound): while one is in
+//     progress (confirming > 0) every heartbeat is sent. An answer reused
+//     just before a round began may still be counted by it, as raft counts
+//     a real answer to a heartbeat sent before the round: it is at most
+//     reuse old, and a follower that answered the leader does not vote for
+//     another candidate (hashicorp/raft's leader stickiness) until its
+//     heartbeat timeout, longer than reuse, has passed.
+//   - Pauses: after this process was paused (pauseWatch) nothing is
+//     reused, since a stalled monotonic clock makes old answers look
+//     young.
+//   - The lease: a dead follower's last contact stays fresh up to reuse
+//     longer, so a partitioned leader steps down up to that much later
+//     (LeaderLeaseTimeout + reuse). Followers elect on their own timeouts,
+//     so failover time does not change.
+//   - Placement's catch-up check (matchTracker) only counts real answers.
+//
+// Raft's heartbeat goroutines (one per follower) call it concurrently;
+// the read index calls beginConfirm/endConfirm. Nothing blocks beyond a
+// short mutex.
+type heartbeats struct {
+	reuse      time.Duration
+	confirming atomic.Int32
+
+	mu   sync.Mutex
+	last map[raft.ServerID]heartbeatAnswer
+}
+
+// heartbeatAnswer is a follower's last real answer to a heartbeat.
+type heartbeatAnswer struct {
+	term uint64
+	at   time.Time
+	resp raft.AppendEntriesResponse
+}
+
+// newHeartbeats reuses answers for reuse (Config.HeartbeatReuse); zero or
+// negative sends every heartbeat.
+func newHeartbeats(reuse time.Duration) *heartbeats {
+	return &heartbeats{
+		reuse: reuse,
+		last:  make(map[raft.ServerID]heartbeatAnswer),
+	}
+}
+
+// isHeartbeat reports whether req is what raft's heartbeat goroutine
+// sends: a term and a leader, no log position, entries or commit index.
+func isHeartbeat(req *raft.AppendEntriesRequest) bool {
+	return len(req.Entries) == 0 && req.PrevLogEntry == 0 && req.PrevLogTerm == 0 && req.LeaderCommitIndex == 0
+}
+
+// reused fills resp with id's last real answer and reports true if req may
+// be answered without sending it.
+func (h *heartbeats) reused(id raft.ServerID, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) bool {
+	if h.reuse <= 0 || !isHeartbeat(req) || h.confirming.Load() > 0 || processPauses().recent() {
+		return false
+	}
+	h.mu.Lock()
+	a, ok := h.last[id]
+	h.mu.Unlock()
+	if !ok || a.term != req.Term || time.Since(a.at) >= h.reuse {
+		return false
+	}
+	*resp = a.resp
+	return true
+}
+
+// answered records the answer to a heartbeat that was sent: a success
+// becomes reusable, a failure or an error ends reuse until the next
+// success.
+func (h *heartbeats) answered(id raft.ServerID, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse, err error) {
+	if !isHeartbeat(req) {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err != nil || !resp.Success {
+		delete(h.last, id)
+		return
+	}
+	h.last[id] = heartbeatAnswer{term: req.Term, at: time.Now(), resp: *resp}
+}
+
+// beginConfirm and endConfirm bracket a leadership confirmation round:
+// heartbeats in between are all sent.
+func (h *heartbeats) beginConfirm() { h.confirming.Add(1) }
+func (h *heartbeats) endConfirm()   { h.confirming.Add(-1) }

@@ -1,0 +1,64 @@
+package cluster
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+func TestHeartbeatsReuseOnlyAFreshSuccessOfTheSameTerm(t *testing.T) {
+	beat := func(term uint64) *raft.AppendEntriesRequest { return &raft.AppendEntriesRequest{Term: term} }
+	ok := &raft.AppendEntriesResponse{Term: 3, Success: true, LastLog: 9}
+	const f1, f2 = raft.ServerID("2"), raft.ServerID("3")
+
+	h := newHeartbeats(300 * time.Millisecond)
+	var resp raft.AppendEntriesResponse
+	if h.reused(f1, beat(3), &resp) {
+		t.Fatal("reused before any answer")
+	}
+	h.answered(f1, beat(3), ok, nil)
+	if !h.reused(f1, beat(3), &resp) || resp.LastLog != ok.LastLog || !resp.Success {
+		t.Fatalf("fresh success not reused: %+v", resp)
+	}
+	if h.reused(f2, beat(3), &resp) {
+		t.Fatal("one follower's answer reused for another")
+	}
+	if h.reused(f1, beat(4), &resp) {
+		t.Fatal("an answer of term 3 reused in term 4")
+	}
+	entries := &raft.AppendEntriesRequest{Term: 3, PrevLogEntry: 8, PrevLogTerm: 3, LeaderCommitIndex: 8, Entries: []*raft.Log{{Index: 9}}}
+	if h.reused(f1, entries, &resp) {
+		t.Fatal("an AppendEntries with entries was not sent")
+	}
+	if h.reused(f1, &raft.AppendEntriesRequest{Term: 3, PrevLogEntry: 9, PrevLogTerm: 3, LeaderCommitIndex: 9}, &resp) {
+		t.Fatal("replication's empty AppendEntries (it checks the log) was not sent")
+	}
+
+	h.beginConfirm()
+	if h.reused(f1, beat(3), &resp) {
+		t.Fatal("reused during a leadership confirmation")
+	}
+	h.endConfirm()
+	if !h.reused(f1, beat(3), &resp) {
+		t.Fatal("not reused after the confirmation ended")
+	}
+
+	h.answered(f1, beat(3), &raft.AppendEntriesResponse{Term: 4}, nil)
+	if h.reused(f1, beat(3), &resp) {
+		t.Fatal("reused after the follower refused a heartbeat")
+	}
+	h.answered(f1, beat(3), ok, nil)
+	h.answered(f1, beat(3), &raft.AppendEntriesResponse{}, errors.New("connection refused"))
+	if h.reused(f1, beat(3), &resp) {
+		t.Fatal("reused after a heartbeat failed")
+	}
+
+	h = newHeartbeats(15 * time.Millisecond)
+	h.answered(f1, beat(3), ok, nil)
+	time.Sleep(20 * time.Millisecond)
+	if h.reused(f1, beat(3), &resp) {
+		t.Fatal("an answer older than the reuse window was reused")
+	}
+}
