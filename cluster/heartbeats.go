@@ -27,8 +27,9 @@ const heartbeatReuse = 3.0 / 10
 // goroutine uses an answer for two things only: it refreshes the
 // follower's last contact (the leader lease counts it) and counts towards
 // VerifyLeader rounds; it ignores the answer's term. So when a real
-// heartbeat to the same follower succeeded, in the same term, less than
-// reuse ago, the transport answers the next one with it at once.
+// heartbeat or replication to the same follower succeeded, in the same
+// term, less than reuse ago, the transport answers the next heartbeat
+// with it at once.
 //
 // What it must not weaken:
 //   - Leadership confirmations (Shard.confirmRound): while one is in
@@ -96,20 +97,26 @@ func (h *heartbeats) reused(id raft.ServerID, req *raft.AppendEntriesRequest, re
 	return true
 }
 
-// answered records the answer to a heartbeat that was sent: a success
-// becomes reusable, a failure or an error ends reuse until the next
-// success.
+// answered records the answer to an AppendEntries that was sent. A
+// heartbeat's success becomes reusable; so does a replication's, as a
+// heartbeat's answer (the follower heard from its leader just as well), so
+// under load hardly any heartbeat is sent. A heartbeat's failure or any
+// error ends reuse until the next success; a replication the follower
+// refused (a log mismatch) is no answer to reuse either way.
 func (h *heartbeats) answered(id raft.ServerID, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse, err error) {
-	if !isHeartbeat(req) {
-		return
-	}
+	beat := isHeartbeat(req)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if err != nil || !resp.Success {
+	switch {
+	case err != nil || (beat && !resp.Success):
 		delete(h.last, id)
-		return
+	case beat:
+		h.last[id] = heartbeatAnswer{term: req.Term, at: time.Now(), resp: *resp}
+	case resp.Success:
+		h.last[id] = heartbeatAnswer{term: req.Term, at: time.Now(), resp: raft.AppendEntriesResponse{
+			RPCHeader: resp.RPCHeader, Term: resp.Term, LastLog: resp.LastLog, Success: true,
+		}}
 	}
-	h.last[id] = heartbeatAnswer{term: req.Term, at: time.Now(), resp: *resp}
 }
 
 // beginConfirm and endConfirm bracket a leadership confirmation round:

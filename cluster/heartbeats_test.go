@@ -55,6 +55,26 @@ func TestHeartbeatsReuseOnlyAFreshSuccessOfTheSameTerm(t *testing.T) {
 		t.Fatal("reused after a heartbeat failed")
 	}
 
+	// A replication the follower took counts as its answer; one it
+	// refused (a log mismatch) does not, nor does it end reuse.
+	h = newHeartbeats(300 * time.Millisecond)
+	h.answered(f2, entries, &raft.AppendEntriesResponse{Term: 3, LastLog: 9}, nil)
+	if h.reused(f2, beat(3), &resp) {
+		t.Fatal("a refused replication reused as a heartbeat's answer")
+	}
+	h.answered(f2, entries, &raft.AppendEntriesResponse{Term: 3, LastLog: 9, Success: true}, nil)
+	if !h.reused(f2, beat(3), &resp) || !resp.Success {
+		t.Fatal("a replication the follower took not reused as a heartbeat's answer")
+	}
+	h.answered(f2, entries, &raft.AppendEntriesResponse{Term: 3, LastLog: 8}, nil)
+	if !h.reused(f2, beat(3), &resp) {
+		t.Fatal("a refused replication ended reuse of an earlier answer")
+	}
+	h.answered(f2, entries, &raft.AppendEntriesResponse{}, errors.New("i/o timeout"))
+	if h.reused(f2, beat(3), &resp) {
+		t.Fatal("reused after a replication failed")
+	}
+
 	h = newHeartbeats(15 * time.Millisecond)
 	h.answered(f1, beat(3), ok, nil)
 	time.Sleep(20 * time.Millisecond)
