@@ -84,7 +84,7 @@ func (n *Node) balanceLeaders() {
 		if !ok {
 			continue
 		}
-		if err := s.Raft.LeadershipTransferToServer(target.ID, target.Address).Error(); err != nil {
+		if err := s.transferLeadership(target.ID, target.Address); err != nil {
 			n.logger.Warn("leadership transfer failed", "shard", s.ID, "to", target.ID, "error", err)
 			return
 		}
@@ -146,7 +146,7 @@ func (n *Node) TransferLeadership(timeout time.Duration) int {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := s.Raft.LeadershipTransfer().Error(); err != nil {
+			if err := s.transferLeadership("", ""); err != nil {
 				n.logger.Warn("leadership transfer on leave failed", "shard", s.ID, "error", err)
 				return
 			}

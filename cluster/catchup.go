@@ -71,8 +71,9 @@ func (t shardTransport) AppendEntries(id raft.ServerID, target raft.ServerAddres
 	if t.beats.reused(id, args, resp) {
 		return nil
 	}
+	sent := time.Now()
 	err := t.unpipelinedTransport.AppendEntries(id, target, args, resp)
-	t.beats.answered(id, args, resp, err)
+	t.beats.answered(id, sent, args, resp, err)
 	if err == nil && resp.Success {
 		t.match.acked(id, args.PrevLogEntry+uint64(len(args.Entries)))
 	}

@@ -11,10 +11,10 @@ import (
 
 // The log store kinds of Config.LogStore.
 const (
-	// LogStoreNode is one bolt file per node for every shard's Raft log and
-	// stable store (package nodestore), with group commit: appends that
-	// arrive together from different shards share one transaction and one
-	// fsync.
+	// LogStoreNode is one write-ahead log per node for every shard's Raft
+	// log and stable store (package nodestore, DataDir/wal), with group
+	// commit: appends that arrive together from different shards share one
+	// write and one fsync.
 	LogStoreNode = "node"
 	// LogStoreShard is raft-boltdb, one file per shard: each shard's
 	// appends pay their own transaction and fsyncs.
@@ -91,7 +91,7 @@ type Config struct {
 	JoinTimeout time.Duration
 
 	// LogStore is where a new data dir keeps the shards' Raft logs:
-	// LogStoreNode (default: one file, group commit across shards) or
+	// LogStoreNode (default: one write-ahead log, group commit across shards) or
 	// LogStoreShard (one raft-boltdb file per shard). A data dir keeps the
 	// kind it was created with.
 	LogStore string
@@ -184,12 +184,12 @@ type Config struct {
 	// why it is not longer.
 	GroupCommitTimeout time.Duration
 	// HeartbeatReuse is how long a follower's successful answer to a
-	// shard leader's heartbeat answers the next heartbeats to it without
-	// a send (see heartbeats.go). Zero means 3/10 of HeartbeatTimeout
-	// (150ms by default), which sends about one heartbeat in two or
-	// three; negative sends every one. It must stay under
-	// HeartbeatTimeout - HeartbeatTimeout/5 (a follower must hear from its
-	// leader within its own timeout).
+	// shard leader's heartbeat (or replication) answers the next
+	// heartbeats to it without a send (see heartbeats.go). Zero means 2/10
+	// of HeartbeatTimeout (100ms by default; less when LeaderLeaseTimeout
+	// leaves less room, see validate), which sends about one idle heartbeat
+	// in two; negative sends every one. At most a quarter of
+	// HeartbeatTimeout, and below HeartbeatTimeout - LeaderLeaseTimeout.
 	HeartbeatReuse time.Duration
 
 	// SnapshotInterval (wall-clock duration) is how often each shard checks
@@ -293,7 +293,13 @@ func (c Config) withDefaults() Config {
 		c.CommitTimeout = d.CommitTimeout
 	}
 	if c.HeartbeatReuse == 0 {
-		c.HeartbeatReuse = time.Duration(float64(c.HeartbeatTimeout) * heartbeatReuse)
+		// Within validate's bounds whatever the other timings: a lease
+		// close to the heartbeat timeout leaves less room, none turns it
+		// off.
+		c.HeartbeatReuse = min(time.Duration(float64(c.HeartbeatTimeout)*heartbeatReuse), (c.HeartbeatTimeout-c.LeaderLeaseTimeout)/2)
+		if c.HeartbeatReuse <= 0 {
+			c.HeartbeatReuse = -1
+		}
 	}
 	if c.GroupCommitTimeout == 0 {
 		c.GroupCommitTimeout = d.GroupCommitTimeout
@@ -401,8 +407,14 @@ func (c *Config) Validate() error {
 	if cc.SnapshotRetain < 1 {
 		return bad("SnapshotRetain %d must be at least 1", cc.SnapshotRetain)
 	}
-	if cc.HeartbeatReuse >= cc.HeartbeatTimeout-cc.HeartbeatTimeout/5 {
-		return bad("HeartbeatReuse %v must be under 4/5 of HeartbeatTimeout %v", cc.HeartbeatReuse, cc.HeartbeatTimeout)
+	// A follower hears from its leader at least every HeartbeatReuse plus
+	// the heartbeat interval (up to a fifth of HeartbeatTimeout); under
+	// half of HeartbeatTimeout, with room for a round trip, it is not
+	// taken for cut off (Shard.Settling). And a partitioned leader steps
+	// down after LeaderLeaseTimeout plus HeartbeatReuse, which must come
+	// before a newer leader can be elected (HeartbeatTimeout).
+	if cc.HeartbeatReuse > 0 && (cc.HeartbeatReuse > cc.HeartbeatTimeout/4 || cc.HeartbeatReuse+cc.LeaderLeaseTimeout >= cc.HeartbeatTimeout) {
+		return bad("HeartbeatReuse %v must be at most a quarter of HeartbeatTimeout %v, and below it minus LeaderLeaseTimeout %v", cc.HeartbeatReuse, cc.HeartbeatTimeout, cc.LeaderLeaseTimeout)
 	}
 	if cc.GroupCommitTimeout < time.Millisecond {
 		return bad("GroupCommitTimeout %v must be at least 1ms", cc.GroupCommitTimeout)

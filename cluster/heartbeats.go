@@ -9,19 +9,22 @@ import (
 )
 
 // heartbeatReuse is the default share of HeartbeatTimeout
-// (Config.HeartbeatReuse) for which a shard leader's heartbeat to a follower may be answered with that follower's
-// last real answer instead of crossing the network (see heartbeats).
+// (Config.HeartbeatReuse) for which a follower's answer may answer a shard
+// leader's next heartbeats to it instead of their crossing the network
+// (see heartbeats).
 //
 // hashicorp/raft heartbeats every follower at a random interval between a
 // tenth and a fifth of HeartbeatTimeout (50–100 ms by default), for every
 // shard: with 50 shards at replication factor 3 that is about 1,300 RPCs a
 // second across three idle nodes, each a msgpack round trip that wakes
-// four goroutines, and the bulk of what an idle cluster costs. A follower
-// only needs one within its own heartbeat timeout, at least
-// HeartbeatTimeout (500 ms). Reusing answers for 3/10 of it sends about
-// one heartbeat in two or three, and a follower still hears from its
-// leader at least every 3/10 + 1/5 = half of HeartbeatTimeout.
-const heartbeatReuse = 3.0 / 10
+// four goroutines, and the bulk of what an idle cluster costs. Reusing
+// answers for 2/10 of it sends about one heartbeat in two. A follower then
+// hears from its leader at least every 2/10 + 2/10 of HeartbeatTimeout
+// (200 ms), plus a round trip and timer lateness: within the half of it
+// after which kcoord calls a follower cut off from its leader
+// (Shard.Settling, LeaderOf), and far within its own election timeout.
+// Config.validate keeps a HeartbeatReuse of one's own to those bounds.
+const heartbeatReuse = 2.0 / 10
 
 // heartbeats thins a shard leader's heartbeats. hashicorp/raft's heartbeat
 // goroutine uses an answer for two things only: it refreshes the
@@ -35,10 +38,15 @@ const heartbeatReuse = 3.0 / 10
 //   - Leadership confirmations (Shard.confirmRound): while one is in
 //     progress (confirming > 0) every heartbeat is sent. An answer reused
 //     just before a round began may still be counted by it, as raft counts
-//     a real answer to a heartbeat sent before the round: it is at most
-//     reuse old, and a follower that answered the leader does not vote for
-//     another candidate (hashicorp/raft's leader stickiness) until its
-//     heartbeat timeout, longer than reuse, has passed.
+//     a real answer to a heartbeat sent before the round: the answer is at
+//     most reuse old (from the time its request was sent), and a follower
+//     that answered the leader does not vote for another candidate
+//     (hashicorp/raft's leader stickiness) until its heartbeat timeout,
+//     longer than reuse, has passed. Stickiness does not hold for a vote
+//     in a leadership transfer, so nothing is reused from the moment this
+//     leader starts one until a heartbeat timeout after it ended
+//     (transferring): by then it has stepped down, or it has heard
+//     from every follower since.
 //   - Pauses: after this process was paused (pauseWatch) nothing is
 //     reused, since a stalled monotonic clock makes old answers look
 //     young.
@@ -54,6 +62,10 @@ const heartbeatReuse = 3.0 / 10
 type heartbeats struct {
 	reuse      time.Duration
 	confirming atomic.Int32
+	// noReuseUntil is when the last leadership transfer's no-reuse
+	// window ends, in Unix nanoseconds (transferring).
+	noReuseUntil atomic.Int64
+	hold         time.Duration // that window after a transfer: HeartbeatTimeout
 
 	mu   sync.Mutex
 	last map[raft.ServerID]heartbeatAnswer
@@ -67,10 +79,11 @@ type heartbeatAnswer struct {
 }
 
 // newHeartbeats reuses answers for reuse (Config.HeartbeatReuse); zero or
-// negative sends every heartbeat.
-func newHeartbeats(reuse time.Duration) *heartbeats {
+// negative sends every heartbeat. heartbeatTimeout is the shard's.
+func newHeartbeats(reuse, heartbeatTimeout time.Duration) *heartbeats {
 	return &heartbeats{
 		reuse: reuse,
+		hold:  heartbeatTimeout,
 		last:  make(map[raft.ServerID]heartbeatAnswer),
 	}
 }
@@ -84,7 +97,8 @@ func isHeartbeat(req *raft.AppendEntriesRequest) bool {
 // reused fills resp with id's last real answer and reports true if req may
 // be answered without sending it.
 func (h *heartbeats) reused(id raft.ServerID, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) bool {
-	if h.reuse <= 0 || !isHeartbeat(req) || h.confirming.Load() > 0 || processPauses().recent() {
+	if h.reuse <= 0 || !isHeartbeat(req) || h.confirming.Load() > 0 || processPauses().recent() ||
+		time.Now().UnixNano() < h.noReuseUntil.Load() {
 		return false
 	}
 	h.mu.Lock()
@@ -103,7 +117,10 @@ func (h *heartbeats) reused(id raft.ServerID, req *raft.AppendEntriesRequest, re
 // under load hardly any heartbeat is sent. A heartbeat's failure or any
 // error ends reuse until the next success; a replication the follower
 // refused (a log mismatch) is no answer to reuse either way.
-func (h *heartbeats) answered(id raft.ServerID, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse, err error) {
+//
+// sent is when req was sent: the follower handled it between then and its
+// answer's arrival, so the answer's age counts from then.
+func (h *heartbeats) answered(id raft.ServerID, sent time.Time, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse, err error) {
 	beat := isHeartbeat(req)
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -111,9 +128,9 @@ func (h *heartbeats) answered(id raft.ServerID, req *raft.AppendEntriesRequest, 
 	case err != nil || (beat && !resp.Success):
 		delete(h.last, id)
 	case beat:
-		h.last[id] = heartbeatAnswer{term: req.Term, at: time.Now(), resp: *resp}
+		h.last[id] = heartbeatAnswer{term: req.Term, at: sent, resp: *resp}
 	case resp.Success:
-		h.last[id] = heartbeatAnswer{term: req.Term, at: time.Now(), resp: raft.AppendEntriesResponse{
+		h.last[id] = heartbeatAnswer{term: req.Term, at: sent, resp: raft.AppendEntriesResponse{
 			RPCHeader: resp.RPCHeader, Term: resp.Term, LastLog: resp.LastLog, Success: true,
 		}}
 	}
@@ -123,3 +140,10 @@ func (h *heartbeats) answered(id raft.ServerID, req *raft.AppendEntriesRequest, 
 // heartbeats in between are all sent.
 func (h *heartbeats) beginConfirm() { h.confirming.Add(1) }
 func (h *heartbeats) endConfirm()   { h.confirming.Add(-1) }
+
+// transferring is called before and after this leader asks Raft to hand
+// its leadership over: every heartbeat is sent from then until a
+// heartbeat timeout after the last call.
+func (h *heartbeats) transferring() {
+	h.noReuseUntil.Store(time.Now().Add(h.hold).UnixNano())
+}

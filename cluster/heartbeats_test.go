@@ -13,12 +13,12 @@ func TestHeartbeatsReuseOnlyAFreshSuccessOfTheSameTerm(t *testing.T) {
 	ok := &raft.AppendEntriesResponse{Term: 3, Success: true, LastLog: 9}
 	const f1, f2 = raft.ServerID("2"), raft.ServerID("3")
 
-	h := newHeartbeats(300 * time.Millisecond)
+	h := newHeartbeats(300*time.Millisecond, time.Second)
 	var resp raft.AppendEntriesResponse
 	if h.reused(f1, beat(3), &resp) {
 		t.Fatal("reused before any answer")
 	}
-	h.answered(f1, beat(3), ok, nil)
+	h.answered(f1, time.Now(), beat(3), ok, nil)
 	if !h.reused(f1, beat(3), &resp) || resp.LastLog != ok.LastLog || !resp.Success {
 		t.Fatalf("fresh success not reused: %+v", resp)
 	}
@@ -45,38 +45,56 @@ func TestHeartbeatsReuseOnlyAFreshSuccessOfTheSameTerm(t *testing.T) {
 		t.Fatal("not reused after the confirmation ended")
 	}
 
-	h.answered(f1, beat(3), &raft.AppendEntriesResponse{Term: 4}, nil)
+	h.answered(f1, time.Now(), beat(3), &raft.AppendEntriesResponse{Term: 4}, nil)
 	if h.reused(f1, beat(3), &resp) {
 		t.Fatal("reused after the follower refused a heartbeat")
 	}
-	h.answered(f1, beat(3), ok, nil)
-	h.answered(f1, beat(3), &raft.AppendEntriesResponse{}, errors.New("connection refused"))
+	h.answered(f1, time.Now(), beat(3), ok, nil)
+	h.answered(f1, time.Now(), beat(3), &raft.AppendEntriesResponse{}, errors.New("connection refused"))
 	if h.reused(f1, beat(3), &resp) {
 		t.Fatal("reused after a heartbeat failed")
 	}
 
 	// A replication the follower took counts as its answer; one it
 	// refused (a log mismatch) does not, nor does it end reuse.
-	h = newHeartbeats(300 * time.Millisecond)
-	h.answered(f2, entries, &raft.AppendEntriesResponse{Term: 3, LastLog: 9}, nil)
+	h = newHeartbeats(300*time.Millisecond, time.Second)
+	h.answered(f2, time.Now(), entries, &raft.AppendEntriesResponse{Term: 3, LastLog: 9}, nil)
 	if h.reused(f2, beat(3), &resp) {
 		t.Fatal("a refused replication reused as a heartbeat's answer")
 	}
-	h.answered(f2, entries, &raft.AppendEntriesResponse{Term: 3, LastLog: 9, Success: true}, nil)
+	h.answered(f2, time.Now(), entries, &raft.AppendEntriesResponse{Term: 3, LastLog: 9, Success: true}, nil)
 	if !h.reused(f2, beat(3), &resp) || !resp.Success {
 		t.Fatal("a replication the follower took not reused as a heartbeat's answer")
 	}
-	h.answered(f2, entries, &raft.AppendEntriesResponse{Term: 3, LastLog: 8}, nil)
+	h.answered(f2, time.Now(), entries, &raft.AppendEntriesResponse{Term: 3, LastLog: 8}, nil)
 	if !h.reused(f2, beat(3), &resp) {
 		t.Fatal("a refused replication ended reuse of an earlier answer")
 	}
-	h.answered(f2, entries, &raft.AppendEntriesResponse{}, errors.New("i/o timeout"))
+	h.answered(f2, time.Now(), entries, &raft.AppendEntriesResponse{}, errors.New("i/o timeout"))
 	if h.reused(f2, beat(3), &resp) {
 		t.Fatal("reused after a replication failed")
 	}
 
-	h = newHeartbeats(15 * time.Millisecond)
-	h.answered(f1, beat(3), ok, nil)
+	// Nothing is reused from a leadership transfer's start until a
+	// heartbeat timeout after it ended.
+	h.answered(f2, time.Now(), beat(3), ok, nil)
+	if !h.reused(f2, beat(3), &resp) {
+		t.Fatal("fresh success not reused")
+	}
+	h.transferring()
+	if h.reused(f2, beat(3), &resp) {
+		t.Fatal("reused during a leadership transfer")
+	}
+
+	// An answer's age counts from when its request was sent.
+	h = newHeartbeats(300*time.Millisecond, time.Second)
+	h.answered(f1, time.Now().Add(-400*time.Millisecond), beat(3), ok, nil)
+	if h.reused(f1, beat(3), &resp) {
+		t.Fatal("reused the answer to a heartbeat sent longer ago than the reuse window")
+	}
+
+	h = newHeartbeats(15*time.Millisecond, 50*time.Millisecond)
+	h.answered(f1, time.Now(), beat(3), ok, nil)
 	time.Sleep(20 * time.Millisecond)
 	if h.reused(f1, beat(3), &resp) {
 		t.Fatal("an answer older than the reuse window was reused")

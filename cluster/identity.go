@@ -22,6 +22,7 @@ const identityFile = "node.json"
 // identityVersion is the version of node.json this code writes.
 //
 //   - 1: version, node_id, shards, log_store.
+//
 //   - 2: adds cluster_id and awaiting_peers (both omitted when empty).
 //     Later version-2 files may also hold proposal, view and agreement (a
 //     node's part in a multi-node bootstrap, omitted when empty); a release
@@ -29,11 +30,19 @@ const identityFile = "node.json"
 //     the file, which only costs the recovery they allow (see
 //     Node.participantSeat).
 //
-// A version-1 file loads as a version 2 without a cluster id: the node adopts
-// the id of the cluster it belongs to (see Node.adoptFromPeers), and the file
-// is rewritten as version 2 when that happens. A file of a newer version is
-// refused: it may mean something this code does not know.
-const identityVersion = 2
+//   - 3: log_store "node" means the write-ahead log in DataDir/wal (in
+//     versions 1 and 2 it meant the bolt file DataDir/raft.db, which this
+//     code imports into the log and removes). A node rewrites an older
+//     file as version 3 before it imports, so a kcoord that knows only
+//     version 2 refuses the data dir instead of starting with a new, empty
+//     raft.db: every shard would have forgotten its term and vote, and
+//     could vote twice in one term.
+//
+// A version-1 file loads as one without a cluster id: the node adopts the id
+// of the cluster it belongs to (see Node.adoptFromPeers), and the file is
+// rewritten when that happens. A file of a newer version is refused: it may
+// mean something this code does not know.
+const identityVersion = 3
 
 // identity is the content of node.json.
 type identity struct {

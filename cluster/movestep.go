@@ -171,7 +171,7 @@ func (n *Node) moveShard(s *Shard, p placementFSM, round *moveRound) error {
 		n.movesDone.Add(1)
 		return nil
 	case moveHandOff:
-		if err := s.Raft.LeadershipTransferToServer(id, addressOf(conf, id)).Error(); err != nil {
+		if err := s.transferLeadership(id, addressOf(conf, id)); err != nil {
 			return err
 		}
 		if s.ID != MetaShard { // leads counts group shards

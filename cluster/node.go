@@ -142,6 +142,14 @@ func NewNode(cfg Config) (*Node, error) {
 		// A data dir keeps the log store it was created with; node.json
 		// from before the choice existed means per-shard files.
 		logStore = cmp.Or(id.LogStore, LogStoreShard)
+		if id.Version < identityVersion {
+			// Before anything of the data dir changes (the node store's
+			// import removes raft.db): see identityVersion.
+			id.Version = identityVersion
+			if err := writeIdentity(cfg.DataDir, id); err != nil {
+				return nil, err
+			}
+		}
 	} else {
 		id = identity{Version: identityVersion, NodeID: cfg.NodeID, Shards: cfg.Shards, LogStore: logStore}
 	}
@@ -373,7 +381,7 @@ func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Sha
 		return nil, err
 	}
 	match := newMatchTracker()
-	beats := newHeartbeats(cfg.HeartbeatReuse)
+	beats := newHeartbeats(cfg.HeartbeatReuse, cfg.HeartbeatTimeout)
 	trans := shardTransport{unpipelinedTransport{raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  layer,
 		MaxPool: cfg.TransportMaxPool,

@@ -365,6 +365,16 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("%s: Validate() = %v, want %v", c.name, err, c.want)
 		}
 	}
+	// Heartbeat reuse that would leave a follower silent for half its
+	// timeout, or a partitioned leader leading past a newer one's
+	// election, is refused by its own name.
+	for _, reuse := range []time.Duration{base.HeartbeatTimeout/4 + time.Millisecond, base.HeartbeatTimeout - base.LeaderLeaseTimeout} {
+		long := base
+		long.HeartbeatReuse = reuse
+		if err := long.Validate(); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "HeartbeatReuse") {
+			t.Errorf("HeartbeatReuse %v: Validate() = %v, want an error naming HeartbeatReuse", reuse, err)
+		}
+	}
 	// A group commit timeout below raft's floor is refused by its own name.
 	short := base
 	short.GroupCommitTimeout = time.Microsecond

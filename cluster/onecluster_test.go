@@ -531,7 +531,7 @@ func TestSingleNodeWithNoFlagsIsReady(t *testing.T) {
 
 // TestNodeJSONVersion1Loads: a data dir of the release before cluster ids
 // (node.json version 1, no cluster_id) still starts; a single-voter node
-// mints its cluster id and node.json becomes version 2.
+// mints its cluster id and node.json becomes the current version.
 func TestNodeJSONVersion1Loads(t *testing.T) {
 	cfg := testConfig(t, t.TempDir(), 1, testShards)
 	cfg.LogStore = LogStoreShard
@@ -561,7 +561,7 @@ func TestNodeJSONVersion1Loads(t *testing.T) {
 	}
 	b, _ := os.ReadFile(filepath.Join(cfg.DataDir, identityFile))
 	var id identity
-	if err := json.Unmarshal(b, &id); err != nil || id.Version != 2 || id.ClusterID != cid || id.LogStore != "" {
+	if err := json.Unmarshal(b, &id); err != nil || id.Version != identityVersion || id.ClusterID != cid || id.LogStore != "" {
 		t.Errorf("node.json after the upgrade: %s (%v)", b, err)
 	}
 }
@@ -604,4 +604,56 @@ func TestAdoptClusterID(t *testing.T) {
 	if err := again.AdoptClusterID(b); !errors.Is(err, ErrClusterIDMismatch) {
 		t.Errorf("after restart, another id: %v", err)
 	}
+}
+
+// TestNodeJSONBecomesVersion3BeforeTheNodeStoreChanges: a version-2 data
+// dir's node store was a bolt file, which a start imports into the
+// write-ahead log and removes. The start first rewrites node.json as
+// version 3, which a kcoord that knows only version 2 refuses: started on
+// the data dir, it would make a new, empty raft.db and forget every
+// shard's term and vote.
+func TestNodeJSONBecomesVersion3BeforeTheNodeStoreChanges(t *testing.T) {
+	cfg := testConfig(t, t.TempDir(), 1, testShards)
+	cfg.LogStore = LogStoreNode
+	tn := startTestNode(t, cfg)
+	waitReady(t, tn.Node, 5*time.Second)
+	if _, err := tn.Shard(0).Apply(context.Background(), []byte("set k v"), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := tn.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(cfg.DataDir, identityFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id identity
+	if err := json.Unmarshal(b, &id); err != nil || id.Version != 3 || id.LogStore != LogStoreNode {
+		t.Fatalf("node.json of a new data dir: %s (%v)", b, err)
+	}
+	id.Version = 2
+	if err := writeIdentityVersion(path, id); err != nil {
+		t.Fatal(err)
+	}
+	again := startTestNode(t, cfg)
+	waitReady(t, again.Node, 5*time.Second)
+	eventually(t, 5*time.Second, "the log applied after the restart", func() bool {
+		v, _ := again.fsm(0).get("k")
+		return v == "v"
+	})
+	b, _ = os.ReadFile(path)
+	if err := json.Unmarshal(b, &id); err != nil || id.Version != 3 {
+		t.Fatalf("node.json after a start on version 2: %s (%v)", b, err)
+	}
+}
+
+// writeIdentityVersion writes id as node.json with the version it holds
+// (writeIdentity always writes the current one).
+func writeIdentityVersion(path string, id identity) error {
+	b, err := json.Marshal(id)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o640)
 }

@@ -12,8 +12,9 @@ import (
 // sent to the last leader: this node leads (or won an election whose
 // notification and activation are still on their way), or this replica
 // followed a leader that is gone or going (its death is proven, an election
-// is under way, or it has been silent for half a heartbeat timeout, that
-// is five missed heartbeats) within the last election's length.
+// is under way, or it has been silent for half a heartbeat timeout, at
+// least two missed heartbeats even where heartbeats.go answers some of
+// them locally) within the last election's length.
 //
 // It is not settling when there is nothing to wait for here: this replica
 // never heard from a leader since it started or since it stepped down

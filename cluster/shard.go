@@ -23,7 +23,7 @@ type Shard struct {
 	logger       hclog.Logger
 	localID      raft.ServerID
 	leaseTimeout time.Duration
-	heartbeat    time.Duration // HeartbeatTimeout: the leader heartbeats at a tenth of it
+	heartbeat    time.Duration // HeartbeatTimeout: the leader heartbeats every tenth to fifth of it (heartbeats.go thins them)
 	election     time.Duration // ElectionTimeout
 	deaths       *peerDeaths   // the node's record of proven-dead peers
 	routing      *signal       // the node's routing-change broadcast (RoutingChanges)
@@ -48,6 +48,20 @@ type Shard struct {
 	leadership leadershipState
 	// reads batches leadership confirmations (ConfirmLeadership).
 	reads readIndex
+}
+
+// transferLeadership hands the shard's leadership to the voter id (any
+// voter when id is empty) and waits for Raft's answer. Heartbeats are all
+// sent meanwhile and for a heartbeat timeout after (heartbeats): a vote in
+// a transfer ignores the follower's stickiness to this leader. Called by
+// the balance and placement loops and by Node.TransferLeadership.
+func (s *Shard) transferLeadership(id raft.ServerID, addr raft.ServerAddress) error {
+	s.beats.transferring()
+	defer s.beats.transferring()
+	if id == "" {
+		return s.Raft.LeadershipTransfer().Error()
+	}
+	return s.Raft.LeadershipTransferToServer(id, addr).Error()
 }
 
 // IsLeader reports whether this node currently leads the shard (as far as its

@@ -18,7 +18,7 @@ import (
 // It then appends a checkpoint of every shard's stable values to the
 // active segment and syncs it. A crash right after a rotation can leave
 // the new segment without all of its checkpoint (as little as the magic,
-// which the directory's fsync flushed), and the older segments that still
+// which createSegment syncs), and the older segments that still
 // hold those values may be removed once their entries are compacted; the
 // checkpoint written here makes the active segment hold them again.
 func (s *Store) load() error {

@@ -17,7 +17,7 @@ import (
 // holds commits: what one fdatasync made durable. A commit is a commit
 // record whose body is
 //
-//	kindCommit(1) 0(4) len(records)(4)
+//	kindCommit(1) segment(4, its sequence number) len(records)(4)
 //
 // followed by that many bytes of records. Every record is framed as
 //
@@ -110,6 +110,12 @@ func createSegment(dir string, seq uint32) (*segment, error) {
 		_ = f.Close()
 		return nil, err
 	}
+	// The magic is durable before any commit follows it, so a crash can
+	// leave a segment short of its magic but never with a damaged one.
+	if err := f.Sync(); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
 	if err := syncDir(dir); err != nil {
 		_ = f.Close()
 		return nil, err
@@ -148,7 +154,10 @@ func endRecord(buf []byte, start int) {
 }
 
 // beginCommit appends the room for a commit record to buf; endCommit fills
-// it in once the commit's records follow it.
+// it in once the commit's records follow it, and stampCommit, once the
+// segment it goes to is known, names that segment in it: a whole commit of
+// another segment (stale blocks a crash may leave past the end of this
+// one) is then not one of this segment's.
 func beginCommit(buf []byte) (out []byte, start int) {
 	start = len(buf)
 	return append(buf, make([]byte, commitHeaderLen)...), start
@@ -158,9 +167,16 @@ func endCommit(buf []byte, start int) {
 	hdr := buf[start : start+commitHeaderLen]
 	body := hdr[recordHeaderLen:]
 	body[0] = kindCommit
-	binary.BigEndian.PutUint32(body[1:], 0)
 	binary.BigEndian.PutUint32(body[5:], uint32(len(buf)-start-commitHeaderLen))
 	binary.BigEndian.PutUint32(hdr, uint32(len(body)))
+}
+
+// stampCommit names segment seq in the commit at the start of buf and
+// seals its header with its checksum.
+func stampCommit(buf []byte, seq uint32) {
+	hdr := buf[:commitHeaderLen]
+	body := hdr[recordHeaderLen:]
+	binary.BigEndian.PutUint32(body[1:], seq)
 	binary.BigEndian.PutUint32(hdr[4:], crc32.Checksum(body, castagnoli))
 }
 
@@ -247,6 +263,9 @@ func decodeCommit(seq uint32, data []byte, off int, recs *[]*record) (int, error
 	if binary.BigEndian.Uint32(hdr) != bodyHeaderLen+4 || body[0] != kindCommit ||
 		crc32.Checksum(body, castagnoli) != binary.BigEndian.Uint32(hdr[4:]) {
 		return bad("not a commit header")
+	}
+	if binary.BigEndian.Uint32(body[1:]) != seq {
+		return bad("a commit of another segment")
 	}
 	start := off + commitHeaderLen
 	end := start + int(binary.BigEndian.Uint32(body[5:]))

@@ -3,6 +3,7 @@ package nodestore
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -235,8 +236,9 @@ func (s *Store) closeFiles() error {
 
 // Stats counts what the committer has done since Open.
 type Stats struct {
-	// Commits is the number of group commits: one write(2) and one
-	// fdatasync each.
+	// Commits is the number of group commits of writes: one write(2) and
+	// one fdatasync each. Rotation, relocation and Open's checkpoint write
+	// and sync besides, and are not counted.
 	Commits uint64
 	// Writes is the number of writes (StoreLogs, DeleteRange, Set, ...)
 	// they held. Writes/Commits is the mean group-commit size.
@@ -436,6 +438,7 @@ func (s *Store) append(buf []byte) (int64, error) {
 		}
 	}
 	base := s.active.size
+	stampCommit(buf, s.active.seq)
 	if _, err := s.active.f.WriteAt(buf, base); err != nil {
 		return 0, s.fail(err)
 	}
@@ -464,6 +467,9 @@ func (s *Store) rotate() error {
 	// follows: a commit is only written once the one before it is durable,
 	// which is how Open tells a torn commit from a corrupt one.
 	buf := s.checkpoint()
+	if buf != nil {
+		stampCommit(buf, next.seq)
+	}
 	if _, err := next.f.WriteAt(buf, next.size); err != nil {
 		_ = next.f.Close()
 		return err
@@ -547,23 +553,24 @@ func (s *Store) publish(w *write, base int64) {
 // segments before it (a delete), so removing a segment while an older one
 // remains could bring those entries back on the next Open. Committer only.
 func (s *Store) collect() {
-	removed := false
 	for len(s.sealed) > 0 && s.sealed[0].live == 0 {
 		seg := s.sealed[0]
+		// Each removal is durable before the next: a newer segment may
+		// hold the deletes of an older one's entries. One that fails stays
+		// in the table and is tried again after the next commit.
+		if err := os.Remove(seg.f.Name()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			s.logger.Warn("could not remove a log segment", "segment", seg.f.Name(), "error", err)
+			return
+		}
+		if err := syncDir(s.dir); err != nil {
+			s.logger.Warn("could not sync the log directory", "dir", s.dir, "error", err)
+			return
+		}
 		s.mu.Lock()
 		delete(s.segs, seg.seq)
 		s.sealed = s.sealed[1:]
 		s.mu.Unlock()
 		_ = seg.f.Close()
-		if err := os.Remove(seg.f.Name()); err != nil {
-			s.logger.Warn("could not remove a log segment", "segment", seg.f.Name(), "error", err)
-		}
-		removed = true
-	}
-	if removed {
-		if err := syncDir(s.dir); err != nil {
-			s.logger.Warn("could not sync the log directory", "dir", s.dir, "error", err)
-		}
 	}
 }
 

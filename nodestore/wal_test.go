@@ -984,3 +984,38 @@ func crash(t *testing.T, rng *rand.Rand, dir string) {
 		}
 	}
 }
+
+// TestStaleCommitOfAnotherSegmentIsNotCorruption: after a crash, blocks
+// past the end of the last segment may hold stale bytes, on some file
+// systems those of a removed segment, with whole commits in them. Each
+// commit names its segment, so such a commit does not make the torn tail
+// before it look like corruption: Open cuts the tail and keeps the rest.
+func TestStaleCommitOfAnotherSegmentIsNotCorruption(t *testing.T) {
+	s := openSmallSegments(t)
+	ss := shard(t, s, 0)
+	last := appendUntilSegments(t, s, ss, 2)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	segs := segmentFiles(t, s.Path())
+	old, err := os.ReadFile(segs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := old[len(segmentMagic) : int64(len(segmentMagic))+recordLen(entries(1, 1))] // segment 1's first commit, whole
+	torn := []byte{0, 0, 0, 9, 0xde, 0xad} // the start of a commit a crash cut short
+	f, err := os.OpenFile(segs[1], os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(append(torn, stale...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openTestStoreWith(t, s.Path(), Options{SegmentSize: testSegmentSize})
+	ss = shard(t, s, 0)
+	wantBounds(t, ss, 1, last)
+	wantLog(t, ss, entry(last))
+}
