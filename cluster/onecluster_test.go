@@ -535,14 +535,7 @@ func TestSingleNodeWithNoFlagsIsReady(t *testing.T) {
 func TestNodeJSONVersion1Loads(t *testing.T) {
 	cfg := testConfig(t, t.TempDir(), 1, testShards)
 	cfg.LogStore = LogStoreShard
-	tn := startTestNode(t, cfg)
-	waitReady(t, tn.Node, 5*time.Second)
-	if _, err := tn.Shard(0).Apply(context.Background(), []byte("set k v"), time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if err := tn.Shutdown(); err != nil {
-		t.Fatal(err)
-	}
+	runAndSetK(t, cfg)
 	v1 := `{"version": 1, "node_id": 1, "shards": 4}` + "\n" // as the first release wrote it
 	if err := os.WriteFile(filepath.Join(cfg.DataDir, identityFile), []byte(v1), 0o640); err != nil {
 		t.Fatal(err)
@@ -615,14 +608,7 @@ func TestAdoptClusterID(t *testing.T) {
 func TestNodeJSONBecomesVersion3BeforeTheNodeStoreChanges(t *testing.T) {
 	cfg := testConfig(t, t.TempDir(), 1, testShards)
 	cfg.LogStore = LogStoreNode
-	tn := startTestNode(t, cfg)
-	waitReady(t, tn.Node, 5*time.Second)
-	if _, err := tn.Shard(0).Apply(context.Background(), []byte("set k v"), time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if err := tn.Shutdown(); err != nil {
-		t.Fatal(err)
-	}
+	runAndSetK(t, cfg)
 	path := filepath.Join(cfg.DataDir, identityFile)
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -645,6 +631,20 @@ func TestNodeJSONBecomesVersion3BeforeTheNodeStoreChanges(t *testing.T) {
 	b, _ = os.ReadFile(path)
 	if err := json.Unmarshal(b, &id); err != nil || id.Version != 3 {
 		t.Fatalf("node.json after a start on version 2: %s (%v)", b, err)
+	}
+}
+
+// runAndSetK starts a single node on cfg, sets k to v on shard 0 and shuts
+// it down, leaving a data dir to restart on.
+func runAndSetK(t *testing.T, cfg Config) {
+	t.Helper()
+	tn := startTestNode(t, cfg)
+	waitReady(t, tn.Node, 5*time.Second)
+	if _, err := tn.Shard(0).Apply(context.Background(), []byte("set k v"), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := tn.Shutdown(); err != nil {
+		t.Fatal(err)
 	}
 }
 
