@@ -24,6 +24,11 @@ const (
 	// and a new one started, when Options.SegmentSize is zero.
 	DefaultSegmentSize = 64 << 20
 
+	// defaultRelocateStep is the most one relocation copies after a
+	// commit: about 10 ms of sequential writing, against up to a whole
+	// segment.
+	defaultRelocateStep = 4 << 20
+
 	// maxBatch bounds how many queued writes one group commit takes, so one
 	// commit stays short and the writers queued behind a full batch are
 	// not starved. It is also the queue's capacity.
@@ -61,6 +66,9 @@ type Store struct {
 	logger  hclog.Logger
 	lock    *os.File
 	segSize int64
+	// relocateStep bounds the bytes one relocate call copies
+	// (defaultRelocateStep; tests make it smaller).
+	relocateStep int64
 
 	// mu guards the shards' indexes, the segment table and closed. The
 	// committer holds it for writing while it publishes a durable batch or
@@ -156,12 +164,14 @@ func Open(dir string, opts Options) (*Store, error) {
 		logger:  opts.Logger,
 		lock:    lock,
 		segSize: opts.SegmentSize,
-		shards:  map[int32]*shardIndex{},
-		segs:    map[uint32]*segment{},
-		spans:   map[*shardIndex]span{},
-		queue:   make(chan *write, maxBatch),
-		closing: make(chan struct{}),
-		done:    make(chan struct{}),
+
+		relocateStep: defaultRelocateStep,
+		shards:       map[int32]*shardIndex{},
+		segs:         map[uint32]*segment{},
+		spans:        map[*shardIndex]span{},
+		queue:        make(chan *write, maxBatch),
+		closing:      make(chan struct{}),
+		done:         make(chan struct{}),
 	}
 	if err := s.load(); err != nil {
 		s.closeFiles()
@@ -578,10 +588,11 @@ func (s *Store) collect() {
 // active one once the segments hold more than twice what lives in them
 // plus two segments' worth, so that a shard that writes rarely does not
 // keep every segment since its last compaction on disk. The copies are
-// records like any other; once they are durable, the oldest segment holds
-// nothing live and collect removes it. It reports whether it moved
-// anything. It moves one segment a call, after a commit, so the work stays
-// bounded even where checkpoints outgrow tiny segments. Committer only.
+// records like any other; once they are durable and the oldest segment
+// holds nothing live, collect removes it. It reports whether it moved
+// anything. One call, after a commit, moves at most relocateStep bytes, so
+// a mostly live segment is moved over several commits and no commit waits
+// behind a copy of a whole segment. Committer only.
 func (s *Store) relocate() bool {
 	if len(s.sealed) == 0 {
 		return false
@@ -603,12 +614,18 @@ func (s *Store) relocate() bool {
 		buf []byte
 	}
 	var moves []moved
+	var size int64
 	s.mu.RLock()
+scan:
 	for _, x := range s.shards {
 		for i, l := range x.locs {
 			if l.seq != old.seq {
 				continue
 			}
+			if size >= s.relocateStep {
+				break scan
+			}
+			size += int64(l.n)
 			b := make([]byte, l.n)
 			if _, err := old.f.ReadAt(b, l.off); err != nil {
 				s.mu.RUnlock()

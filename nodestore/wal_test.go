@@ -440,7 +440,15 @@ func TestCompactedSegmentsAreRemoved(t *testing.T) {
 // and so every later one (segments go oldest first). Its entries are
 // copied forward instead, and the disk use stays bounded.
 func TestRarelyWrittenShardDoesNotPinSegments(t *testing.T) {
+	t.Run("whole segment a commit", func(t *testing.T) { rarelyWrittenShard(t, defaultRelocateStep) })
+	// A step of one byte moves one entry a commit: the quiet shard's
+	// entries leave the oldest segment over three commits.
+	t.Run("one entry a commit", func(t *testing.T) { rarelyWrittenShard(t, 1) })
+}
+
+func rarelyWrittenShard(t *testing.T, step int64) {
 	s := openSmallSegments(t)
+	s.relocateStep = step // before any write: only the committer reads it
 	quiet, busy := shard(t, s, 7), shard(t, s, 0)
 	storeLogs(t, quiet, entries(1, 3))
 	if err := quiet.SetUint64([]byte("CurrentTerm"), 2); err != nil {
