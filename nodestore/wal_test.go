@@ -1010,8 +1010,10 @@ func TestStaleCommitOfAnotherSegmentIsNotCorruption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stale := old[len(segmentMagic) : int64(len(segmentMagic))+recordLen(entries(1, 1))] // segment 1's first commit, whole
-	torn := []byte{0, 0, 0, 9, 0xde, 0xad}                                              // the start of a commit a crash cut short
+	// Segment 1's first commit, whole, after the start of a commit a crash
+	// cut short.
+	stale := old[len(segmentMagic) : int64(len(segmentMagic))+recordLen(entries(1, 1))]
+	torn := []byte{0, 0, 0, 9, 0xde, 0xad}
 	f, err := os.OpenFile(segs[1], os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		t.Fatal(err)
