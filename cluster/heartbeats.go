@@ -23,7 +23,7 @@ import (
 // (200 ms), plus a round trip and timer lateness: within the half of it
 // after which kcoord calls a follower cut off from its leader
 // (Shard.Settling, LeaderOf), and far within its own election timeout.
-// Config.validate keeps a HeartbeatReuse of one's own to those bounds.
+// Config.Validate keeps a HeartbeatReuse of one's own to those bounds.
 const heartbeatReuse = 2.0 / 10
 
 // heartbeats thins a shard leader's heartbeats. hashicorp/raft's heartbeat
@@ -63,9 +63,10 @@ type heartbeats struct {
 	reuse      time.Duration
 	confirming atomic.Int32
 	// noReuseUntil is when the last leadership transfer's no-reuse
-	// window ends, in Unix nanoseconds (transferring).
+	// window ends, in monotonic nanoseconds since born (transferring).
 	noReuseUntil atomic.Int64
 	hold         time.Duration // that window after a transfer: HeartbeatTimeout
+	born         time.Time
 
 	mu   sync.Mutex
 	last map[raft.ServerID]heartbeatAnswer
@@ -84,6 +85,7 @@ func newHeartbeats(reuse, heartbeatTimeout time.Duration) *heartbeats {
 	return &heartbeats{
 		reuse: reuse,
 		hold:  heartbeatTimeout,
+		born:  time.Now(),
 		last:  make(map[raft.ServerID]heartbeatAnswer),
 	}
 }
@@ -98,7 +100,7 @@ func isHeartbeat(req *raft.AppendEntriesRequest) bool {
 // be answered without sending it.
 func (h *heartbeats) reused(id raft.ServerID, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) bool {
 	if h.reuse <= 0 || !isHeartbeat(req) || h.confirming.Load() > 0 || processPauses().recent() ||
-		time.Now().UnixNano() < h.noReuseUntil.Load() {
+		int64(time.Since(h.born)) < h.noReuseUntil.Load() {
 		return false
 	}
 	h.mu.Lock()
@@ -145,5 +147,5 @@ func (h *heartbeats) endConfirm()   { h.confirming.Add(-1) }
 // its leadership over: every heartbeat is sent from then until a
 // heartbeat timeout after the last call.
 func (h *heartbeats) transferring() {
-	h.noReuseUntil.Store(time.Now().Add(h.hold).UnixNano())
+	h.noReuseUntil.Store(int64(time.Since(h.born) + h.hold))
 }
