@@ -129,13 +129,18 @@ func (h *heartbeats) answered(id raft.ServerID, sent time.Time, req *raft.Append
 	switch {
 	case err != nil || (beat && !resp.Success):
 		delete(h.last, id)
-	case beat:
-		h.last[id] = heartbeatAnswer{term: req.Term, at: sent, resp: *resp}
-	case resp.Success:
-		h.last[id] = heartbeatAnswer{term: req.Term, at: sent, resp: raft.AppendEntriesResponse{
-			RPCHeader: resp.RPCHeader, Term: resp.Term, LastLog: resp.LastLog, Success: true,
-		}}
+	case beat || resp.Success:
+		h.last[id] = heartbeatAnswer{term: req.Term, at: sent, resp: answerCopy(resp)}
 	}
+}
+
+// answerCopy is what a reused answer holds of resp: its term, last log
+// index and success, and no RPCHeader. The header's byte slices belong to
+// the goroutine that decoded resp, which decodes its next answer into
+// them; a reused copy aliasing them would have two of raft's goroutines
+// decoding into one array. raft's heartbeat goroutine reads only Success.
+func answerCopy(resp *raft.AppendEntriesResponse) raft.AppendEntriesResponse {
+	return raft.AppendEntriesResponse{Term: resp.Term, LastLog: resp.LastLog, Success: resp.Success, NoRetryBackoff: resp.NoRetryBackoff}
 }
 
 // beginConfirm and endConfirm bracket a leadership confirmation round:

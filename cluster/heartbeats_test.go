@@ -93,6 +93,15 @@ func TestHeartbeatsReuseOnlyAFreshSuccessOfTheSameTerm(t *testing.T) {
 		t.Fatal("reused the answer to a heartbeat sent longer ago than the reuse window")
 	}
 
+	// A reused answer shares no memory with the answer it copies: raft
+	// decodes each goroutine's next answer into the same struct.
+	h = newHeartbeats(300*time.Millisecond, time.Second)
+	decoded := &raft.AppendEntriesResponse{RPCHeader: raft.RPCHeader{ID: []byte("3"), Addr: []byte("127.0.0.1:1")}, Term: 3, Success: true}
+	h.answered(f2, time.Now(), entries, decoded, nil)
+	if !h.reused(f2, beat(3), &resp) || resp.RPCHeader.ID != nil || resp.RPCHeader.Addr != nil {
+		t.Fatalf("a reused answer carries the decoded header's slices: %+v", resp.RPCHeader)
+	}
+
 	h = newHeartbeats(15*time.Millisecond, 50*time.Millisecond)
 	h.answered(f1, time.Now(), beat(3), ok, nil)
 	time.Sleep(20 * time.Millisecond)
