@@ -540,14 +540,7 @@ func TestNodeJSONVersion1Loads(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(cfg.DataDir, identityFile), []byte(v1), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	again := startTestNode(t, cfg)
-	waitReady(t, again.Node, 5*time.Second)
-	// The restarted log is applied once the new term commits its first
-	// entry, a moment after the election.
-	eventually(t, 5*time.Second, "the restarted log applied", func() bool {
-		v, _ := again.fsm(0).get("k")
-		return v == "v"
-	})
+	again := restartSeesK(t, cfg)
 	cid := again.ClusterID()
 	if cid == "" {
 		t.Fatal("no cluster id minted for a single-voter cluster")
@@ -622,12 +615,7 @@ func TestNodeJSONBecomesVersion3BeforeTheNodeStoreChanges(t *testing.T) {
 	if err := writeIdentityVersion(path, id); err != nil {
 		t.Fatal(err)
 	}
-	again := startTestNode(t, cfg)
-	waitReady(t, again.Node, 5*time.Second)
-	eventually(t, 5*time.Second, "the log applied after the restart", func() bool {
-		v, _ := again.fsm(0).get("k")
-		return v == "v"
-	})
+	restartSeesK(t, cfg)
 	b, _ = os.ReadFile(path)
 	if err := json.Unmarshal(b, &id); err != nil || id.Version != 3 {
 		t.Fatalf("node.json after a start on version 2: %s (%v)", b, err)
@@ -646,6 +634,20 @@ func runAndSetK(t *testing.T, cfg Config) {
 	if err := tn.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// restartSeesK starts the node of runAndSetK again and waits until its
+// log is applied: once the new term commits its first entry, a moment
+// after the election.
+func restartSeesK(t *testing.T, cfg Config) *testNode {
+	t.Helper()
+	again := startTestNode(t, cfg)
+	waitReady(t, again.Node, 5*time.Second)
+	eventually(t, 5*time.Second, "the restarted log applied", func() bool {
+		v, _ := again.fsm(0).get("k")
+		return v == "v"
+	})
+	return again
 }
 
 // writeIdentityVersion writes id as node.json with the version it holds

@@ -1,7 +1,6 @@
 package nodestore
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -169,6 +168,3 @@ func (x *shardIndex) rebuild(m map[uint64]loc, segs map[uint32]*segment) error {
 	}
 	return nil
 }
-
-func appendUvarint(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v) }
-func appendU64(b []byte, v uint64) []byte     { return binary.BigEndian.AppendUint64(b, v) }

@@ -138,7 +138,8 @@ func syncDir(dir string) error {
 
 // beginRecord appends a record's header, kind and shard to buf; the
 // caller appends the rest of the body and then calls endRecord with start,
-// which fills in the length and checksum.
+// which fills in the length and checksum. The append*Record functions are
+// the only callers.
 func beginRecord(buf []byte, kind byte, shard int32) (out []byte, start int) {
 	start = len(buf)
 	buf = append(buf, make([]byte, recordHeaderLen)...)
@@ -151,6 +152,42 @@ func endRecord(buf []byte, start int) {
 	body := buf[start+recordHeaderLen:]
 	binary.BigEndian.PutUint32(buf[start:], uint32(len(body)))
 	binary.BigEndian.PutUint32(buf[start+4:], crc32.Checksum(body, castagnoli))
+}
+
+// appendLogsRecord appends a kindLogs record of shard's encoded entries to
+// buf, and returns where each entry is in buf: offsets from buf's start,
+// the segment left to the caller.
+func appendLogsRecord(buf []byte, shard int32, entries [][]byte) ([]byte, []loc) {
+	buf, start := beginRecord(buf, kindLogs, shard)
+	buf = binary.AppendUvarint(buf, uint64(len(entries)))
+	at := make([]loc, len(entries))
+	for i, e := range entries {
+		buf = binary.AppendUvarint(buf, uint64(len(e)))
+		at[i] = loc{off: int64(len(buf)), n: uint32(len(e))}
+		buf = append(buf, e...)
+	}
+	endRecord(buf, start)
+	return buf, at
+}
+
+// appendDeleteRecord appends a kindDelete record of shard's indexes lo to
+// hi to buf.
+func appendDeleteRecord(buf []byte, shard int32, lo, hi uint64) []byte {
+	buf, start := beginRecord(buf, kindDelete, shard)
+	buf = binary.BigEndian.AppendUint64(buf, lo)
+	buf = binary.BigEndian.AppendUint64(buf, hi)
+	endRecord(buf, start)
+	return buf
+}
+
+// appendSetRecord appends a kindSet record of shard's stable key to buf.
+func appendSetRecord(buf []byte, shard int32, key, val []byte) []byte {
+	buf, start := beginRecord(buf, kindSet, shard)
+	buf = binary.AppendUvarint(buf, uint64(len(key)))
+	buf = append(buf, key...)
+	buf = append(buf, val...)
+	endRecord(buf, start)
+	return buf
 }
 
 // beginCommit appends the room for a commit record to buf; endCommit fills

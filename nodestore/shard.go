@@ -53,25 +53,26 @@ func (ss *ShardStore) IsMonotonic() bool { return true }
 // FirstIndex implements raft.LogStore: the lowest stored index, 0 when the
 // log is empty.
 func (ss *ShardStore) FirstIndex() (uint64, error) {
-	ss.s.mu.RLock()
-	defer ss.s.mu.RUnlock()
-	if ss.s.closed {
-		return 0, ErrClosed
-	}
-	first, _ := ss.x.bounds()
-	return first, nil
+	first, _, err := ss.bounds()
+	return first, err
 }
 
 // LastIndex implements raft.LogStore: the highest stored index, 0 when the
 // log is empty.
 func (ss *ShardStore) LastIndex() (uint64, error) {
+	_, last, err := ss.bounds()
+	return last, err
+}
+
+// bounds returns the shard's first and last index, read under s.mu.
+func (ss *ShardStore) bounds() (first, last uint64, err error) {
 	ss.s.mu.RLock()
 	defer ss.s.mu.RUnlock()
 	if ss.s.closed {
-		return 0, ErrClosed
+		return 0, 0, ErrClosed
 	}
-	_, last := ss.x.bounds()
-	return last, nil
+	first, last = ss.x.bounds()
+	return first, last, nil
 }
 
 // GetLog implements raft.LogStore. A missing index returns

@@ -81,10 +81,11 @@ type Store struct {
 	closed bool
 
 	// Owned by the committer goroutine (after Open returns).
-	active *segment
-	sealed []*segment // oldest first
-	buf    []byte
-	spans  map[*shardIndex]span
+	active  *segment
+	sealed  []*segment // oldest first
+	buf     []byte
+	pending []*write
+	spans   map[*shardIndex]span
 	// failed is set when a write to or fsync of a segment failed: what is
 	// on disk after it is unknown, so every later write fails with it.
 	failed error
@@ -318,17 +319,15 @@ func (s *Store) commitLoop() {
 // append or fsync fails the whole batch and every later write (failed).
 func (s *Store) commit(batch []*write) {
 	if s.failed != nil {
-		for _, w := range batch {
-			w.done <- s.failed
-		}
+		answer(batch, s.failed)
 		return
 	}
 	buf, commit := beginCommit(s.buf[:0])
 	clear(s.spans)
-	// accepted are the writes with a record in buf; noops were judged
-	// against the writes before them in the batch, so they share the
-	// batch's fate.
-	var accepted, noops []*write
+	// pending share the batch's fate: the writes with a record in buf, and
+	// the no-ops, which were judged against the writes before them.
+	pending, records := s.pending[:0], 0
+	defer func() { clear(pending) }() // drop the writes until the next batch
 	for _, w := range batch {
 		if w.pause != nil {
 			w.pause()
@@ -336,44 +335,46 @@ func (s *Store) commit(batch []*write) {
 			continue
 		}
 		var err error
-		buf, err = s.frame(buf, w)
-		switch {
-		case err != nil:
+		if buf, err = s.frame(buf, w); err != nil {
 			w.done <- err
-		case w.noop:
-			noops = append(noops, w)
-		default:
-			accepted = append(accepted, w)
+			continue
+		}
+		pending = append(pending, w)
+		if !w.noop {
+			records++
 		}
 	}
-	s.buf = buf
-	if len(accepted) == 0 {
-		for _, w := range noops {
-			w.done <- nil
-		}
+	s.buf, s.pending = buf, pending
+	if records == 0 {
+		answer(pending, nil)
 		return
 	}
 	endCommit(buf, commit)
 	base, err := s.append(buf)
 	if err != nil {
-		for _, w := range append(accepted, noops...) {
-			w.done <- err
-		}
+		answer(pending, err)
 		return
 	}
 	s.mu.Lock()
-	for _, w := range accepted {
-		s.publish(w, base)
+	for _, w := range pending {
+		if !w.noop {
+			s.publish(w, base)
+		}
 	}
 	s.mu.Unlock()
-	s.writes.Add(uint64(len(accepted)))
+	s.writes.Add(uint64(records))
 	s.commits.Add(1)
-	for _, w := range append(accepted, noops...) {
-		w.done <- nil
-	}
+	answer(pending, nil)
 	s.collect()
 	if s.relocate() {
 		s.collect()
+	}
+}
+
+// answer gives every write in ws the result err.
+func answer(ws []*write, err error) {
+	for _, w := range ws {
+		w.done <- err
 	}
 }
 
@@ -393,16 +394,7 @@ func (s *Store) frame(buf []byte, w *write) ([]byte, error) {
 			sp.first = w.first
 		}
 		sp.last = w.first + uint64(len(w.entries)) - 1
-		var start int
-		buf, start = beginRecord(buf, kindLogs, w.x.id)
-		buf = appendUvarint(buf, uint64(len(w.entries)))
-		w.at = make([]loc, len(w.entries))
-		for i, e := range w.entries {
-			buf = appendUvarint(buf, uint64(len(e)))
-			w.at[i] = loc{off: int64(len(buf)), n: uint32(len(e))}
-			buf = append(buf, e...)
-		}
-		endRecord(buf, start)
+		buf, w.at = appendLogsRecord(buf, w.x.id, w.entries)
 	case kindDelete:
 		w.lo, w.hi = max(w.min, sp.first), min(w.max, sp.last)
 		if sp.empty() || w.lo > w.hi {
@@ -419,18 +411,9 @@ func (s *Store) frame(buf []byte, w *write) ([]byte, error) {
 		default:
 			return buf, fmt.Errorf("%w: shard %d: deleting %d-%d from the middle of %d-%d", ErrNonSequential, w.x.id, w.lo, w.hi, sp.first, sp.last)
 		}
-		var start int
-		buf, start = beginRecord(buf, kindDelete, w.x.id)
-		buf = appendU64(buf, w.lo)
-		buf = appendU64(buf, w.hi)
-		endRecord(buf, start)
+		buf = appendDeleteRecord(buf, w.x.id, w.lo, w.hi)
 	case kindSet:
-		var start int
-		buf, start = beginRecord(buf, kindSet, w.x.id)
-		buf = appendUvarint(buf, uint64(len(w.key)))
-		buf = append(buf, w.key...)
-		buf = append(buf, w.val...)
-		endRecord(buf, start)
+		buf = appendSetRecord(buf, w.x.id, w.key, w.val)
 	}
 	s.spans[w.x] = sp
 	return buf, nil
@@ -506,12 +489,7 @@ func (s *Store) checkpoint() []byte {
 	buf, commit := beginCommit(nil)
 	for _, x := range s.shards {
 		for k, v := range x.stable {
-			var start int
-			buf, start = beginRecord(buf, kindSet, x.id)
-			buf = appendUvarint(buf, uint64(len(k)))
-			buf = append(buf, k...)
-			buf = append(buf, v...)
-			endRecord(buf, start)
+			buf = appendSetRecord(buf, x.id, []byte(k), v)
 		}
 	}
 	if len(buf) == commitHeaderLen {
@@ -609,9 +587,10 @@ func (s *Store) relocate() bool {
 	}
 	old := s.sealed[0]
 	type moved struct {
-		x   *shardIndex
-		i   int // position in x.locs
-		buf []byte
+		x  *shardIndex
+		i  int // position in x.locs
+		b  []byte
+		at loc // where it is in buf, then in the active segment
 	}
 	var moves []moved
 	var size int64
@@ -632,31 +611,31 @@ scan:
 				s.logger.Warn("could not read a log entry to relocate it", "segment", old.f.Name(), "error", err)
 				return false
 			}
-			moves = append(moves, moved{x, i, b})
+			moves = append(moves, moved{x: x, i: i, b: b})
 		}
 	}
 	s.mu.RUnlock()
-	// One record per shard and run of entries; entries carry their index.
+	if len(moves) == 0 {
+		return true // nothing lives in it: collect removes it
+	}
+	// One record per shard (moves are grouped by shard); entries carry
+	// their index.
 	buf, commit := beginCommit(nil)
-	at := make([]loc, len(moves))
 	for i := 0; i < len(moves); {
 		j := i + 1
 		for j < len(moves) && moves[j].x == moves[i].x {
 			j++
 		}
-		var start int
-		buf, start = beginRecord(buf, kindLogs, moves[i].x.id)
-		buf = appendUvarint(buf, uint64(j-i))
-		for k := i; k < j; k++ {
-			buf = appendUvarint(buf, uint64(len(moves[k].buf)))
-			at[k] = loc{off: int64(len(buf)), n: uint32(len(moves[k].buf))}
-			buf = append(buf, moves[k].buf...)
+		entries := make([][]byte, 0, j-i)
+		for _, m := range moves[i:j] {
+			entries = append(entries, m.b)
 		}
-		endRecord(buf, start)
+		var at []loc
+		buf, at = appendLogsRecord(buf, moves[i].x.id, entries)
+		for k := range at {
+			moves[i+k].at = at[k]
+		}
 		i = j
-	}
-	if len(moves) == 0 {
-		return true // nothing lives in it: collect removes it
 	}
 	endCommit(buf, commit)
 	base, err := s.append(buf)
@@ -664,8 +643,8 @@ scan:
 		return false
 	}
 	s.mu.Lock()
-	for k, m := range moves {
-		l := at[k]
+	for _, m := range moves {
+		l := m.at
 		l.seq, l.off = s.active.seq, base+l.off
 		m.x.locs[m.i] = l
 		old.live--

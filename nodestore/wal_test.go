@@ -977,12 +977,7 @@ func crash(t *testing.T, rng *rand.Rand, dir string) {
 		}
 		appendTo(junk)
 	case 1: // a record cut short
-		buf, start := beginRecord(nil, kindLogs, 0)
-		buf = appendUvarint(buf, 1)
-		e := encodeLog(entry(1 << 40))
-		buf = appendUvarint(buf, uint64(len(e)))
-		buf = append(buf, e...)
-		endRecord(buf, start)
+		buf, _ := appendLogsRecord(nil, 0, [][]byte{encodeLog(entry(1 << 40))})
 		appendTo(buf[:1+rng.IntN(len(buf)-1)])
 	case 2: // the next segment, created, with part of its magic
 		n := rng.IntN(len(segmentMagic) + 1) // 0 bytes and the whole magic too
