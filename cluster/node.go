@@ -158,6 +158,11 @@ func NewNode(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Until the shards are open and show whether this node holds Raft
+	// state, a node without a cluster id admits no cluster's Raft
+	// traffic: a connection admitted now would stay open (raft pools its
+	// streams) after the check below closes the door.
+	mux.SetClusterPending(id.ClusterID == "")
 	n := &Node{cfg: cfg, logger: logger, mux: mux, stop: make(chan struct{}), logStore: logStore, ident: id, routing: newSignal()}
 	mux.deaths.watch(n.peerDied, n.routing.fire)
 	if n.admin, err = mux.Listen(adminShard); err != nil {

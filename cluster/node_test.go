@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -482,5 +486,73 @@ func TestApplyRacingShutdown(t *testing.T) {
 	}
 	if err := s.Barrier(time.Second); !errors.Is(err, raft.ErrRaftShutdown) {
 		t.Errorf("Barrier after Shutdown: %v", err)
+	}
+}
+
+// A node without a cluster id admits no cluster's streams while it
+// starts: a stream admitted before its shards show whether it holds
+// state would stay open after that check (raft pools its connections),
+// and could carry a cluster's heartbeats into its empty logs. The test holds the node store's lock, so
+// NewNode waits in the middle of its start with its mux listening.
+func TestStartingNodeAdmitsNoClusterStreams(t *testing.T) {
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := free.Addr().String()
+	_ = free.Close()
+
+	peerLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer := NewMux(peerLn, peerLn.Addr().String(), testLogger(t))
+	defer peer.Close()
+	peer.SetClusterID("some-cluster")
+	layer, err := peer.Listen(adminShard)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := testConfig(t, t.TempDir(), 1, 1)
+	cfg.BootstrapExpect = 0
+	cfg.RaftAddr = addr
+	cfg.NewMetaFSM = func() raft.FSM { return newKVFSM() }
+	cfg.NewShardFSM = func(int32) raft.FSM { return newKVFSM() }
+	wal := filepath.Join(cfg.DataDir, "wal")
+	if err := os.MkdirAll(wal, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := os.OpenFile(filepath.Join(wal, "LOCK"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan error, 1)
+	go func() {
+		n, err := NewNode(cfg)
+		if err == nil {
+			t.Cleanup(func() { _ = n.Shutdown() })
+		}
+		started <- err
+	}()
+
+	var c net.Conn
+	eventually(t, 5*time.Second, "the starting node's raft port listens", func() bool {
+		c, err = layer.Dial(raft.ServerAddress(addr), time.Second)
+		return err == nil
+	})
+	_ = c.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	_, err = c.Read(make([]byte, 1))
+	_ = c.Close()
+	var timeout net.Error
+	if errors.As(err, &timeout) && timeout.Timeout() {
+		t.Error("a starting node without a cluster id admitted a stream naming a cluster")
+	}
+	_ = lock.Close() // releases the lock
+	if err := <-started; err != nil {
+		t.Fatal(err)
 	}
 }
