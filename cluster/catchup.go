@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"io"
 	"sync"
 	"time"
 
@@ -53,40 +52,6 @@ func (t *matchTracker) get(id raft.ServerID) (uint64, time.Time) {
 	defer t.mu.Unlock()
 	st := t.m[id]
 	return st.index, st.at
-}
-
-// shardTransport is a shard's raft.NetworkTransport with AppendEntries
-// pipelining turned off (unpipelinedTransport), acknowledgements recorded
-// in a matchTracker and heartbeats thinned (heartbeats).
-type shardTransport struct {
-	unpipelinedTransport
-	match *matchTracker
-	beats *heartbeats
-}
-
-// AppendEntries answers a heartbeat from the follower's last answer when
-// beats allows it, and otherwise sends the request and records the index
-// a successful answer covers.
-func (t shardTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
-	if t.beats.reused(id, args, resp) {
-		return nil
-	}
-	sent := time.Now()
-	err := t.unpipelinedTransport.AppendEntries(id, target, args, resp)
-	t.beats.answered(id, sent, args, resp, err)
-	if err == nil && resp.Success {
-		t.match.acked(id, args.PrevLogEntry+uint64(len(args.Entries)))
-	}
-	return err
-}
-
-// InstallSnapshot records the snapshot's index once it is installed.
-func (t shardTransport) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
-	err := t.unpipelinedTransport.InstallSnapshot(id, target, args, resp, data)
-	if err == nil && resp.Success {
-		t.match.acked(id, args.LastLogIndex)
-	}
-	return err
 }
 
 // caughtUp reports whether the replica id of this shard, which this node

@@ -11,8 +11,9 @@ import (
 
 // startTestCluster starts n nodes in this process on loopback ports, each
 // with shards group shards, and bootstraps every shard by hand across all of
-// them (NewNode only bootstraps single nodes for now).
-func startTestCluster(t *testing.T, n int, shards int32) []*testNode {
+// them (NewNode only bootstraps single nodes for now). mutate, if given,
+// adjusts each node's configuration last.
+func startTestCluster(t *testing.T, n int, shards int32, mutate ...func(*Config)) []*testNode {
 	t.Helper()
 	nodes := make([]*testNode, n)
 	for i := range nodes {
@@ -23,6 +24,9 @@ func startTestCluster(t *testing.T, n int, shards int32) []*testNode {
 		cfg.LeaderLeaseTimeout = 100 * time.Millisecond
 		cfg.CommitTimeout, cfg.GroupCommitTimeout = 10*time.Millisecond, 10*time.Millisecond
 		cfg.TransportTimeout = 2 * time.Second
+		for _, m := range mutate {
+			m(&cfg)
+		}
 		nodes[i] = startTestNode(t, cfg)
 	}
 	var servers []raft.Server

@@ -26,13 +26,30 @@ import (
 // Config.Validate keeps a HeartbeatReuse of one's own to those bounds.
 const heartbeatReuse = 2.0 / 10
 
-// heartbeats thins a shard leader's heartbeats. hashicorp/raft's heartbeat
-// goroutine uses an answer for two things only: it refreshes the
-// follower's last contact (the leader lease counts it) and counts towards
-// VerifyLeader rounds; it ignores the answer's term. So when a real
-// heartbeat or replication to the same follower succeeded, in the same
-// term, less than reuse ago, the transport answers the next heartbeat
-// with it at once.
+// probeReuseFor bounds how long idle replication probes to a follower
+// are answered from its last answer to the same probe (heartbeats.reused):
+// one is sent for real at least this often. A follower that restarted
+// loses its commit index, and relearns it from the next probe; a broken
+// connection ends probe reuse at once (answered), so this is only a bound
+// for a restart that no send to that follower noticed.
+const probeReuseFor = 5 * time.Second
+
+// heartbeats thins a shard leader's heartbeats and idle replication
+// probes. hashicorp/raft's heartbeat goroutine uses an answer for two
+// things only: it refreshes the follower's last contact (the leader lease
+// counts it) and counts towards VerifyLeader rounds; it ignores the
+// answer's term. So when a real heartbeat or replication to the same
+// follower succeeded, in the same term, less than reuse ago, the transport
+// answers the next heartbeat with it at once. A heartbeat that finds no
+// such answer goes out in the next frame of coalesced heartbeats to that
+// peer (beatHub), whose answers refresh every shard's in it.
+//
+// A probe is what raft's replication goroutine sends a follower every
+// CommitTimeout when no entry came: no entries, the last log position and
+// the commit index, so the follower learns that index. When the follower
+// already took the same probe (same term, position and commit index) and
+// answered something real less than reuse ago, the probe tells it nothing
+// new, and its last answer answers it, for up to probeReuseFor.
 //
 // What it must not weaken:
 //   - Leadership confirmations (Shard.confirmRound): while one is in
@@ -56,9 +73,9 @@ const heartbeatReuse = 2.0 / 10
 //     so failover time does not change.
 //   - Placement's catch-up check (matchTracker) only counts real answers.
 //
-// Raft's heartbeat goroutines (one per follower) call it concurrently;
-// the read index calls beginConfirm/endConfirm. Nothing blocks beyond a
-// short mutex.
+// Raft's heartbeat and replication goroutines (two per follower) call it
+// concurrently, and so does the beatHub's sender; the read index calls
+// beginConfirm/endConfirm. Nothing blocks beyond a short mutex.
 type heartbeats struct {
 	reuse      time.Duration
 	confirming atomic.Int32
@@ -68,8 +85,13 @@ type heartbeats struct {
 	hold         time.Duration // that window after a transfer: HeartbeatTimeout
 	born         time.Time
 
-	mu   sync.Mutex
-	last map[raft.ServerID]heartbeatAnswer
+	// sentAlone counts the heartbeats sent one by one, on the shard's
+	// own stream (tests compare it with the beatHub's answers).
+	sentAlone atomic.Uint64
+
+	mu     sync.Mutex
+	last   map[raft.ServerID]heartbeatAnswer
+	probes map[raft.ServerID]probeAnswer
 }
 
 // heartbeatAnswer is a follower's last real answer to a heartbeat.
@@ -79,14 +101,24 @@ type heartbeatAnswer struct {
 	resp raft.AppendEntriesResponse
 }
 
+// probeAnswer is a follower's last successful answer to an idle probe
+// that was sent: the probe's term, position and commit index, when it was
+// sent, and the answer.
+type probeAnswer struct {
+	term, prevIndex, prevTerm, commit uint64
+	sent                              time.Time
+	resp                              raft.AppendEntriesResponse
+}
+
 // newHeartbeats reuses answers for reuse (Config.HeartbeatReuse); zero or
 // negative sends every heartbeat. heartbeatTimeout is the shard's.
 func newHeartbeats(reuse, heartbeatTimeout time.Duration) *heartbeats {
 	return &heartbeats{
-		reuse: reuse,
-		hold:  heartbeatTimeout,
-		born:  time.Now(),
-		last:  make(map[raft.ServerID]heartbeatAnswer),
+		reuse:  reuse,
+		hold:   heartbeatTimeout,
+		born:   time.Now(),
+		last:   make(map[raft.ServerID]heartbeatAnswer),
+		probes: make(map[raft.ServerID]probeAnswer),
 	}
 }
 
@@ -96,20 +128,45 @@ func isHeartbeat(req *raft.AppendEntriesRequest) bool {
 	return len(req.Entries) == 0 && req.PrevLogEntry == 0 && req.PrevLogTerm == 0 && req.LeaderCommitIndex == 0
 }
 
+// isProbe reports whether req is an idle replication probe: no entries,
+// but a log position or commit index.
+func isProbe(req *raft.AppendEntriesRequest) bool {
+	return len(req.Entries) == 0 && !isHeartbeat(req)
+}
+
+// mayReuse reports whether answers may be reused now at all: reuse is on,
+// and no leadership confirmation, recent pause or leadership transfer
+// forbids it. When it is false, heartbeats go out one by one, as raft
+// sends them.
+func (h *heartbeats) mayReuse() bool {
+	return h.reuse > 0 && h.confirming.Load() == 0 && !processPauses().recent() &&
+		int64(time.Since(h.born)) >= h.noReuseUntil.Load()
+}
+
 // reused fills resp with id's last real answer and reports true if req may
 // be answered without sending it.
 func (h *heartbeats) reused(id raft.ServerID, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) bool {
-	if h.reuse <= 0 || !isHeartbeat(req) || h.confirming.Load() > 0 || processPauses().recent() ||
-		int64(time.Since(h.born)) < h.noReuseUntil.Load() {
+	beat, probe := isHeartbeat(req), isProbe(req)
+	if !beat && !probe || !h.mayReuse() {
 		return false
 	}
+	now := time.Now()
 	h.mu.Lock()
+	defer h.mu.Unlock()
 	a, ok := h.last[id]
-	h.mu.Unlock()
-	if !ok || a.term != req.Term || time.Since(a.at) >= h.reuse {
+	if !ok || a.term != req.Term || now.Sub(a.at) >= h.reuse {
 		return false
 	}
-	*resp = a.resp
+	if beat {
+		*resp = a.resp
+		return true
+	}
+	p, ok := h.probes[id]
+	if !ok || p.term != req.Term || p.prevIndex != req.PrevLogEntry || p.prevTerm != req.PrevLogTerm ||
+		p.commit != req.LeaderCommitIndex || now.Sub(p.sent) >= probeReuseFor {
+		return false
+	}
+	*resp = p.resp
 	return true
 }
 
@@ -118,7 +175,8 @@ func (h *heartbeats) reused(id raft.ServerID, req *raft.AppendEntriesRequest, re
 // heartbeat's answer (the follower heard from its leader just as well), so
 // under load hardly any heartbeat is sent. A heartbeat's failure or any
 // error ends reuse until the next success; a replication the follower
-// refused (a log mismatch) is no answer to reuse either way.
+// refused (a log mismatch) is no answer to reuse either way, and ends the
+// reuse of probes.
 //
 // sent is when req was sent: the follower handled it between then and its
 // answer's arrival, so the answer's age counts from then.
@@ -129,8 +187,18 @@ func (h *heartbeats) answered(id raft.ServerID, sent time.Time, req *raft.Append
 	switch {
 	case err != nil || (beat && !resp.Success):
 		delete(h.last, id)
+		delete(h.probes, id)
+		return
 	case beat || resp.Success:
 		h.last[id] = heartbeatAnswer{term: req.Term, at: sent, resp: answerCopy(resp)}
+	}
+	switch {
+	case beat:
+	case !resp.Success:
+		delete(h.probes, id)
+	case isProbe(req):
+		h.probes[id] = probeAnswer{term: req.Term, prevIndex: req.PrevLogEntry, prevTerm: req.PrevLogTerm,
+			commit: req.LeaderCommitIndex, sent: sent, resp: answerCopy(resp)}
 	}
 }
 

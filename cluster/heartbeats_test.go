@@ -109,3 +109,73 @@ func TestHeartbeatsReuseOnlyAFreshSuccessOfTheSameTerm(t *testing.T) {
 		t.Fatal("an answer older than the reuse window was reused")
 	}
 }
+
+// An idle replication probe the follower already took (same term, log
+// position and commit index) is answered from its last answer while the
+// follower answered something real within the reuse window, for at most
+// probeReuseFor; anything that could mean the follower lost track ends it.
+func TestHeartbeatsReuseAProbeOnlyAsSentBefore(t *testing.T) {
+	beat := &raft.AppendEntriesRequest{Term: 3}
+	probe := func(commit uint64) *raft.AppendEntriesRequest {
+		return &raft.AppendEntriesRequest{Term: 3, PrevLogEntry: 9, PrevLogTerm: 3, LeaderCommitIndex: commit}
+	}
+	ok := &raft.AppendEntriesResponse{Term: 3, Success: true, LastLog: 9}
+	const f = raft.ServerID("2")
+	var resp raft.AppendEntriesResponse
+
+	h := newHeartbeats(300*time.Millisecond, time.Second)
+	if h.reused(f, probe(9), &resp) {
+		t.Fatal("a probe reused before one was sent")
+	}
+	h.answered(f, time.Now(), probe(9), ok, nil)
+	if !h.reused(f, probe(9), &resp) || !resp.Success || resp.LastLog != 9 {
+		t.Fatalf("the same probe was not answered from the last answer: %+v", resp)
+	}
+	if h.reused(f, probe(10), &resp) {
+		t.Fatal("a probe with a new commit index was not sent")
+	}
+	if h.reused(f, &raft.AppendEntriesRequest{Term: 4, PrevLogEntry: 9, PrevLogTerm: 3, LeaderCommitIndex: 9}, &resp) {
+		t.Fatal("a probe of another term was reused")
+	}
+	h.beginConfirm()
+	if h.reused(f, probe(9), &resp) {
+		t.Fatal("a probe reused during a leadership confirmation")
+	}
+	h.endConfirm()
+
+	// The follower's last real answer must be fresh, as for heartbeats.
+	h = newHeartbeats(300*time.Millisecond, time.Second)
+	h.answered(f, time.Now().Add(-400*time.Millisecond), probe(9), ok, nil)
+	if h.reused(f, probe(9), &resp) {
+		t.Fatal("a probe reused with no real answer within the reuse window")
+	}
+	h.answered(f, time.Now(), beat, ok, nil)
+	if !h.reused(f, probe(9), &resp) {
+		t.Fatal("a probe not reused once a heartbeat's answer is fresh")
+	}
+
+	// At least one real probe every probeReuseFor.
+	h = newHeartbeats(300*time.Millisecond, time.Second)
+	h.answered(f, time.Now().Add(-probeReuseFor-time.Second), probe(9), ok, nil)
+	h.answered(f, time.Now(), beat, ok, nil)
+	if h.reused(f, probe(9), &resp) {
+		t.Fatalf("a probe reused %v after the last one was sent", probeReuseFor)
+	}
+
+	// A failure, a refused heartbeat or a refused replication ends it.
+	for name, end := range map[string]func(h *heartbeats){
+		"error":        func(h *heartbeats) { h.answered(f, time.Now(), beat, nil, errors.New("connection reset")) },
+		"refused beat": func(h *heartbeats) { h.answered(f, time.Now(), beat, &raft.AppendEntriesResponse{Term: 4}, nil) },
+		"refused entries": func(h *heartbeats) {
+			h.answered(f, time.Now(), probe(9), &raft.AppendEntriesResponse{Term: 3, LastLog: 5}, nil)
+		},
+	} {
+		h = newHeartbeats(300*time.Millisecond, time.Second)
+		h.answered(f, time.Now(), probe(9), ok, nil)
+		end(h)
+		h.answered(f, time.Now(), beat, ok, nil)
+		if h.reused(f, probe(9), &resp) {
+			t.Fatalf("a probe reused after %s", name)
+		}
+	}
+}

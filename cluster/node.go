@@ -50,9 +50,12 @@ type Node struct {
 	logger hclog.Logger
 	mux    *Mux
 	admin  *StreamLayer // node-to-node admin calls (admin.go)
-	meta   *Shard
-	shards []*Shard // group shards by id
-	all    []*Shard // meta first, then group shards
+	// beatHub coalesces the shards' heartbeats (beathub.go); nil when
+	// HeartbeatReuse is off.
+	beatHub *beatHub
+	meta    *Shard
+	shards  []*Shard // group shards by id
+	all     []*Shard // meta first, then group shards
 
 	members memberTable
 	leaders leaderTable
@@ -161,7 +164,8 @@ func NewNode(cfg Config) (*Node, error) {
 	// Until the shards are open and show whether this node holds Raft
 	// state, a node without a cluster id admits no cluster's Raft
 	// traffic: a connection admitted now would stay open (raft pools its
-	// streams) after the check below closes the door.
+	// streams; the beat stream is one connection) after the check below
+	// closes the door.
 	mux.SetClusterPending(id.ClusterID == "")
 	n := &Node{cfg: cfg, logger: logger, mux: mux, stop: make(chan struct{}), logStore: logStore, ident: id, routing: newSignal()}
 	mux.deaths.watch(n.peerDied, n.routing.fire)
@@ -170,6 +174,12 @@ func NewNode(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	go n.serveAdmin(n.admin)
+	if cfg.HeartbeatReuse > 0 {
+		if n.beatHub, err = newBeatHub(mux, serverID(cfg.NodeID), cfg.HeartbeatTimeout, logger.Named("beats")); err != nil {
+			_ = mux.Close()
+			return nil, err
+		}
+	}
 	if initialised {
 		n.onDisk = id
 	}
@@ -387,12 +397,21 @@ func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Sha
 	}
 	match := newMatchTracker()
 	beats := newHeartbeats(cfg.HeartbeatReuse, cfg.HeartbeatTimeout)
-	trans := shardTransport{unpipelinedTransport{raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream:  layer,
-		MaxPool: cfg.TransportMaxPool,
-		Timeout: cfg.TransportTimeout,
-		Logger:  cfg.RaftLogger.Named("net").With("shard", id),
-	})}, match, beats}
+	trans := shardTransport{
+		unpipelinedTransport: unpipelinedTransport{raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+			Stream:  layer,
+			MaxPool: cfg.TransportMaxPool,
+			Timeout: cfg.TransportTimeout,
+			Logger:  cfg.RaftLogger.Named("net").With("shard", id),
+		})},
+		match: match,
+		beats: beats,
+		hub:   n.beatHub,
+		shard: id,
+	}
+	if n.beatHub != nil {
+		trans.beat = n.beatHub.add(id, beats, match)
+	}
 	defer func() {
 		if err != nil {
 			_ = trans.Close()
@@ -422,6 +441,9 @@ func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Sha
 	r, err := raft.NewRaft(rc, fsm, st.logs, st.store, st.snaps, trans)
 	if err != nil {
 		return nil, err
+	}
+	if trans.beat != nil {
+		trans.beat.raft.Store(r)
 	}
 	s = &Shard{
 		ID:           id,
@@ -507,6 +529,9 @@ func (n *Node) abort() {
 	wg.Wait()
 	for _, st := range n.opened {
 		_ = st.store.Close()
+	}
+	if n.beatHub != nil {
+		n.beatHub.close()
 	}
 	_ = n.mux.Close()
 	if n.nodeStore != nil {
@@ -737,6 +762,9 @@ func (n *Node) Shutdown() error {
 		close(n.stop)
 		if n.gossip != nil {
 			_ = n.gossip.ml.Shutdown()
+		}
+		if n.beatHub != nil {
+			n.beatHub.close() // heartbeats go one by one while the shards stop
 		}
 		start := time.Now()
 		errs := make([]error, len(n.all)+1)

@@ -1,6 +1,11 @@
 package cluster
 
-import "github.com/hashicorp/raft"
+import (
+	"io"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
 
 // unpipelinedTransport is a shard's raft.NetworkTransport with
 // AppendEntries pipelining turned off: Raft then replicates to each
@@ -26,4 +31,70 @@ type unpipelinedTransport struct {
 // AppendEntriesPipeline refuses, so Raft falls back to plain AppendEntries.
 func (unpipelinedTransport) AppendEntriesPipeline(raft.ServerID, raft.ServerAddress) (raft.AppendPipeline, error) {
 	return nil, raft.ErrPipelineReplicationNotSupported
+}
+
+// shardTransport is a shard's raft.NetworkTransport with AppendEntries
+// pipelining turned off (unpipelinedTransport), acknowledgements recorded
+// in a matchTracker and heartbeats thinned (heartbeats).
+//
+// With a hub, heartbeats that find no answer to reuse go in the hub's
+// next frame to their peer (beatHub), and the shard's Raft hears its
+// peers' frames through the heartbeat handler.
+type shardTransport struct {
+	unpipelinedTransport
+	match *matchTracker
+	beats *heartbeats
+	hub   *beatHub    // nil: every heartbeat its own RPC
+	beat  *beatMember // this shard in hub
+	shard int32
+}
+
+// AppendEntries answers a heartbeat or probe from the follower's last
+// answer when beats allows it, or a heartbeat from a frame of the hub,
+// and otherwise sends the request and records the index
+// a successful answer covers.
+func (t shardTransport) AppendEntries(id raft.ServerID, target raft.ServerAddress, args *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) error {
+	if t.hub != nil && isHeartbeat(args) {
+		if t.hub.beat(t.beat, t.shard, id, target, args, resp) {
+			return nil
+		}
+	} else if t.beats.reused(id, args, resp) {
+		return nil
+	}
+	if isHeartbeat(args) {
+		t.beats.sentAlone.Add(1)
+	}
+	sent := time.Now()
+	err := t.unpipelinedTransport.AppendEntries(id, target, args, resp)
+	t.beats.answered(id, sent, args, resp, err)
+	if err == nil && resp.Success {
+		t.match.acked(id, args.PrevLogEntry+uint64(len(args.Entries)))
+	}
+	return err
+}
+
+// InstallSnapshot records the snapshot's index once it is installed.
+func (t shardTransport) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
+	err := t.unpipelinedTransport.InstallSnapshot(id, target, args, resp, data)
+	if err == nil && resp.Success {
+		t.match.acked(id, args.LastLogIndex)
+	}
+	return err
+}
+
+// SetHeartbeatHandler gives raft's heartbeat fast path to the transport
+// and to the hub, which hands it the heartbeats of peers' frames.
+func (t shardTransport) SetHeartbeatHandler(cb func(raft.RPC)) {
+	t.unpipelinedTransport.SetHeartbeatHandler(cb)
+	if t.hub != nil {
+		t.beat.handler.Store(&cb)
+	}
+}
+
+// Close takes the shard out of the hub and closes the transport.
+func (t shardTransport) Close() error {
+	if t.hub != nil {
+		t.hub.remove(t.shard, t.beat)
+	}
+	return t.unpipelinedTransport.Close()
 }

@@ -1,0 +1,308 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// beatTotals sums, over nodes, the heartbeat answers their hubs received
+// in frames and the heartbeats their shards sent one by one.
+func beatTotals(nodes []*testNode, shards int32) (framed, alone uint64) {
+	for _, tn := range nodes {
+		if tn.beatHub != nil {
+			framed += tn.beatHub.answers.Load()
+		}
+		for _, id := range allShardIDs(shards) {
+			alone += tn.Shard(id).beats.sentAlone.Load()
+		}
+	}
+	return framed, alone
+}
+
+// followersOf returns the nodes other than leader.
+func followersOf(nodes []*testNode, leader int32) []*testNode {
+	var out []*testNode
+	for _, tn := range nodes {
+		if tn.ID() != leader {
+			out = append(out, tn)
+		}
+	}
+	return out
+}
+
+// An idle cluster's heartbeats travel in frames: followers keep hearing
+// from their leaders (no shard changes term), while hardly a heartbeat
+// goes out on its own.
+func TestBeatHubCarriesAnIdleClustersHeartbeats(t *testing.T) {
+	const shards = 8
+	nodes := startTestCluster(t, 3, shards)
+	before := waitShardLeaders(t, nodes, shards)
+	time.Sleep(500 * time.Millisecond) // elections' and bootstraps' aftermath
+	framed0, alone0 := beatTotals(nodes, shards)
+
+	heartbeat := nodes[0].Shard(0).heartbeat
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, id := range allShardIDs(shards) {
+			for _, tn := range followersOf(nodes, before[id].Node) {
+				if since := time.Since(tn.Shard(id).Raft.LastContact()); since > heartbeat/2 {
+					t.Fatalf("node %d last heard from shard %d's leader %v ago, over half the heartbeat timeout %v", tn.ID(), id, since, heartbeat)
+				}
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	framed, alone := beatTotals(nodes, shards)
+	framed, alone = framed-framed0, alone-alone0
+	t.Logf("in 2s: %d heartbeat answers in frames, %d heartbeats sent one by one", framed, alone)
+	if framed == 0 || alone*10 > framed {
+		t.Fatalf("%d heartbeats sent one by one against %d answered in frames: want under a tenth", alone, framed)
+	}
+	after := shardLeaders(t, nodes, shards)
+	for id, e := range before {
+		if after[id].Node != e.Node || after[id].Term != e.Term {
+			t.Fatalf("shard %d: leader %+v became %+v in an idle cluster", id, e, after[id])
+		}
+	}
+}
+
+// A fault on one shard's traffic keeps that shard out of frames, so it
+// acts as it does on the shard's own stream: a leader whose outbound
+// traffic for the shard is dropped loses it, while frames keep carrying
+// its other shards.
+func TestBeatHubLeavesAShardWithAnOutboundFaultOut(t *testing.T) {
+	const shards = 4
+	nodes := startTestCluster(t, 3, shards)
+	before := waitShardLeaders(t, nodes, shards)
+	const victim int32 = 0
+	old := nodeByID(nodes, before[victim].Node)
+	heal := old.Faults().Add(Fault{Shards: []int32{victim}, Dir: DirOutbound, Drop: true})
+	defer heal()
+
+	eventually(t, 10*time.Second, fmt.Sprintf("shard %d led by another node than %d", victim, old.ID()), func() bool {
+		for _, tn := range followersOf(nodes, old.ID()) {
+			if tn.Shard(victim).IsLeader() {
+				return true
+			}
+		}
+		return false
+	})
+	for id, e := range before {
+		if id == victim || e.Node != old.ID() {
+			continue
+		}
+		if !old.Shard(id).IsLeader() || old.Shard(id).Term() != e.Term {
+			t.Fatalf("shard %d, whose traffic has no fault, lost leader %d of term %d", id, e.Node, e.Term)
+		}
+	}
+}
+
+// A follower with an inbound fault on one shard answers none of that
+// shard's heartbeats in frames, so it stops hearing from the leader, as it
+// would on the shard's own stream.
+func TestBeatHubLeavesAShardWithAnInboundFaultOut(t *testing.T) {
+	const shards = 4
+	nodes := startTestCluster(t, 3, shards)
+	before := waitShardLeaders(t, nodes, shards)
+	const victim int32 = 1
+	follower := followersOf(nodes, before[victim].Node)[0]
+	heal := follower.Faults().Add(Fault{Shards: []int32{victim}, Dir: DirInbound, Drop: true})
+	defer heal()
+
+	heartbeat := follower.Shard(victim).heartbeat
+	eventually(t, 10*time.Second, fmt.Sprintf("node %d out of touch with shard %d's leader", follower.ID(), victim), func() bool {
+		return follower.Shard(victim).Raft.State() != raft.Follower ||
+			time.Since(follower.Shard(victim).Raft.LastContact()) > heartbeat
+	})
+	// The follower's other shards still hear from their leaders.
+	for id, e := range before {
+		if id == victim || e.Node == follower.ID() {
+			continue
+		}
+		if since := time.Since(follower.Shard(id).Raft.LastContact()); since > heartbeat/2 {
+			t.Fatalf("shard %d without a fault: node %d last heard from its leader %v ago", id, follower.ID(), since)
+		}
+	}
+}
+
+// A node without a hub (a kcoord that predates it, or HeartbeatReuse
+// off) has no beat stream: frames to it fail, and its peers heartbeat it
+// one by one, so every shard keeps its leader.
+func TestBeatHubFallsBackForAPeerWithoutOne(t *testing.T) {
+	const shards = 6
+	id := int32(0)
+	nodes := startTestCluster(t, 3, shards, func(c *Config) {
+		id++
+		if id == 3 {
+			c.HeartbeatReuse = -1
+		}
+	})
+	if nodes[2].beatHub != nil {
+		t.Fatal("node 3 has a hub with HeartbeatReuse off")
+	}
+	before := waitShardLeaders(t, nodes, shards)
+	time.Sleep(2 * time.Second)
+	after := shardLeaders(t, nodes, shards)
+	for id, e := range before {
+		if after[id].Node != e.Node || after[id].Term != e.Term {
+			t.Fatalf("shard %d: leader %+v became %+v", id, e, after[id])
+		}
+	}
+	var framed uint64
+	for _, tn := range nodes[:2] {
+		framed += tn.beatHub.answers.Load()
+	}
+	if framed == 0 {
+		t.Fatal("nodes 1 and 2 exchanged no frames")
+	}
+}
+
+// A frame that fails pauses frames to that peer, longer after each
+// failure, and makes beat answer nothing, so the shard sends its
+// heartbeat itself.
+func TestBeatHubPausesAfterAFailedFrame(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := NewMux(ln, ln.Addr().String(), testLogger(t))
+	defer mux.Close()
+	h, err := newBeatHub(mux, "1", 200*time.Millisecond, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.close()
+
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := raft.ServerAddress(dead.Addr().String())
+	_ = dead.Close() // nothing listens there: dials are refused
+
+	r := singleLeader(t)
+	m := h.add(0, newHeartbeats(40*time.Millisecond, 200*time.Millisecond), newMatchTracker())
+	m.raft.Store(r)
+	req := &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ID: []byte("1"), Addr: []byte(mux.advertise)}, Term: r.CurrentTerm()}
+	var resp raft.AppendEntriesResponse
+	if h.beat(m, 0, "2", target, req, &resp) {
+		t.Fatal("a heartbeat to a dead peer was answered")
+	}
+	p := h.peer(target)
+	p.mu.Lock()
+	first := time.Until(p.retryAt)
+	p.mu.Unlock()
+	if first <= 0 || first > h.backoff {
+		t.Fatalf("pause after one failure %v, want up to %v", first, h.backoff)
+	}
+	if h.beat(m, 0, "2", target, req, &resp) {
+		t.Fatal("answered while frames are paused")
+	}
+	if n := h.frames.Load(); n != 1 {
+		t.Fatalf("%d frames sent, want 1: the second heartbeat came during the pause", n)
+	}
+	p.mu.Lock()
+	p.retryAt = time.Time{}
+	p.mu.Unlock()
+	h.beat(m, 0, "2", target, req, &resp)
+	p.mu.Lock()
+	second := time.Until(p.retryAt)
+	p.mu.Unlock()
+	if second <= h.backoff {
+		t.Fatalf("pause after two failures %v, want over %v", second, h.backoff)
+	}
+}
+
+// Two hubs exchange a frame: the receiver's Raft gets the heartbeat
+// through its heartbeat handler, with the leader's id, address and term,
+// and its answer comes back as the sender's. A shard whose Raft no longer
+// leads is carried no more.
+func TestBeatHubDeliversAFrameOnlyForALeader(t *testing.T) {
+	newHub := func(id raft.ServerID) (*beatHub, *Mux) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		mux := NewMux(ln, ln.Addr().String(), testLogger(t))
+		t.Cleanup(func() { _ = mux.Close() })
+		h, err := newBeatHub(mux, id, 200*time.Millisecond, testLogger(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(h.close)
+		return h, mux
+	}
+	sender, smux := newHub("1")
+	receiver, rmux := newHub("2")
+
+	r := singleLeader(t)
+	m := sender.add(5, newHeartbeats(40*time.Millisecond, 200*time.Millisecond), newMatchTracker())
+	m.raft.Store(r)
+	got := make(chan *raft.AppendEntriesRequest, 10)
+	handler := func(rpc raft.RPC) {
+		req := rpc.Command.(*raft.AppendEntriesRequest)
+		got <- req
+		rpc.Respond(&raft.AppendEntriesResponse{Term: req.Term, LastLog: 42, Success: true}, nil)
+	}
+	receiver.add(5, newHeartbeats(40*time.Millisecond, 200*time.Millisecond), newMatchTracker()).handler.Store(&handler)
+
+	req := &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ID: []byte("1"), Addr: []byte(smux.advertise)}, Term: r.CurrentTerm()}
+	var resp raft.AppendEntriesResponse
+	if !sender.beat(m, 5, "2", raft.ServerAddress(rmux.advertise), req, &resp) {
+		t.Fatal("the heartbeat was not answered in a frame")
+	}
+	if !resp.Success || resp.LastLog != 42 || resp.Term != req.Term {
+		t.Fatalf("answer %+v, want the receiver's", resp)
+	}
+	delivered := <-got
+	if delivered.Term != req.Term || string(delivered.ID) != "1" || string(delivered.Addr) != smux.advertise || !isHeartbeat(delivered) {
+		t.Fatalf("the receiver's Raft got %+v", delivered)
+	}
+	if !m.beats.reused("2", req, &resp) {
+		t.Fatal("the frame's answer did not become reusable")
+	}
+	if _, at := m.match.get("2"); at.IsZero() {
+		t.Fatal("the frame's answer did not count as the follower's contact")
+	}
+
+	if err := r.Shutdown().Error(); err != nil {
+		t.Fatal(err)
+	}
+	m.beats.answered("2", time.Now(), req, nil, errors.New("forget the last answer"))
+	if sender.beat(m, 5, "2", raft.ServerAddress(rmux.advertise), req, &resp) {
+		t.Fatal("a shard whose Raft no longer leads was answered in a frame")
+	}
+	select {
+	case req := <-got:
+		t.Fatalf("the receiver got a heartbeat of a Raft that no longer leads: %+v", req)
+	default:
+	}
+}
+
+// singleLeader is a single-node Raft that leads, for hub tests that need
+// a leader without a cluster.
+func singleLeader(t *testing.T) *raft.Raft {
+	t.Helper()
+	conf := raft.DefaultConfig()
+	conf.LocalID = "1"
+	conf.Logger = testLogger(t)
+	conf.HeartbeatTimeout, conf.ElectionTimeout, conf.LeaderLeaseTimeout = 50*time.Millisecond, 50*time.Millisecond, 50*time.Millisecond
+	store, snaps := raft.NewInmemStore(), raft.NewInmemSnapshotStore()
+	_, trans := raft.NewInmemTransport("1")
+	if err := raft.BootstrapCluster(conf, store, store, snaps, trans,
+		raft.Configuration{Servers: []raft.Server{{ID: "1", Address: trans.LocalAddr()}}}); err != nil {
+		t.Fatal(err)
+	}
+	r, err := raft.NewRaft(conf, newKVFSM(), store, store, snaps, trans)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Shutdown().Error() })
+	eventually(t, 5*time.Second, "the single node leads", func() bool { return r.State() == raft.Leader })
+	return r
+}
