@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"errors"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -15,6 +16,9 @@ import (
 // beatShard is the Mux stream of coalesced heartbeats (beatHub). It shares
 // the Raft port, its cluster-id check and its fault hooks.
 const beatShard int32 = -3
+
+// errNoAnswers is a frame whose reply answered none of its items.
+var errNoAnswers = errors.New("cluster: the peer answered none of the frame's heartbeats")
 
 // beatCodec encodes frames and replies, as raft's own transport encodes
 // its RPCs. A Handle is safe for concurrent use once set up.
@@ -258,6 +262,11 @@ func (h *beatHub) beat(m *beatMember, shard int32, id raft.ServerID, target raft
 	case <-h.closeCh:
 		return false
 	}
+	if !m.beats.mayReuse() {
+		// A confirmation, pause or transfer began while the frame was
+		// out: it may count only a heartbeat sent after it began.
+		return false
+	}
 	a, ok := r.answers[shard]
 	if ok {
 		*resp = a
@@ -358,6 +367,13 @@ func (p *beatPeer) run() {
 			continue
 		}
 		now := time.Now()
+		if now.Before(p.retryAt) {
+			// The frame before failed while r waited: its heartbeats
+			// go one by one.
+			p.mu.Unlock()
+			close(r.done)
+			continue
+		}
 		for s, b := range p.recent {
 			if now.Sub(b.at) > h.recent {
 				delete(p.recent, s)
@@ -404,6 +420,12 @@ func (p *beatPeer) send(r *beatRound) {
 	reply, err := p.exchange(&frame)
 	h.frames.Add(1)
 	h.carried.Add(uint64(len(frame.Beats)))
+	if err == nil && len(reply.Answers) == 0 {
+		// The peer's Rafts answered nothing (no replicas there, faults
+		// on its side, its shards closing): the heartbeats go one by one
+		// for a while, where the peer's own stream decides.
+		err = errNoAnswers
+	}
 	if err != nil {
 		p.failed(err)
 		for _, c := range carried {
@@ -433,6 +455,7 @@ func (p *beatPeer) send(r *beatRound) {
 // failure closes the connection; the next frame dials anew.
 func (p *beatPeer) exchange(f *beatFrame) (*beatReply, error) {
 	h := p.hub
+	deadline := time.Now().Add(h.timeout) // the dial's and the exchange's together
 	if p.conn == nil {
 		c, err := h.layer.Dial(p.addr, h.timeout)
 		if err != nil {
@@ -442,7 +465,7 @@ func (p *beatPeer) exchange(f *beatFrame) (*beatReply, error) {
 		p.enc, p.dec = codec.NewEncoder(p.bw, beatCodec), codec.NewDecoder(bufio.NewReader(c), beatCodec)
 	}
 	var reply beatReply
-	err := p.conn.SetDeadline(time.Now().Add(h.timeout))
+	err := p.conn.SetDeadline(deadline)
 	if err == nil {
 		err = p.enc.Encode(f)
 	}
@@ -558,11 +581,11 @@ func (h *beatHub) deliver(peer string, f *beatFrame, b beatItem, respCh chan raf
 }
 
 // faulted reports whether any fault (drop or delay) applies to shard's
-// traffic with peer in direction dir.
+// traffic with peer in direction dir. It only looks: Faults.Dropped
+// counts what the faults refused, not the shards left out of frames.
 func faulted(f *Faults, shard int32, peer string, dir Direction) bool {
 	if !f.active() {
 		return false
 	}
-	delay, err := f.eval(shard, peer, dir)
-	return err != nil || delay > 0
+	return f.applies(shard, peer, dir)
 }

@@ -223,25 +223,11 @@ func TestBeatHubPausesAfterAFailedFrame(t *testing.T) {
 // and its answer comes back as the sender's. A shard whose Raft no longer
 // leads is carried no more.
 func TestBeatHubDeliversAFrameOnlyForALeader(t *testing.T) {
-	newHub := func(id raft.ServerID) (*beatHub, *Mux) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		mux := NewMux(ln, ln.Addr().String(), testLogger(t))
-		t.Cleanup(func() { _ = mux.Close() })
-		h, err := newBeatHub(mux, id, 200*time.Millisecond, testLogger(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(h.close)
-		return h, mux
-	}
-	sender, smux := newHub("1")
-	receiver, rmux := newHub("2")
+	sender, smux := newTestHub(t, "1")
+	receiver, rmux := newTestHub(t, "2")
 
 	r := singleLeader(t)
-	m := sender.add(5, newHeartbeats(40*time.Millisecond, 200*time.Millisecond), newMatchTracker())
+	m := sender.add(5, newHeartbeats(time.Second, testHubTimeout), newMatchTracker())
 	m.raft.Store(r)
 	got := make(chan *raft.AppendEntriesRequest, 10)
 	handler := func(rpc raft.RPC) {
@@ -249,7 +235,7 @@ func TestBeatHubDeliversAFrameOnlyForALeader(t *testing.T) {
 		got <- req
 		rpc.Respond(&raft.AppendEntriesResponse{Term: req.Term, LastLog: 42, Success: true}, nil)
 	}
-	receiver.add(5, newHeartbeats(40*time.Millisecond, 200*time.Millisecond), newMatchTracker()).handler.Store(&handler)
+	receiver.add(5, newHeartbeats(time.Second, testHubTimeout), newMatchTracker()).handler.Store(&handler)
 
 	req := &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ID: []byte("1"), Addr: []byte(smux.advertise)}, Term: r.CurrentTerm()}
 	var resp raft.AppendEntriesResponse
@@ -282,6 +268,87 @@ func TestBeatHubDeliversAFrameOnlyForALeader(t *testing.T) {
 		t.Fatalf("the receiver got a heartbeat of a Raft that no longer leads: %+v", req)
 	default:
 	}
+}
+
+// A heartbeat whose frame is out when a leadership confirmation begins is
+// not answered from that frame: the round may count only heartbeats sent
+// after it began, so the caller sends it again one by one.
+func TestBeatHubSendsAgainAHeartbeatWhoseFrameOutlivedAConfirmStart(t *testing.T) {
+	sender, smux := newTestHub(t, "1")
+	receiver, rmux := newTestHub(t, "2")
+	r := singleLeader(t)
+	m := sender.add(5, newHeartbeats(time.Second, testHubTimeout), newMatchTracker())
+	m.raft.Store(r)
+	arrived, release := make(chan struct{}), make(chan struct{})
+	handler := func(rpc raft.RPC) {
+		close(arrived)
+		<-release
+		req := rpc.Command.(*raft.AppendEntriesRequest)
+		rpc.Respond(&raft.AppendEntriesResponse{Term: req.Term, Success: true}, nil)
+	}
+	receiver.add(5, newHeartbeats(time.Second, testHubTimeout), newMatchTracker()).handler.Store(&handler)
+
+	req := &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ID: []byte("1"), Addr: []byte(smux.advertise)}, Term: r.CurrentTerm()}
+	answered := make(chan bool, 1)
+	go func() {
+		var resp raft.AppendEntriesResponse
+		answered <- sender.beat(m, 5, "2", raft.ServerAddress(rmux.advertise), req, &resp)
+	}()
+	<-arrived
+	m.beats.beginConfirm()
+	defer m.beats.endConfirm()
+	close(release)
+	if <-answered {
+		t.Fatal("a frame sent before the confirmation began answered its heartbeat")
+	}
+	if n := receiver.frames.Load() + sender.frames.Load(); n != 1 {
+		t.Fatalf("%d frames, want the one", n)
+	}
+}
+
+// A frame that none of the peer's Rafts answered (no replica there) pauses
+// frames to that peer, as a failed one does: its heartbeats go one by one,
+// where the peer's own stream decides, instead of every one waiting for a
+// frame first.
+func TestBeatHubPausesAfterAFrameNothingAnswered(t *testing.T) {
+	sender, smux := newTestHub(t, "1")
+	_, rmux := newTestHub(t, "2") // holds no shard 5
+	r := singleLeader(t)
+	m := sender.add(5, newHeartbeats(time.Second, testHubTimeout), newMatchTracker())
+	m.raft.Store(r)
+	req := &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ID: []byte("1"), Addr: []byte(smux.advertise)}, Term: r.CurrentTerm()}
+	var resp raft.AppendEntriesResponse
+	target := raft.ServerAddress(rmux.advertise)
+	for range 2 {
+		if sender.beat(m, 5, "2", target, req, &resp) {
+			t.Fatal("a frame nobody answered answered the heartbeat")
+		}
+	}
+	if n := sender.frames.Load(); n != 1 {
+		t.Fatalf("%d frames sent, want 1: the second heartbeat came during the pause", n)
+	}
+}
+
+// testHubTimeout is the heartbeat timeout of newTestHub's hubs: long, so
+// that a loaded test machine does not fail a frame.
+const testHubTimeout = 2 * time.Second
+
+// newTestHub is a hub on a Mux of its own on loopback, for the Raft
+// server id id.
+func newTestHub(t *testing.T, id raft.ServerID) (*beatHub, *Mux) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := NewMux(ln, ln.Addr().String(), testLogger(t))
+	t.Cleanup(func() { _ = mux.Close() })
+	h, err := newBeatHub(mux, id, testHubTimeout, testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.close)
+	return h, mux
 }
 
 // singleLeader is a single-node Raft that leads, for hub tests that need

@@ -138,6 +138,19 @@ func (f *Faults) Dropped() uint64 { return f.dropped.Load() }
 
 func (f *Faults) active() bool { return f.n.Load() > 0 }
 
+// applies reports whether any rule matches traffic of (shard, peer, dir),
+// without counting a drop.
+func (f *Faults) applies(shard int32, peer string, dir Direction) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	for _, r := range f.rules {
+		if r.matches(shard, peer, dir) {
+			return true
+		}
+	}
+	return false
+}
+
 // eval returns the delay for traffic of (shard, peer, dir), or an error
 // wrapping ErrFaultInjected when it must be dropped.
 func (f *Faults) eval(shard int32, peer string, dir Direction) (time.Duration, error) {

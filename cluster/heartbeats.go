@@ -59,7 +59,10 @@ const probeReuseFor = 5 * time.Second
 //     most reuse old (from the time its request was sent), and a follower
 //     that answered the leader does not vote for another candidate
 //     (hashicorp/raft's leader stickiness) until its heartbeat timeout,
-//     longer than reuse, has passed. Stickiness does not hold for a vote
+//     longer than reuse, has passed. An answer from a frame of the
+//     beatHub is one to a heartbeat sent at most half a heartbeat timeout
+//     before, like an answer to a slow RPC, and a heartbeat whose frame
+//     came back after a round began is sent again one by one. Stickiness does not hold for a vote
 //     in a leadership transfer, so nothing is reused from the moment this
 //     leader starts one until a heartbeat timeout after it ended
 //     (transferring): by then it has stepped down, or it has heard
