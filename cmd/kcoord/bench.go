@@ -31,6 +31,7 @@ func newBenchCmd() *cobra.Command {
 func newBenchReportCmd() *cobra.Command {
 	var dir string
 	cfg := bench.DefaultReportConfig("")
+	cfg.Procs = procsPolicy()
 	cmd := &cobra.Command{
 		Use:   "report",
 		Short: "Measure kcoord beside kfake on this machine and print docs/benchmarks.md",

@@ -14,6 +14,7 @@ import (
 var version = ""
 
 func main() {
+	go adaptProcs()
 	if err := newRootCmd().Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "kcoord:", err)
 		os.Exit(1)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -143,7 +144,7 @@ func serve(ctx context.Context, cfg server.Config, logger hclog.Logger, shutdown
 		bootstrap = "none (joins an existing cluster)"
 	}
 	logger.Info("serving", "node_id", cfg.NodeID, "kafka_addr", fmt.Sprint(n.KafkaAddr()), "http_addr", addrString(httpLn),
-		"bootstrap_expect", bootstrap)
+		"bootstrap_expect", bootstrap, "gomaxprocs", runtime.GOMAXPROCS(0))
 
 	httpErr := make(chan error, 1)
 	var httpSrv *http.Server
