@@ -190,6 +190,9 @@ type Config struct {
 	// leaves less room, see validate), which sends about one idle heartbeat
 	// in two; negative sends every one. At most a quarter of
 	// HeartbeatTimeout, and below HeartbeatTimeout - LeaderLeaseTimeout.
+	// While it is on, the heartbeats that are sent go coalesced, one
+	// frame per peer for every shard (beathub.go); negative turns that
+	// off too.
 	HeartbeatReuse time.Duration
 
 	// SnapshotInterval (wall-clock duration) is how often each shard checks
