@@ -59,7 +59,10 @@ func procsFor(base, current int, share float64, quiet int) int {
 
 // adaptProcs adjusts GOMAXPROCS to the process's load every procsTick,
 // unless the GOMAXPROCS environment variable chose it. main starts it on
-// a goroutine of its own; it runs for the process's life.
+// a goroutine of its own; it runs for the process's life. Its base is the
+// default at start: once it has set GOMAXPROCS, the runtime no longer
+// follows a container CPU limit that changes later (restart to pick one
+// up).
 func adaptProcs() {
 	if os.Getenv("GOMAXPROCS") != "" {
 		return
