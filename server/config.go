@@ -37,6 +37,11 @@ type Config struct {
 	AdvertiseGossipAddr string
 	// HTTPAddr is the host:port of /healthz, /readyz and /metrics; empty disables it.
 	HTTPAddr string
+	// Pprof serves Go's profiler (net/http/pprof) under /debug/pprof/ on
+	// HTTPAddr, which must then be set. Off by default: a profile costs
+	// the node CPU while it runs, and anyone who reaches the HTTP address
+	// could start one.
+	Pprof bool
 	// Join lists gossip seeds as host:port.
 	Join []string
 	// BootstrapExpect is how many nodes must see each other before the first
@@ -187,6 +192,9 @@ func (c *Config) Validate() error {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: %w", name, addr, err))
 		}
+	}
+	if c.Pprof && c.HTTPAddr == "" {
+		errs = append(errs, errors.New("pprof needs http-addr: the profiler is served there"))
 	}
 	switch {
 	case c.BootstrapExpect < 0:

@@ -46,6 +46,7 @@ func addServeFlags(fs *pflag.FlagSet) *serveOptions {
 	fs.StringVar(&c.GossipAddr, "gossip-addr", c.GossipAddr, "memberlist gossip host:port")
 	fs.StringVar(&c.AdvertiseGossipAddr, "advertise-gossip-addr", c.AdvertiseGossipAddr, "gossip host:port other nodes reach (default: the listener's, or a private IP when it binds 0.0.0.0)")
 	fs.StringVar(&c.HTTPAddr, "http-addr", c.HTTPAddr, "host:port of /healthz, /readyz, /metrics and the status page (empty: off)")
+	fs.BoolVar(&c.Pprof, "pprof", c.Pprof, "serve Go's profiler (net/http/pprof) under /debug/pprof/ on --http-addr")
 	fs.StringSliceVar(&c.Join, "join", c.Join, "gossip seeds, host:port,... (repeatable)")
 	fs.IntVar(&c.BootstrapExpect, flagBootstrapExpect, c.BootstrapExpect, "nodes that must see each other before the first bootstrap; unset with --join, the node joins an existing cluster and never bootstraps")
 	// The default depends on --join (see resolve); say so in the help.

@@ -185,6 +185,7 @@ func TestResolveErrors(t *testing.T) {
 		{"bad env bool", "", map[string]string{"KCOORD_LOG_JSON": "yes please"}, nil, []string{"KCOORD_LOG_JSON"}},
 		{"invalid config", "", nil, []string{"--bootstrap-expect", "0"}, []string{"bootstrap-expect"}},
 		{"invalid addr", "", nil, []string{"--kafka-addr", "nowhere"}, []string{"kafka-addr"}},
+		{"pprof without http", "", nil, []string{"--pprof", "--http-addr", ""}, []string{"pprof", "http-addr"}},
 		{"session bounds", "", nil, []string{"-c", "group.min.session.timeout.ms=9000", "-c", "group.max.session.timeout.ms=8000"}, []string{"session.timeout"}},
 		{"missing file", "", map[string]string{"KCOORD_CONFIG_FILE": "/nonexistent/kcoord.yaml"}, nil, []string{"/nonexistent/kcoord.yaml"}},
 		{"file unknown key", "nodeid: 1", nil, nil, []string{"nodeid", "unknown key", "line 1"}},

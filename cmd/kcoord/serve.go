@@ -158,6 +158,10 @@ func serve(ctx context.Context, cfg server.Config, logger hclog.Logger, shutdown
 			logger.Warn("fault injection on: /debug/faults/raft delays and cuts this node's Raft traffic (--fault-injection, test only)")
 			mux.Handle("/debug/faults/", fi.FaultHandler())
 		}
+		if cfg.Pprof {
+			servePprof(mux)
+			logger.Info("profiler on: /debug/pprof/ on the HTTP address (--pprof)")
+		}
 		var handler http.Handler = mux
 		httpSrv = &http.Server{
 			Handler:           handler,

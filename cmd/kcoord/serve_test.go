@@ -68,11 +68,14 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 // startServe runs serve with a fake node on a free HTTP port and returns
 // that address, serve's result channel and the log.
-func startServe(t *testing.T, ctx context.Context, f *fakeNode) (string, chan error, *bytes.Buffer) {
+func startServe(t *testing.T, ctx context.Context, f *fakeNode, mutate ...func(*server.Config)) (string, chan error, *bytes.Buffer) {
 	t.Helper()
 	useFake(t, f)
 	cfg := server.DefaultConfig()
 	cfg.HTTPAddr = freeAddr(t)
+	for _, m := range mutate {
+		m(&cfg)
+	}
 	var logs bytes.Buffer
 	logger := hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Info})
 	done := make(chan error, 1)
@@ -127,6 +130,36 @@ func TestServeLifecycle(t *testing.T) {
 	}
 	if _, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
 		t.Error("HTTP still listening after serve returned")
+	}
+}
+
+// Go's profiler is on the HTTP address only with --pprof.
+func TestServePprofOnlyWhenAsked(t *testing.T) {
+	get := func(url string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+	for _, on := range []bool{false, true} {
+		ctx, cancel := context.WithCancel(context.Background())
+		addr, done, logs := startServe(t, ctx, &fakeNode{}, func(c *server.Config) { c.Pprof = on })
+		code, body := get("http://" + addr + "/debug/pprof/goroutine?debug=1")
+		switch {
+		case on && (code != http.StatusOK || !strings.Contains(body, "goroutine profile")):
+			t.Errorf("--pprof: /debug/pprof/goroutine answered %d: %.200s", code, body)
+		case !on && code != http.StatusNotFound:
+			t.Errorf("without --pprof: /debug/pprof/goroutine answered %d, want 404", code)
+		}
+		if on && !strings.Contains(logs.String(), "profiler on") {
+			t.Errorf("--pprof without a log line saying so:\n%s", logs)
+		}
+		cancel()
+		<-done
 	}
 }
 
