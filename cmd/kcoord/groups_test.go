@@ -1,0 +1,260 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kcoord/kcoord/server"
+)
+
+// groupsFixture is a kcoord node with topic "t" (3 partitions) and a kfake
+// data plane holding records for it: 10 in partition 0, 5 in partition 1.
+type groupsFixture struct {
+	addr, dataPlane string
+	adm             *kadm.Client
+}
+
+func newGroupsFixture(t *testing.T) *groupsFixture {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s := server.StartTestServer(t, server.TestConfig(t.TempDir()))
+	f := &groupsFixture{addr: s.KafkaAddr().String()}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(f.addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	f.adm = kadm.NewClient(cl)
+	if _, err := f.adm.CreateTopic(ctx, 3, 1, nil, "t"); err != nil {
+		t.Fatal(err)
+	}
+
+	fake, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(fake.Close)
+	f.dataPlane = fake.ListenAddrs()[0]
+	producer, err := kgo.NewClient(kgo.SeedBrokers(f.dataPlane), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer producer.Close()
+	for p, n := range map[int32]int{0: 10, 1: 5} {
+		for range n {
+			if err := producer.ProduceSync(ctx, &kgo.Record{Topic: "t", Partition: p, Value: []byte("v")}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return f
+}
+
+// commit commits offsets for group outside group management.
+func (f *groupsFixture) commit(t *testing.T, group string, offsets map[int32]int64) {
+	t.Helper()
+	os := make(kadm.Offsets)
+	for p, at := range offsets {
+		os.Add(kadm.Offset{Topic: "t", Partition: p, At: at, LeaderEpoch: -1})
+	}
+	resps, err := f.adm.CommitOffsets(context.Background(), group, os)
+	if err == nil {
+		err = resps.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// groups runs "kcoord groups args..." against the fixture and returns its
+// stdout, its stderr and its error.
+func (f *groupsFixture) groups(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	root := newRootCmd()
+	var out, errOut bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errOut)
+	root.SetArgs(append([]string{"groups", "--bootstrap-server", f.addr}, args...))
+	err := root.Execute()
+	return out.String(), errOut.String(), err
+}
+
+// rows are out's non-blank lines split into fields.
+func rows(out string) [][]string {
+	var rs [][]string
+	for _, line := range strings.Split(out, "\n") {
+		if fs := strings.Fields(line); len(fs) > 0 {
+			rs = append(rs, fs)
+		}
+	}
+	return rs
+}
+
+func wantRows(t *testing.T, what, out string, want ...string) {
+	t.Helper()
+	got := rows(out)
+	if len(got) != len(want) {
+		t.Fatalf("%s: %d lines, want %d:\n%s", what, len(got), len(want), out)
+	}
+	for i, w := range want {
+		if g := strings.Join(got[i], " "); g != w {
+			t.Errorf("%s: line %d is %q, want %q\n%s", what, i+1, g, w, out)
+		}
+	}
+}
+
+func TestGroupsDescribeOffsetsWithAndWithoutADataPlane(t *testing.T) {
+	f := newGroupsFixture(t)
+	f.commit(t, "g", map[int32]int64{0: 4, 1: 5})
+
+	out, diag, err := f.groups(t, "describe", "--group", "g")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(diag, "Consumer group 'g' has no active members.") {
+		t.Errorf("stderr %q lacks Kafka's no-active-members line", diag)
+	}
+	wantRows(t, "without a data plane", out,
+		"GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID",
+		"g t 0 4 - - - - -",
+		"g t 1 5 - - - - -")
+	// Kafka's columns: GROUP and TOPIC at least 15 wide, PARTITION 10.
+	if line := strings.Split(strings.TrimLeft(out, "\n"), "\n")[1]; !strings.HasPrefix(line, "g               t               0          4  ") {
+		t.Errorf("row %q is not in kafka-consumer-groups.sh's columns", line)
+	}
+
+	out, _, err = f.groups(t, "describe", "--group", "g", "--data-plane", f.dataPlane)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, "with a data plane", out,
+		"GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID",
+		"g t 0 4 10 6 - - -",
+		"g t 1 5 5 0 - - -")
+
+	out, _, err = f.groups(t, "describe", "--group", "nope")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "Error: Consumer group 'nope' does not exist.") {
+		t.Errorf("describing a group that does not exist printed %q", out)
+	}
+}
+
+func TestGroupsListDescribeMembersAndDelete(t *testing.T) {
+	f := newGroupsFixture(t)
+	f.commit(t, "idle", map[int32]int64{0: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	member, err := kgo.NewClient(kgo.SeedBrokers(f.addr), kgo.ClientID("member-1"), kgo.ConsumerGroup("live"),
+		kgo.ConsumeTopics("t"), kgo.DisableAutoCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer member.Close()
+	go func() {
+		for ctx.Err() == nil && !member.PollFetches(ctx).IsClientClosed() {
+		}
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		d, err := f.adm.DescribeGroups(ctx, "live")
+		if err == nil && d["live"].State == "Stable" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group live not Stable: %+v, %v", d, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	out, _, err := f.groups(t, "list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, "list", out, "idle", "live")
+	out, _, err = f.groups(t, "list", "--state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, "list --state", out, "GROUP STATE", "idle Empty", "live Stable")
+	out, _, err = f.groups(t, "list", "--state", "stable")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, "list --state stable", out, "GROUP STATE", "live Stable")
+	if _, _, err := f.groups(t, "list", "--state", "sleepy"); err == nil || !strings.Contains(err.Error(), "Stable") {
+		t.Errorf("an unknown state: %v, want an error naming the states", err)
+	}
+
+	out, _, err = f.groups(t, "describe", "--group", "live", "--members", "--verbose")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := rows(out)
+	if len(rs) != 2 || strings.Join(rs[0], " ") != "GROUP CONSUMER-ID HOST CLIENT-ID #PARTITIONS CURRENT-EPOCH CURRENT-ASSIGNMENT TARGET-EPOCH TARGET-ASSIGNMENT" {
+		t.Fatalf("members:\n%s", out)
+	}
+	if r := rs[1]; r[0] != "live" || r[3] != "member-1" || r[4] != "3" || r[6] != "t:0,1,2" {
+		t.Errorf("member row %q, want group live, client member-1, 3 partitions, t:0,1,2", r)
+	}
+	out, _, err = f.groups(t, "describe", "--group", "live", "--state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs := rows(out); len(rs) != 2 || rs[1][0] != "live" || rs[1][len(rs[1])-2] != "Stable" || rs[1][len(rs[1])-1] != "1" {
+		t.Errorf("state:\n%s", out)
+	}
+	out, _, err = f.groups(t, "describe", "--group", "live", "--data-plane", f.dataPlane)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rs := rows(out); len(rs) != 4 || rs[1][6] == "-" || rs[1][8] != "member-1" || rs[1][4] != "10" {
+		t.Errorf("the live group's offsets name no member, or no end offset:\n%s", out)
+	}
+
+	out, _, err = f.groups(t, "delete", "--group", "live", "--group", "idle")
+	if err == nil {
+		t.Fatal("deleting a group with a member succeeded")
+	}
+	for _, want := range []string{"Error: Deletion of some consumer groups failed:", "* Group 'live' could not be deleted due to: NON_EMPTY_GROUP",
+		"These consumer groups were deleted successfully: 'idle'"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("delete output lacks %q:\n%s", want, out)
+		}
+	}
+	if out, _, _ := f.groups(t, "list"); strings.Contains(out, "idle") {
+		t.Errorf("idle still listed after its deletion:\n%s", out)
+	}
+}
+
+func TestGroupsDeleteOffsets(t *testing.T) {
+	f := newGroupsFixture(t)
+	f.commit(t, "g", map[int32]int64{0: 4, 1: 5, 2: 6})
+	out, _, err := f.groups(t, "delete-offsets", "--group", "g", "--topic", "t:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, "delete-offsets t:1", out, "Request succeeded for deleting offsets from group g.", "TOPIC PARTITION STATUS", "t 1 Successful")
+	desc, _, _ := f.groups(t, "describe", "--group", "g")
+	wantRows(t, "after deleting t:1", desc,
+		"GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID",
+		"g t 0 4 - - - - -",
+		"g t 2 6 - - - - -")
+
+	out, _, err = f.groups(t, "delete-offsets", "--group", "g", "--topic", "t", "--topic", "missing")
+	if err == nil {
+		t.Fatal("deleting offsets of a topic that does not exist succeeded")
+	}
+	wantRows(t, "delete-offsets t missing", out, "Encountered some partition-level error, see the follow-up details.", "TOPIC PARTITION STATUS",
+		"missing - Error: This server does not host this topic-partition.",
+		"t 0 Successful", "t 1 Successful", "t 2 Successful")
+}
