@@ -46,7 +46,7 @@ Kafka-compatible cluster.`,
 	f := cmd.PersistentFlags()
 	f.StringVar(&g.bootstrap, "bootstrap-server", "127.0.0.1:9092", "the cluster's brokers, host:port,... [$KCOORD_BOOTSTRAP_SERVER]")
 	f.DurationVar(&g.timeout, "timeout", 30*time.Second, "how long the command may take")
-	cmd.AddCommand(g.listCmd(), g.describeCmd(), g.deleteCmd(), g.deleteOffsetsCmd())
+	cmd.AddCommand(g.listCmd(), g.describeCmd(), g.resetCmd(), g.deleteCmd(), g.deleteOffsetsCmd())
 	return cmd
 }
 

@@ -264,12 +264,7 @@ func (o *describeOpts) fetchEnds(ctx context.Context, topics []string) error {
 	if o.dataPlane == "" || len(topics) == 0 {
 		return nil
 	}
-	var brokers []string
-	for _, b := range strings.Split(o.dataPlane, ",") {
-		if b = strings.TrimSpace(b); b != "" {
-			brokers = append(brokers, b)
-		}
-	}
+	brokers := splitBrokers(o.dataPlane)
 	if len(brokers) == 0 {
 		return errors.New("--data-plane: give at least one host:port")
 	}

@@ -3,6 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -61,11 +64,11 @@ func newGroupsFixture(t *testing.T) *groupsFixture {
 // commit commits offsets for group outside group management.
 func (f *groupsFixture) commit(t *testing.T, group string, offsets map[int32]int64) {
 	t.Helper()
-	os := make(kadm.Offsets)
+	offs := make(kadm.Offsets)
 	for p, at := range offsets {
-		os.Add(kadm.Offset{Topic: "t", Partition: p, At: at, LeaderEpoch: -1})
+		offs.Add(kadm.Offset{Topic: "t", Partition: p, At: at, LeaderEpoch: -1})
 	}
-	resps, err := f.adm.CommitOffsets(context.Background(), group, os)
+	resps, err := f.adm.CommitOffsets(context.Background(), group, offs)
 	if err == nil {
 		err = resps.Error()
 	}
@@ -257,4 +260,156 @@ func TestGroupsDeleteOffsets(t *testing.T) {
 	wantRows(t, "delete-offsets t missing", out, "Encountered some partition-level error, see the follow-up details.", "TOPIC PARTITION STATUS",
 		"missing - Error: This server does not host this topic-partition.",
 		"t 0 Successful", "t 1 Successful", "t 2 Successful")
+}
+
+// committedNow is group g's committed offsets of topic t, by partition.
+func (f *groupsFixture) committedNow(t *testing.T, group string) map[int32]int64 {
+	t.Helper()
+	offs, err := f.adm.FetchOffsets(context.Background(), group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int32]int64{}
+	for p, o := range offs["t"] {
+		got[p] = o.At
+	}
+	return got
+}
+
+func TestGroupsResetOffsetsEveryScenario(t *testing.T) {
+	f := newGroupsFixture(t) // the data plane: 10 records in t-0, 5 in t-1, none in t-2
+	header := "GROUP TOPIC PARTITION NEW-OFFSET"
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string // rows after the header
+	}{
+		{"to-offset", []string{"--topic", "t", "--to-offset", "3"}, []string{"g t 0 3", "g t 1 3", "g t 2 3"}},
+		{"to-offset within the data plane's offsets", []string{"--topic", "t", "--to-offset", "7", "--data-plane", "DP"}, []string{"g t 0 7", "g t 1 5", "g t 2 0"}},
+		{"to-earliest", []string{"--topic", "t:0,1", "--to-earliest", "--data-plane", "DP"}, []string{"g t 0 0", "g t 1 0"}},
+		{"to-latest", []string{"--all-topics", "--to-latest", "--data-plane", "DP"}, []string{"g t 0 10", "g t 1 5", "g t 2 0"}},
+		{"to-current", []string{"--topic", "t:1", "--to-current"}, []string{"g t 1 5"}},
+		{"shift-by", []string{"--topic", "t:0,1", "--shift-by", "-2"}, []string{"g t 0 2", "g t 1 3"}},
+		{"shift-by within the data plane's offsets", []string{"--topic", "t:0,1", "--shift-by", "-5", "--data-plane", "DP"}, []string{"g t 0 0", "g t 1 0"}},
+		{"to-datetime before every record", []string{"--topic", "t:0", "--to-datetime", "2000-01-01T00:00:00.000", "--data-plane", "DP"}, []string{"g t 0 0"}},
+		{"to-datetime after every record", []string{"--topic", "t:0", "--to-datetime", time.Now().Add(time.Hour).UTC().Format("2006-01-02T15:04:05.000Z07:00"), "--data-plane", "DP"}, []string{"g t 0 10"}},
+		{"by-duration", []string{"--topic", "t:0", "--by-duration", "P1DT2H", "--data-plane", "DP"}, []string{"g t 0 0"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.commit(t, "g", map[int32]int64{0: 4, 1: 5, 2: 6})
+			args := append([]string{"reset-offsets", "--group", "g"}, tc.args...)
+			for i, a := range args {
+				if a == "DP" {
+					args[i] = f.dataPlane
+				}
+			}
+			out, _, err := f.groups(t, append(args, "--dry-run")...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantRows(t, "dry run", out, append([]string{header}, tc.want...)...)
+			if got := f.committedNow(t, "g"); got[0] != 4 || got[1] != 5 || got[2] != 6 {
+				t.Fatalf("a dry run changed the offsets: %v", got)
+			}
+			out, _, err = f.groups(t, append(args, "--execute")...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantRows(t, "execute", out, append([]string{header}, tc.want...)...)
+			got := f.committedNow(t, "g")
+			for _, row := range tc.want {
+				fs := strings.Fields(row)
+				p, _ := strconv.Atoi(fs[2])
+				at, _ := strconv.ParseInt(fs[3], 10, 64)
+				if got[int32(p)] != at {
+					t.Errorf("after --execute t-%d is at %d, want %d", p, got[int32(p)], at)
+				}
+			}
+		})
+	}
+}
+
+func TestGroupsResetOffsetsExportsAndReadsBackAFile(t *testing.T) {
+	f := newGroupsFixture(t)
+	f.commit(t, "g", map[int32]int64{0: 4, 1: 5})
+	out, diag, err := f.groups(t, "reset-offsets", "--group", "g", "--all-topics", "--shift-by", "1", "--export")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != "t,0,5\nt,1,6\n" {
+		t.Fatalf("--export wrote %q, want topic,partition,offset lines", out)
+	}
+	if diag != "" {
+		t.Errorf("--export warned %q", diag)
+	}
+	file := filepath.Join(t.TempDir(), "offsets.csv")
+	if err := os.WriteFile(file, []byte(out), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := f.groups(t, "reset-offsets", "--group", "g", "--from-file", file, "--execute"); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.committedNow(t, "g"); got[0] != 5 || got[1] != 6 {
+		t.Errorf("after --from-file: %v, want t-0 at 5 and t-1 at 6", got)
+	}
+}
+
+func TestGroupsResetOffsetsRefusals(t *testing.T) {
+	f := newGroupsFixture(t)
+	f.commit(t, "g", map[int32]int64{0: 4})
+	_, diag, err := f.groups(t, "reset-offsets", "--group", "g", "--topic", "t:0", "--to-offset", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(diag, "WARN: No action will be performed as the --execute option is missing.") {
+		t.Errorf("no warning without --dry-run or --execute: %q", diag)
+	}
+	if got := f.committedNow(t, "g"); got[0] != 4 {
+		t.Errorf("a reset without --execute changed t-0 to %d", got[0])
+	}
+	for _, args := range [][]string{
+		{"--topic", "t", "--to-earliest"},                       // no data plane
+		{"--topic", "t", "--to-offset", "1", "--shift-by", "1"}, // two scenarios
+		{"--to-offset", "1"},                                    // no partitions
+		{"--topic", "t", "--to-offset", "-1"},
+		{"--topic", "t", "--by-duration", "1h", "--data-plane", f.dataPlane},
+		{"--topic", "t", "--to-datetime", "yesterday", "--data-plane", f.dataPlane},
+	} {
+		if _, _, err := f.groups(t, append([]string{"reset-offsets", "--group", "g", "--dry-run"}, args...)...); err == nil {
+			t.Errorf("%v accepted", args)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	member, err := kgo.NewClient(kgo.SeedBrokers(f.addr), kgo.ConsumerGroup("g"), kgo.ConsumeTopics("t"), kgo.DisableAutoCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer member.Close()
+	go func() {
+		for ctx.Err() == nil && !member.PollFetches(ctx).IsClientClosed() {
+		}
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		d, err := f.adm.DescribeGroups(ctx, "g")
+		if err == nil && d["g"].State == "Stable" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group g not Stable: %+v, %v", d, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	out, _, err := f.groups(t, "reset-offsets", "--group", "g", "--topic", "t:0", "--to-offset", "1", "--execute")
+	if err == nil {
+		t.Fatal("reset the offsets of a group with a member")
+	}
+	if !strings.Contains(out, "Error: Assignments can only be reset if the group 'g' is inactive, but the current state is Stable.") {
+		t.Errorf("refusal printed %q", out)
+	}
+	if got := f.committedNow(t, "g"); got[0] != 4 {
+		t.Errorf("the refused reset changed t-0 to %d", got[0])
+	}
 }

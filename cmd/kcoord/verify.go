@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -103,12 +102,7 @@ func bootstrapServers(cmd *cobra.Command, bootstrap string) ([]string, error) {
 	if v := os.Getenv("KCOORD_BOOTSTRAP_SERVER"); v != "" && !cmd.Flags().Changed("bootstrap-server") {
 		bootstrap = v
 	}
-	var brokers []string
-	for _, b := range strings.Split(bootstrap, ",") {
-		if b = strings.TrimSpace(b); b != "" {
-			brokers = append(brokers, b)
-		}
-	}
+	brokers := splitBrokers(bootstrap)
 	if len(brokers) == 0 {
 		return nil, errors.New("--bootstrap-server: give at least one host:port")
 	}
