@@ -22,9 +22,12 @@ var groupStates = []string{"PreparingRebalance", "CompletingRebalance", "Stable"
 // kafka-consumer-groups.sh does.
 const missing = "-"
 
-// groupsCLI is what every "kcoord groups" command shares: where the
-// cluster is and how long a command may take.
-type groupsCLI struct {
+// defaultCLITimeout bounds a "kcoord groups" or "kcoord topics" command.
+const defaultCLITimeout = 30 * time.Second
+
+// adminCLI is what every "kcoord groups" and "kcoord topics" command
+// shares: where the cluster is and how long a command may take.
+type adminCLI struct {
 	bootstrap string
 	timeout   time.Duration
 }
@@ -34,7 +37,7 @@ type groupsCLI struct {
 // columns and messages, so that it works against kcoord and against any
 // Kafka-compatible cluster.
 func newGroupsCmd() *cobra.Command {
-	g := &groupsCLI{}
+	g := &adminCLI{}
 	cmd := &cobra.Command{
 		Use:   "groups",
 		Short: "List, describe and delete consumer groups and their offsets",
@@ -45,14 +48,14 @@ Kafka-compatible cluster.`,
 	}
 	f := cmd.PersistentFlags()
 	f.StringVar(&g.bootstrap, "bootstrap-server", "127.0.0.1:9092", "the cluster's brokers, host:port,... [$KCOORD_BOOTSTRAP_SERVER]")
-	f.DurationVar(&g.timeout, "timeout", 30*time.Second, "how long the command may take")
+	f.DurationVar(&g.timeout, "timeout", defaultCLITimeout, "how long the command may take")
 	cmd.AddCommand(g.listCmd(), g.describeCmd(), g.resetCmd(), g.deleteCmd(), g.deleteOffsetsCmd())
 	return cmd
 }
 
 // admin connects to the cluster of cmd's --bootstrap-server and returns a
 // context bounded by --timeout; the caller calls done when finished.
-func (g *groupsCLI) admin(cmd *cobra.Command) (context.Context, *kadm.Client, func(), error) {
+func (g *adminCLI) admin(cmd *cobra.Command) (context.Context, *kadm.Client, func(), error) {
 	brokers, err := bootstrapServers(cmd, g.bootstrap)
 	if err != nil {
 		return nil, nil, nil, err
@@ -69,7 +72,7 @@ func (g *groupsCLI) admin(cmd *cobra.Command) (context.Context, *kadm.Client, fu
 }
 
 // listCmd is "kcoord groups list [--state [S,...]]".
-func (g *groupsCLI) listCmd() *cobra.Command {
+func (g *adminCLI) listCmd() *cobra.Command {
 	var state string
 	cmd := &cobra.Command{
 		Use:   "list",
@@ -155,7 +158,7 @@ func printGroupList(w io.Writer, groups []kadm.ListedGroup, withState bool) {
 }
 
 // deleteCmd is "kcoord groups delete --group G [--group G2 ...]".
-func (g *groupsCLI) deleteCmd() *cobra.Command {
+func (g *adminCLI) deleteCmd() *cobra.Command {
 	var groups []string
 	cmd := &cobra.Command{
 		Use:   "delete --group G [--group G ...]",

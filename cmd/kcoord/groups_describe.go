@@ -31,7 +31,7 @@ type describeOpts struct {
 
 // describeCmd is "kcoord groups describe (--group G ...|--all-groups)
 // [--members|--offsets|--state] [--verbose] [--data-plane B]".
-func (g *groupsCLI) describeCmd() *cobra.Command {
+func (g *adminCLI) describeCmd() *cobra.Command {
 	o := &describeOpts{}
 	cmd := &cobra.Command{
 		Use:   "describe (--group G ...|--all-groups)",

@@ -16,7 +16,7 @@ import (
 
 // deleteOffsetsCmd is "kcoord groups delete-offsets --group G --topic
 // T[:P,...] ...".
-func (g *groupsCLI) deleteOffsetsCmd() *cobra.Command {
+func (g *adminCLI) deleteOffsetsCmd() *cobra.Command {
 	var group string
 	var topics []string
 	cmd := &cobra.Command{

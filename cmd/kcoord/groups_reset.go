@@ -48,7 +48,7 @@ const noExecuteWarning = "WARN: No action will be performed as the --execute opt
 	"You should add the --dry-run option explicitly if you are scripting this command and want to keep the current default behavior without prompting."
 
 // resetCmd is "kcoord groups reset-offsets".
-func (g *groupsCLI) resetCmd() *cobra.Command {
+func (g *adminCLI) resetCmd() *cobra.Command {
 	o := &resetOpts{}
 	cmd := &cobra.Command{
 		Use:   "reset-offsets --group G (--topic T[:P,...]|--all-topics) SCENARIO (--dry-run|--execute|--export)",
