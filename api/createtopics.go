@@ -5,9 +5,13 @@ package api
 // replication factor may be -1 (broker default). v5: flexible; the answer
 // carries partitions, replication factor and configs. v7: topic ids.
 // Topics are entries in the registry of the metadata Raft group (name →
-// partition count); kcoord stores no records for them. Only the metadata
-// group's leader (the controller) creates topics; other nodes answer
-// NOT_CONTROLLER.
+// partition count); kcoord stores no records for them. Any node takes it:
+// one that does not lead the metadata group (the controller) forwards each
+// topic to the leader (cluster.Node.ApplyTopicChange), as KRaft brokers
+// forward to their controller (KIP-590), and answers NOT_CONTROLLER only
+// when no leader is known or reachable. The limits below are checked
+// against this node's replica of the registry, so two nodes creating at
+// once may each pass the check with room for one.
 // Limits (kcoord's own; Kafka has none): a topic of more than
 // kcoord.max.partitions.per.topic partitions is INVALID_PARTITIONS; one that
 // would take the registry past kcoord.max.topics topics or

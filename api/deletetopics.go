@@ -2,8 +2,9 @@ package api
 
 // DeleteTopics (key 20), versions 0–6.
 // v1: throttle. v4: flexible. v5: error messages. v6: topics by name or id.
-// Removes topics from the registry in the metadata Raft group; committed
-// offsets of groups are left alone, as in Kafka.
+// Removes topics from the registry in the metadata Raft group, on any node
+// (forwarded to the metadata leader, as CreateTopics is); committed offsets
+// of groups are left alone, as in Kafka.
 
 import (
 	"context"

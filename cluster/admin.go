@@ -15,8 +15,9 @@ import (
 )
 
 // adminShard is the Mux stream that carries node-to-node admin calls: a
-// remove-node sent to any node is forwarded to the metadata leader, and
-// cluster status asks every node for its replicas. It shares the Raft
+// remove-node or a topic change (CreateTopics, DeleteTopics) sent to any
+// node is forwarded to the metadata leader, and cluster status asks every
+// node for its replicas. It shares the Raft
 // port, its cluster-id check and its fault hooks.
 const adminShard int32 = -2
 
@@ -25,13 +26,17 @@ const adminTimeout = 5 * time.Second
 
 // adminRequest is one call, a JSON line; adminResponse answers it.
 type adminRequest struct {
-	Op   string `json:"op"` // "remove-node" or "replicas"
+	Op   string `json:"op"` // "remove-node", "replicas" or "topic-change"
 	Node int32  `json:"node,omitempty"`
+	// Command and TimeoutMs are a topic change's: an encoded
+	// fsm.TopicCreate or fsm.TopicDelete, and how long its apply may take.
+	Command   []byte `json:"command,omitempty"`
+	TimeoutMs int64  `json:"timeout_ms,omitempty"`
 }
 
 type adminResponse struct {
-	// Code is "" on success, else "not-leader", "not-found", "last-node"
-	// or "error".
+	// Code is "" on success, else "not-leader", "not-found", "last-node",
+	// "topic-exists", "topic-not-found", "timeout" or "error".
 	Code     string          `json:"code,omitempty"`
 	Error    string          `json:"error,omitempty"`
 	Replicas []ReplicaStatus `json:"replicas,omitempty"`
@@ -66,6 +71,8 @@ func (n *Node) serveAdminConn(c net.Conn) {
 		resp.Code, resp.Error = adminCode(err)
 	case "replicas":
 		resp.Replicas = n.localReplicas()
+	case "topic-change":
+		resp.Code, resp.Error = adminCode(n.applyTopicChangeHere(req.Command, req.TimeoutMs))
 	default:
 		resp.Code, resp.Error = "error", fmt.Sprintf("unknown admin op %q", req.Op)
 	}
@@ -83,6 +90,15 @@ func adminCode(err error) (code, msg string) {
 		return "not-found", err.Error()
 	case errors.Is(err, ErrLastActiveNode):
 		return "last-node", err.Error()
+	case errors.Is(err, fsm.ErrTopicExists):
+		return "topic-exists", err.Error()
+	case errors.Is(err, fsm.ErrTopicNotFound):
+		return "topic-not-found", err.Error()
+	case errors.Is(err, ErrApplyTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, raft.ErrEnqueueTimeout):
+		return "timeout", err.Error()
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrRaftShutdown),
+		errors.Is(err, raft.ErrLeadershipTransferInProgress):
+		return "not-leader", err.Error()
 	}
 	return "error", err.Error()
 }
@@ -98,6 +114,12 @@ func adminError(resp adminResponse) error {
 		return fmt.Errorf("%w (%s)", fsm.ErrNodeNotFound, resp.Error)
 	case "last-node":
 		return fmt.Errorf("%w (%s)", ErrLastActiveNode, resp.Error)
+	case "topic-exists":
+		return fmt.Errorf("%w (%s)", fsm.ErrTopicExists, resp.Error)
+	case "topic-not-found":
+		return fmt.Errorf("%w (%s)", fsm.ErrTopicNotFound, resp.Error)
+	case "timeout":
+		return fmt.Errorf("%w (%s)", ErrApplyTimeout, resp.Error)
 	}
 	return errors.New(resp.Error)
 }

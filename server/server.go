@@ -116,7 +116,7 @@ func (s *Server) Start() error {
 		MaxPartitions:            s.cfg.MaxPartitions,
 		CommitUnregisteredTopics: s.cfg.OffsetsCommitUnregisteredTopics,
 		Logger:                   s.logger.Named("api"),
-	}, s.node, &topicRegistry{shard: s.node.Shard(cluster.MetaShard), fsm: s.meta, timeout: s.cfg.OffsetsCommitTimeout}, s.apiShards())
+	}, s.node, &topicRegistry{node: s.node, fsm: s.meta, timeout: s.cfg.OffsetsCommitTimeout}, s.apiShards())
 	h.Register(mux)
 	kafka.Open()
 	s.stopRetention = make(chan struct{})

@@ -9,9 +9,10 @@ import (
 )
 
 // topicRegistry is the api.Topics of a node: reads from the metadata FSM,
-// writes through the metadata Raft group.
+// writes through the metadata Raft group, forwarded to its leader when this
+// node does not lead it (cluster.Node.ApplyTopicChange).
 type topicRegistry struct {
-	shard   *cluster.Shard
+	node    *cluster.Node
 	fsm     *fsm.MetaFSM
 	timeout time.Duration
 }
@@ -33,6 +34,5 @@ func (r *topicRegistry) apply(ctx context.Context, cmd fsm.Command) error {
 	if err != nil {
 		return err
 	}
-	_, err = r.shard.Apply(ctx, b, r.timeout)
-	return err
+	return r.node.ApplyTopicChange(ctx, b, r.timeout)
 }
