@@ -259,6 +259,26 @@ func metadataOf(t *testing.T, h *Handlers, names ...string) *kmsg.MetadataRespon
 // A topic registered with more partitions than the limit (by a kcoord
 // without it, or before it was lowered) is answered at once, with an
 // error and no partitions.
+// leaderlessCluster knows no shard's leader: the metadata group is
+// electing.
+type leaderlessCluster struct{ fakeCluster }
+
+func (leaderlessCluster) LeaderOf(int32) (cluster.Broker, bool) { return cluster.Broker{}, false }
+
+// Metadata names a live controller, as a KRaft broker does: the metadata
+// leader, or while none is known this node, which forwards CreateTopics
+// and DeleteTopics. -1 made admin clients give up on creating topics.
+func TestMetadataNamesALiveController(t *testing.T) {
+	h := newTestHandlers(t, Config{NodeID: 7}, newMemTopics())
+	if got := metadataOf(t, h).ControllerID; got != testBroker.NodeID {
+		t.Errorf("controller %d with a metadata leader, want the leader, %d", got, testBroker.NodeID)
+	}
+	h.cluster = leaderlessCluster{}
+	if got := metadataOf(t, h).ControllerID; got != 7 {
+		t.Errorf("controller %d without a metadata leader, want this node, 7", got)
+	}
+}
+
 func TestMetadataAnswersATopicBeyondThePartitionLimitWithoutItsPartitions(t *testing.T) {
 	topics := newMemTopics(
 		fsm.Topic{Name: "big", Partitions: 9, ReplicationFactor: 1},

@@ -47,7 +47,11 @@ func (h *Handlers) metadata(_ context.Context, _ *transport.RequestContext, kreq
 	if id := h.cluster.ClusterID(); id != "" {
 		resp.ClusterID = &id // null until the cluster has one, as a KRaft broker before its meta.properties
 	}
-	resp.ControllerID = -1
+	// The controller is a live node, as a KRaft broker names one: the
+	// metadata leader when known (no forwarding hop), else this node,
+	// which forwards CreateTopics and DeleteTopics or answers
+	// NOT_CONTROLLER when it cannot.
+	resp.ControllerID = h.cfg.NodeID
 	if c, ok := h.cluster.LeaderOf(cluster.MetaShard); ok {
 		resp.ControllerID = c.NodeID
 	}
