@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -46,6 +47,8 @@ type Shard struct {
 
 	// leadership is the latest notification; written by leadershipLoop only.
 	leadership leadershipState
+	// leaderships counts the notifications that this node leads (RaftStats).
+	leaderships atomic.Uint64
 	// reads batches leadership confirmations (ConfirmLeadership).
 	reads readIndex
 }
@@ -257,6 +260,9 @@ func (s *Shard) leadershipLoop(onLeadership func(int32, bool)) {
 	defer close(s.leaderDone)
 	for isLeader := range s.notifyCh {
 		l := s.leadership.next(isLeader, s.Raft.CurrentTerm())
+		if isLeader {
+			s.leaderships.Add(1)
+		}
 		s.logger.Debug("shard leadership changed", "shard", s.ID, "leader", isLeader, "term", l.Term, "epoch", l.Epoch)
 		s.routing.fire()
 		if onLeadership != nil {

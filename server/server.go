@@ -67,6 +67,9 @@ func New(cfg Config, logger hclog.Logger, reg *prometheus.Registry) (*Server, er
 		if err := reg.Register(newCollector(s)); err != nil {
 			return nil, fmt.Errorf("metrics: %w", err)
 		}
+		if err := reg.Register(newRaftCollector(s)); err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
 	}
 	return s, nil
 }

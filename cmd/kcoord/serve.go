@@ -119,6 +119,9 @@ func serve(ctx context.Context, cfg server.Config, logger hclog.Logger, shutdown
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 	)
+	if err := server.ExportRaftMetrics(reg); err != nil {
+		return err
+	}
 
 	// Bind HTTP first so a taken port fails before the node starts.
 	var httpLn net.Listener
