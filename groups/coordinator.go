@@ -84,6 +84,8 @@ type Coordinator struct {
 	committed  atomic.Uint64 // partitions committed
 	rebalances atomic.Uint64 // rebalances completed (group became Stable)
 	expired    atomic.Uint64 // members removed for missing their session or rebalance deadline
+	// offsetsExpired counts the partitions' offsets removed for retention.
+	offsetsExpired atomic.Uint64
 	holdStats
 	groups map[string]*group
 }

@@ -563,7 +563,10 @@ func TestSlowAssignmentWriteDoesNotBlockTheNextGeneration(t *testing.T) {
 }
 
 func TestStatsCountCommitsRebalancesAndExpiries(t *testing.T) {
-	c, _ := newTestCoordinator(t, nil)
+	var rebalances []time.Duration
+	c, _ := newTestCoordinator(t, func(cfg *Config) {
+		cfg.ObserveRebalance = func(d time.Duration) { rebalances = append(rebalances, d) }
+	})
 	stableGroup(t, c, "g", 2)
 	off := []fsm.OffsetCommitPartition{{Topic: "t", Offset: fsm.Offset{Offset: 1}}, {Topic: "t", Partition: 1, Offset: fsm.Offset{Offset: 1}}}
 	if err := c.Commit(CommitRequest{GroupID: "x", Generation: -1, Offsets: off}); err != nil {
@@ -572,5 +575,22 @@ func TestStatsCountCommitsRebalancesAndExpiries(t *testing.T) {
 	st := c.Stats()
 	if st.Committed != 2 || st.Rebalances != 1 || st.GroupsByState["Stable"] != 1 || st.Members != 2 || !st.Active {
 		t.Fatalf("stats: %+v", st)
+	}
+	c.mu.RLock()
+	g := c.groups["g"]
+	c.mu.RUnlock()
+	g.mu.Lock()
+	n := len(rebalances)
+	g.mu.Unlock()
+	if n != 1 || rebalances[0] <= 0 {
+		t.Errorf("rebalances observed: %v, want the one, with its length", rebalances)
+	}
+
+	now := c.now()
+	if n, _ := c.ExpireOffsets(now+time.Hour.Milliseconds()*24*8, time.Hour.Milliseconds()*24*7); n == 0 {
+		t.Fatal("nothing expired")
+	}
+	if st := c.Stats(); st.OffsetsExpired != 2 {
+		t.Errorf("OffsetsExpired %d, want the 2 partitions of group x", st.OffsetsExpired)
 	}
 }

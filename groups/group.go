@@ -20,6 +20,9 @@ type group struct {
 	closed         bool // the coordinator stopped serving this group
 	state          State
 	stateTimestamp int64 // Unix ms of the last state change
+	// rebalanceStart is when the rebalance in progress began (zero when
+	// none is): Config.ObserveRebalance is told its length.
+	rebalanceStart time.Time
 	protocolType   string
 	protocol       string
 	generation     int32

@@ -134,6 +134,7 @@ func (g *group) expire(now, retention int64) (n int, removed bool) {
 	if len(expired) > 0 {
 		g.logWrite(g.c.write(&fsm.OffsetDelete{GroupID: g.id, Partitions: expired}), "expiring offsets")
 		g.c.logger.Info("offsets expired", "group", g.id, "partitions", len(expired))
+		g.c.offsetsExpired.Add(uint64(len(expired)))
 	}
 	return len(expired), g.removeIfEmpty(len(stored) - len(expired))
 }

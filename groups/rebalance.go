@@ -26,6 +26,9 @@ func (g *group) prepareRebalance(reason string) {
 	}
 	g.stopSyncTimer()
 	initial := g.state == Empty
+	if g.rebalanceStart.IsZero() {
+		g.rebalanceStart = time.Now()
+	}
 	g.transition(PreparingRebalance)
 	g.c.logger.Info("preparing rebalance", "group", g.id, "generation", g.generation, "members", len(g.members), "reason", reason)
 	if initial {

@@ -14,6 +14,9 @@ type Stats struct {
 	// coordinator was created: partitions committed, rebalances completed,
 	// members removed for missing a session, join or sync deadline.
 	Committed, Rebalances, Expired uint64
+	// OffsetsExpired counts partitions' offsets removed for retention
+	// (offsets.retention.minutes).
+	OffsetsExpired uint64
 	// Held counts requests held while the shard's leadership settled,
 	// HeldFor their total wait, and HoldsExpired those the hold's bound
 	// (kcoord.group.election.hold.ms) answered.
@@ -26,7 +29,7 @@ type Stats struct {
 func (c *Coordinator) Stats() Stats {
 	c.mu.RLock()
 	st := Stats{Active: c.active, GroupsByState: make(map[string]int),
-		Committed: c.committed.Load(), Rebalances: c.rebalances.Load(), Expired: c.expired.Load(),
+		Committed: c.committed.Load(), Rebalances: c.rebalances.Load(), Expired: c.expired.Load(), OffsetsExpired: c.offsetsExpired.Load(),
 		Held: c.held.Load(), HoldsExpired: c.holdExpired.Load(), HeldFor: time.Duration(c.heldFor.Load())}
 	groups := make([]*group, 0, len(c.groups))
 	for _, g := range c.groups {

@@ -3,6 +3,7 @@ package groups
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/kcoord/kcoord/fsm"
 )
@@ -139,6 +140,10 @@ func (g *group) assignmentStored(generation int32, assignments map[string][]byte
 	}
 	g.transition(Stable)
 	g.c.rebalances.Add(1)
+	if observe := g.c.cfg.ObserveRebalance; observe != nil && !g.rebalanceStart.IsZero() {
+		observe(time.Since(g.rebalanceStart))
+	}
+	g.rebalanceStart = time.Time{}
 	for _, id := range g.order {
 		m := g.members[id]
 		m.respondSync(g.syncResult(m))

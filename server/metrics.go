@@ -17,6 +17,7 @@ type collector struct {
 	committed   *prometheus.Desc
 	rebalances  *prometheus.Desc
 	expired     *prometheus.Desc
+	offsetsExp  *prometheus.Desc
 	held        *prometheus.Desc
 	heldFor     *prometheus.Desc
 	holdsLapsed *prometheus.Desc
@@ -36,6 +37,7 @@ func newCollector(s *Server) *collector {
 		committed:   prometheus.NewDesc("kcoord_offsets_committed_total", "Partition offsets committed through this node (acknowledged).", nil, nil),
 		rebalances:  prometheus.NewDesc("kcoord_rebalances_total", "Rebalances completed on this node (a group became Stable).", nil, nil),
 		expired:     prometheus.NewDesc("kcoord_members_expired_total", "Members removed for missing their session, join or sync deadline.", nil, nil),
+		offsetsExp:  prometheus.NewDesc("kcoord_offsets_expired_total", "Partitions' committed offsets removed for retention (offsets.retention.minutes).", nil, nil),
 		held:        prometheus.NewDesc("kcoord_group_requests_held_total", "Group requests held on this node while their shard's leadership settled.", nil, nil),
 		heldFor:     prometheus.NewDesc("kcoord_group_request_hold_seconds_total", "Total time group requests were held while their shard's leadership settled.", nil, nil),
 		holdsLapsed: prometheus.NewDesc("kcoord_group_request_holds_expired_total", "Held group requests answered because kcoord.group.election.hold.ms ran out.", nil, nil),
@@ -56,6 +58,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.committed
 	ch <- c.rebalances
 	ch <- c.expired
+	ch <- c.offsetsExp
 	ch <- c.held
 	ch <- c.heldFor
 	ch <- c.holdsLapsed
@@ -73,7 +76,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	c.s.mu.Unlock()
 	byState := map[string]int{"Empty": 0, "PreparingRebalance": 0, "CompletingRebalance": 0, "Stable": 0}
 	members, led := 0, 0
-	var committed, rebalances, expired, held, lapsed uint64
+	var committed, rebalances, expired, offsetsExpired, held, lapsed uint64
 	var heldFor float64
 	for _, co := range coords {
 		if co == nil {
@@ -81,6 +84,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		st := co.Stats()
 		committed, rebalances, expired = committed+st.Committed, rebalances+st.Rebalances, expired+st.Expired
+		offsetsExpired += st.OffsetsExpired
 		held, lapsed, heldFor = held+st.Held, lapsed+st.HoldsExpired, heldFor+st.HeldFor.Seconds()
 		if !st.Active {
 			continue
@@ -99,6 +103,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.committed, prometheus.CounterValue, float64(committed))
 	ch <- prometheus.MustNewConstMetric(c.rebalances, prometheus.CounterValue, float64(rebalances))
 	ch <- prometheus.MustNewConstMetric(c.expired, prometheus.CounterValue, float64(expired))
+	ch <- prometheus.MustNewConstMetric(c.offsetsExp, prometheus.CounterValue, float64(offsetsExpired))
 	ch <- prometheus.MustNewConstMetric(c.held, prometheus.CounterValue, float64(held))
 	ch <- prometheus.MustNewConstMetric(c.heldFor, prometheus.CounterValue, heldFor)
 	ch <- prometheus.MustNewConstMetric(c.holdsLapsed, prometheus.CounterValue, float64(lapsed))

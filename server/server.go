@@ -28,6 +28,9 @@ type Server struct {
 	cfg    Config
 	logger hclog.Logger
 	reg    prometheus.Registerer
+	// rebalanceTime observes the coordinators' completed rebalances; nil
+	// without a registry.
+	rebalanceTime prometheus.Histogram
 
 	mu     sync.Mutex
 	kafka  *transport.Server
@@ -68,6 +71,16 @@ func New(cfg Config, logger hclog.Logger, reg *prometheus.Registry) (*Server, er
 			return nil, fmt.Errorf("metrics: %w", err)
 		}
 		if err := reg.Register(newRaftCollector(s)); err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
+		s.rebalanceTime = prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "kcoord_rebalance_duration_seconds",
+			Help: "Rebalances completed on this node, by how long they took: from PreparingRebalance to Stable.",
+			// 10 ms to about 11 minutes: the initial delay is 3 s, a
+			// rebalance timeout up to minutes.
+			Buckets: prometheus.ExponentialBuckets(0.01, 2, 17),
+		})
+		if err := reg.Register(s.rebalanceTime); err != nil {
 			return nil, fmt.Errorf("metrics: %w", err)
 		}
 	}
@@ -146,6 +159,9 @@ func (s *Server) startNode(advertised string) error {
 		s.logger.Warn("UNSAFE: OffsetCommits are acknowledged before Raft commits them (--unsafe-ack-before-commit, a planted bug for the chaos suite)")
 	}
 	gcfg.Logger = s.logger.Named("groups")
+	if h := s.rebalanceTime; h != nil {
+		gcfg.ObserveRebalance = func(d time.Duration) { h.Observe(d.Seconds()) }
+	}
 	if s.cfg.Groups != nil {
 		s.cfg.Groups(&gcfg)
 	}
