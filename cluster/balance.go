@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -78,6 +80,16 @@ func (n *Node) balanceLeaders() {
 		}
 	}
 	excess, limit := balanceQuota(counts, live, n.cfg.NodeID, len(n.shards), len(mine))
+	led := counts[n.cfg.NodeID]
+	var moves []string
+	defer func() {
+		// One line per round: which shards went where, and why.
+		if len(moves) > 0 {
+			n.logger.Info("moved shard leadership for balance", "moves", strings.Join(moves, " "),
+				"reason", fmt.Sprintf("this node led %d of %d shards over %d nodes", led, len(n.shards), len(live)),
+				"leads_now", counts[n.cfg.NodeID])
+		}
+	}()
 	for i := 0; i < len(mine) && excess > 0; i++ {
 		s := mine[i]
 		target, ok := leastLoaded(s, counts, limit)
@@ -91,7 +103,8 @@ func (n *Node) balanceLeaders() {
 		counts[voterID(target)]++
 		counts[n.cfg.NodeID]--
 		excess--
-		n.logger.Info("moved shard leadership for balance", "shard", s.ID, "to", target.ID)
+		n.logger.Debug("moved shard leadership for balance", "shard", s.ID, "to", target.ID)
+		moves = append(moves, fmt.Sprintf("%d→%s", s.ID, target.ID))
 	}
 }
 

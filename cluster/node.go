@@ -48,8 +48,10 @@ type Broker struct {
 type Node struct {
 	cfg    Config
 	logger hclog.Logger
-	mux    *Mux
-	admin  *StreamLayer // node-to-node admin calls (admin.go)
+	// leaderLog writes this node's leadership changes, one line per burst.
+	leaderLog *leaderChangeLog
+	mux       *Mux
+	admin     *StreamLayer // node-to-node admin calls (admin.go)
 	// beatHub coalesces the shards' heartbeats (beathub.go); nil when
 	// HeartbeatReuse is off.
 	beatHub *beatHub
@@ -167,7 +169,7 @@ func NewNode(cfg Config) (*Node, error) {
 	// streams; the beat stream is one connection) after the check below
 	// closes the door.
 	mux.SetClusterPending(id.ClusterID == "")
-	n := &Node{cfg: cfg, logger: logger, mux: mux, stop: make(chan struct{}), logStore: logStore, ident: id, routing: newSignal()}
+	n := &Node{cfg: cfg, logger: logger, leaderLog: &leaderChangeLog{logger: logger}, mux: mux, stop: make(chan struct{}), logStore: logStore, ident: id, routing: newSignal()}
 	mux.deaths.watch(n.peerDied, n.routing.fire)
 	if n.admin, err = mux.Listen(adminShard); err != nil {
 		_ = mux.Close()
@@ -468,6 +470,7 @@ func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Sha
 	}
 	s.stopObserver = s.registerLeaderObserver()
 	go s.leadershipLoop(func(id int32, leader bool) {
+		n.leaderLog.note(id, leader, !leader && s.handedOffRecently())
 		n.localLeadership(s, leader)
 		if cfg.OnLeadership != nil {
 			cfg.OnLeadership(id, leader)

@@ -152,8 +152,20 @@ func (n *Node) planPlacement(p placementFSM) error {
 	if err := n.applyMeta(&set); err != nil {
 		return fmt.Errorf("set desired voters: %w", err)
 	}
+	// One line per voter set, not per shard: a first round sets every
+	// shard's.
+	byVoters := map[string][]int32{}
+	var order []string
 	for _, sp := range set.Shards {
-		n.logger.Info("desired voters set", "shard", sp.Shard, "voters", sp.Voters)
+		n.logger.Debug("desired voters set", "shard", sp.Shard, "voters", sp.Voters)
+		key := fmt.Sprint(sp.Voters)
+		if _, ok := byVoters[key]; !ok {
+			order = append(order, key)
+		}
+		byVoters[key] = append(byVoters[key], sp.Shard)
+	}
+	for _, key := range order {
+		n.logger.Info("desired voters set", "voters", key, "shards", shardList(byVoters[key]), "count", len(byVoters[key]))
 	}
 	return nil
 }

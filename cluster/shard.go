@@ -49,6 +49,9 @@ type Shard struct {
 	leadership leadershipState
 	// leaderships counts the notifications that this node leads (RaftStats).
 	leaderships atomic.Uint64
+	// handOffAt is when this node last asked Raft to hand the shard's
+	// leadership over (Unix ns), for leaderChangeLog.
+	handOffAt atomic.Int64
 	// reads batches leadership confirmations (ConfirmLeadership).
 	reads readIndex
 }
@@ -59,6 +62,7 @@ type Shard struct {
 // a transfer ignores the follower's stickiness to this leader. Called by
 // the balance and placement loops and by Node.TransferLeadership.
 func (s *Shard) transferLeadership(id raft.ServerID, addr raft.ServerAddress) error {
+	s.handOffAt.Store(time.Now().UnixNano())
 	s.beats.transferring()
 	defer s.beats.transferring()
 	if id == "" {
@@ -269,6 +273,13 @@ func (s *Shard) leadershipLoop(onLeadership func(int32, bool)) {
 			onLeadership(s.ID, isLeader)
 		}
 	}
+}
+
+// handedOffRecently reports whether this node asked Raft to hand the
+// shard's leadership over within handOffWindow.
+func (s *Shard) handedOffRecently() bool {
+	at := s.handOffAt.Load()
+	return at != 0 && time.Since(time.Unix(0, at)) < handOffWindow
 }
 
 // nudgeElection makes a follower whose configuration has this node as its

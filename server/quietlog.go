@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"sync"
 	"time"
 
@@ -56,7 +57,7 @@ func quiet(l hclog.Logger, min hclog.Level) hclog.Logger {
 }
 
 func (l minLevelLogger) Log(level hclog.Level, msg string, args ...any) {
-	if level < l.min {
+	if level < l.min || firstElection(msg, args) {
 		return
 	}
 	ok, suppressed := l.repeats.allow(msg)
@@ -67,6 +68,22 @@ func (l minLevelLogger) Log(level hclog.Level, msg string, args ...any) {
 		args = append(args, "repeats_suppressed", suppressed)
 	}
 	l.Logger.Log(level, msg, args...)
+}
+
+// firstElection reports whether a record is raft's warning that a shard
+// starts an election after hearing from no leader at all: a starting node's
+// or a new cluster's first election, not a lost leader (that warning names
+// the last leader, and is kept).
+func firstElection(msg string, args []any) bool {
+	if msg != "heartbeat timeout reached, starting election" {
+		return false
+	}
+	for i := 0; i+1 < len(args); i += 2 {
+		if k, _ := args[i].(string); k == "last-leader-id" {
+			return fmt.Sprint(args[i+1]) == ""
+		}
+	}
+	return false
 }
 
 func (l minLevelLogger) Trace(msg string, args ...any) { l.Log(hclog.Trace, msg, args...) }

@@ -138,7 +138,7 @@ func (s *Server) Start() error {
 	s.stopRetention = make(chan struct{})
 	s.retentionDone = make(chan struct{})
 	go s.retentionLoop(s.stopRetention, s.retentionDone)
-	s.logger.Info("serving", "kafka", kafka.Addr().String(), "advertised", advertised, "raft", s.node.RaftAddr(), "shards", s.cfg.OffsetsTopicNumPartitions)
+	s.logger.Debug("serving", "kafka", kafka.Addr().String(), "advertised", advertised, "raft", s.node.RaftAddr(), "shards", s.cfg.OffsetsTopicNumPartitions)
 	return nil
 }
 

@@ -98,6 +98,17 @@ func TestQuietLoggerKeepsWarnings(t *testing.T) {
 	if n := strings.Count(buf.String(), "failed to dial peer"); n != 1 {
 		t.Fatalf("repeated error logged %d times:\n%s", n, buf.String())
 	}
+	// A shard's first election (no leader ever heard of) is a start, not
+	// a warning; one after a lost leader is.
+	buf.Reset()
+	l.Warn("heartbeat timeout reached, starting election", "last-leader-addr", "", "last-leader-id", "")
+	if buf.Len() != 0 {
+		t.Errorf("a first election logged %q", buf.String())
+	}
+	l.Warn("heartbeat timeout reached, starting election", "last-leader-addr", "127.0.0.1:9093", "last-leader-id", "2")
+	if !strings.Contains(buf.String(), "last-leader-id=2") {
+		t.Errorf("an election after a lost leader logged %q", buf.String())
+	}
 	debug := hclog.New(&hclog.LoggerOptions{Output: &buf, Level: hclog.Debug})
 	if quiet(debug, hclog.Warn) != debug {
 		t.Fatal("a debug logger must not be quieted")

@@ -92,7 +92,7 @@ func (s *Server) listenLocked() error {
 		return fmt.Errorf("transport: listen on %s: %w", s.cfg.Addr, err)
 	}
 	s.ln = ln
-	s.logger.Info("kafka listener bound", "addr", ln.Addr().String())
+	s.logger.Debug("kafka listener bound", "addr", ln.Addr().String())
 	return nil
 }
 

@@ -147,6 +147,7 @@ func serve(ctx context.Context, cfg server.Config, logger hclog.Logger, shutdown
 		bootstrap = "none (joins an existing cluster)"
 	}
 	logger.Info("serving", "node_id", cfg.NodeID, "kafka_addr", fmt.Sprint(n.KafkaAddr()), "http_addr", addrString(httpLn),
+		"raft_addr", cfg.RaftAddr, "gossip_addr", cfg.GossipAddr, "shards", cfg.OffsetsTopicNumPartitions,
 		"bootstrap_expect", bootstrap, "gomaxprocs", runtime.GOMAXPROCS(0))
 
 	httpErr := make(chan error, 1)
