@@ -33,7 +33,7 @@ func TestMetricsReportShardsLed(t *testing.T) {
 	}
 	c := newCollector(s)
 	if got := testutil.ToFloat64(prometheus.CollectorFunc(func(ch chan<- prometheus.Metric) {
-		all := make(chan prometheus.Metric, 16)
+		all := make(chan prometheus.Metric, 64) // more than Collect sends
 		c.Collect(all)
 		close(all)
 		for m := range all {
