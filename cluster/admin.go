@@ -124,7 +124,12 @@ func adminError(resp adminResponse) error {
 	return errors.New(resp.Error)
 }
 
-// adminCall sends req to the node at raftAddr and returns its answer.
+// errAdminDial is an admin call that did not reach its node: nothing was
+// asked of it.
+var errAdminDial = errors.New("cluster: dialing the admin stream of")
+
+// adminCall sends req to the node at raftAddr and returns its answer. An
+// error wrapping errAdminDial means the request never left.
 func (n *Node) adminCall(ctx context.Context, raftAddr string, req adminRequest) (adminResponse, error) {
 	timeout := adminTimeout
 	if d, ok := ctx.Deadline(); ok {
@@ -132,7 +137,7 @@ func (n *Node) adminCall(ctx context.Context, raftAddr string, req adminRequest)
 	}
 	c, err := n.admin.Dial(raft.ServerAddress(raftAddr), timeout)
 	if err != nil {
-		return adminResponse{}, err
+		return adminResponse{}, fmt.Errorf("%w %s: %w", errAdminDial, raftAddr, err)
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(timeout))

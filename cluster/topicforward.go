@@ -22,7 +22,8 @@ import (
 // handlers' goroutines; it blocks until the leader answered, at most
 // timeout (and adminTimeout when forwarded).
 func (n *Node) ApplyTopicChange(ctx context.Context, cmd []byte, timeout time.Duration) error {
-	if err := topicChange(cmd); err != nil {
+	cmd, err := topicChange(cmd)
+	if err != nil {
 		return err
 	}
 	if n.closed.Load() {
@@ -41,8 +42,12 @@ func (n *Node) ApplyTopicChange(ctx context.Context, cmd []byte, timeout time.Du
 		return fmt.Errorf("%w: the metadata leader, node %d, is not reachable", raft.ErrNotLeader, b.NodeID)
 	}
 	resp, err := n.adminCall(ctx, addr, adminRequest{Op: "topic-change", Command: cmd, TimeoutMs: timeout.Milliseconds()})
-	if err != nil {
+	switch {
+	case errors.Is(err, errAdminDial):
 		return fmt.Errorf("%w: forwarding the topic change to the metadata leader, node %d: %v", raft.ErrNotLeader, b.NodeID, err)
+	case err != nil:
+		// Sent, but no answer: the leader may have applied it.
+		return fmt.Errorf("%w: the metadata leader, node %d, did not answer the topic change (it may be applied): %v", ErrApplyTimeout, b.NodeID, err)
 	}
 	err = adminError(resp)
 	if errors.Is(err, ErrNotMetaLeader) {
@@ -53,34 +58,51 @@ func (n *Node) ApplyTopicChange(ctx context.Context, cmd []byte, timeout time.Du
 	return err
 }
 
-// topicChange checks that cmd is a command ApplyTopicChange may apply:
-// a peer's forwarded command reaches the metadata group only if it is one.
-func topicChange(cmd []byte) error {
-	if len(cmd) == 0 {
-		return errors.New("cluster: an empty topic change")
+// topicChange checks that cmd is a command ApplyTopicChange may apply and
+// returns it in this node's encoding: a peer's forwarded command reaches
+// the metadata group only if it decodes here as a TopicCreate of a named
+// topic with partitions or a TopicDelete of a named topic. A body this
+// node cannot decode (a malformed one, a newer version during an upgrade)
+// is refused here, for every replica would panic applying it.
+func topicChange(cmd []byte) ([]byte, error) {
+	c, err := fsm.Decode(cmd)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: a topic change that does not decode: %w", err)
 	}
-	switch fsm.CommandType(cmd[0]) {
-	case fsm.TopicCreateType, fsm.TopicDeleteType:
-		return nil
+	switch c := c.(type) {
+	case *fsm.TopicCreate:
+		if c.Topic.Name == "" || c.Topic.Partitions < 1 {
+			return nil, fmt.Errorf("cluster: a topic change creating %q with %d partitions", c.Topic.Name, c.Topic.Partitions)
+		}
+	case *fsm.TopicDelete:
+		if c.Name == "" {
+			return nil, errors.New("cluster: a topic change deleting no topic")
+		}
+	default:
+		return nil, fmt.Errorf("cluster: command %T is not a topic change", c)
 	}
-	return fmt.Errorf("cluster: command type %d is not a topic change", cmd[0])
+	return fsm.Encode(c)
 }
 
 // applyTopicChangeHere serves a forwarded topic change on the metadata
 // leader. Called by serveAdminConn.
 func (n *Node) applyTopicChangeHere(cmd []byte, timeoutMs int64) error {
-	if err := topicChange(cmd); err != nil {
+	cmd, err := topicChange(cmd)
+	if err != nil {
 		return err
 	}
 	if !n.meta.IsLeader() {
 		return ErrNotMetaLeader
 	}
-	timeout := min(time.Duration(timeoutMs)*time.Millisecond, adminTimeout)
+	// Answer within the caller's read deadline (adminTimeout), so that it
+	// hears a timeout as one rather than as a lost connection.
+	budget := adminTimeout - time.Second
+	timeout := min(time.Duration(timeoutMs)*time.Millisecond, budget)
 	if timeout <= 0 {
-		timeout = adminTimeout
+		timeout = budget
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	_, err := n.meta.Apply(ctx, cmd, timeout)
+	_, err = n.meta.Apply(ctx, cmd, timeout)
 	return err
 }

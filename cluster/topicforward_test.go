@@ -16,16 +16,27 @@ func TestTopicChangeAcceptsOnlyTopicCommands(t *testing.T) {
 		{&fsm.TopicCreate{Topic: fsm.Topic{Name: "t", Partitions: 1, ReplicationFactor: 1}}, true},
 		{&fsm.TopicDelete{Name: "t"}, true},
 		{&fsm.NodeDrain{ID: 2}, false},
+		{&fsm.TopicCreate{Topic: fsm.Topic{Name: "t", Partitions: 0}}, false},
+		{&fsm.TopicDelete{}, false},
 	} {
 		b, err := fsm.Encode(tc.cmd)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := topicChange(b); (err == nil) != tc.want {
+		if _, err := topicChange(b); (err == nil) != tc.want {
 			t.Errorf("%T: topicChange = %v, want accepted %v", tc.cmd, err, tc.want)
 		}
 	}
-	if topicChange(nil) == nil {
-		t.Error("an empty command accepted")
+	create, _ := fsm.Encode(&fsm.TopicCreate{Topic: fsm.Topic{Name: "t", Partitions: 1, ReplicationFactor: 1}})
+	for name, cmd := range map[string][]byte{
+		"empty":             nil,
+		"a body cut short":  create[:len(create)-3],
+		"a newer body":      append([]byte{create[0], create[1] + 1}, create[2:]...),
+		"a type byte alone": {create[0]},
+	} {
+		// Applied, any of these would panic every metadata replica.
+		if _, err := topicChange(cmd); err == nil {
+			t.Errorf("%s accepted", name)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package groups
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -592,5 +593,31 @@ func TestStatsCountCommitsRebalancesAndExpiries(t *testing.T) {
 	}
 	if st := c.Stats(); st.OffsetsExpired != 2 {
 		t.Errorf("OffsetsExpired %d, want the 2 partitions of group x", st.OffsetsExpired)
+	}
+}
+
+// A rebalance that ends with no members (the group goes Empty) is not
+// counted into the next one's length.
+func TestObservedRebalanceStartsAfterAnEmptyGroup(t *testing.T) {
+	var mu sync.Mutex
+	var lengths []time.Duration
+	c, _ := newTestCoordinator(t, func(cfg *Config) {
+		cfg.ObserveRebalance = func(d time.Duration) { mu.Lock(); lengths = append(lengths, d); mu.Unlock() }
+	})
+	ids, _ := stableGroup(t, c, "g", 1)
+	if _, err := c.Leave("g", []LeaveMember{{MemberID: ids[0]}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		d, err := c.Describe(context.Background(), "g")
+		return err == nil && d.State == Empty.String()
+	})
+	const idle = 300 * time.Millisecond
+	time.Sleep(idle)
+	stableGroup(t, c, "g", 1)
+	mu.Lock()
+	defer mu.Unlock()
+	if len(lengths) != 2 || lengths[1] >= idle {
+		t.Errorf("rebalance lengths %v: the second counts the %v the group sat Empty", lengths, idle)
 	}
 }

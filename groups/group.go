@@ -115,6 +115,9 @@ func (g *group) transition(s State) {
 	}
 	g.state = s
 	g.stateTimestamp = g.c.now()
+	if s == Empty || s == Dead {
+		g.rebalanceStart = time.Time{} // the rebalance ended without members: no length to observe
+	}
 }
 
 // add puts m in the group; the first member becomes the leader.

@@ -28,17 +28,19 @@ var raftMetricPrefixes = []string{
 
 var exportOnce struct {
 	sync.Once
+	reg prometheus.Registerer
 	err error
 }
 
 // ExportRaftMetrics bridges hashicorp/raft's go-metrics to reg, as
 // summaries and counters named kcoord_raft_* (kcoord_raft_commitTime in
 // milliseconds, kcoord_raft_state_leader, ...). go-metrics is process-wide,
-// so only the first registry of a process gets them: kcoord serve calls it
-// once; in-process test clusters share one. The per-shard figures (indexes,
+// so only the first registry of a process gets them; a call with another
+// one is an error: kcoord serve calls it once. The per-shard figures (indexes,
 // terms, follower lag) are the server's own collector's.
 func ExportRaftMetrics(reg prometheus.Registerer) error {
 	exportOnce.Do(func() {
+		exportOnce.reg = reg
 		sink, err := gmprom.NewPrometheusSinkFrom(gmprom.PrometheusOpts{Registerer: reg})
 		if err != nil {
 			exportOnce.err = err
@@ -51,6 +53,9 @@ func ExportRaftMetrics(reg prometheus.Registerer) error {
 	})
 	if exportOnce.err != nil {
 		return errors.Join(errors.New("metrics: bridging raft's metrics"), exportOnce.err)
+	}
+	if exportOnce.reg != reg {
+		return errors.New("metrics: raft's metrics go to another registry already (go-metrics is process-wide)")
 	}
 	return nil
 }

@@ -115,12 +115,19 @@ func TestRaftCollectorReportsShardsAndFollowers(t *testing.T) {
 	}
 }
 
+// bridgedRegistry is the one registry ExportRaftMetrics may be given in
+// this test process (go-metrics is process-wide), so -count=2 reuses it.
+var bridgedRegistry = prometheus.NewRegistry()
+
 // hashicorp/raft's own metrics (commit time, state changes) reach the
 // registry ExportRaftMetrics was given.
 func TestExportRaftMetricsBridgesRaftsOwn(t *testing.T) {
-	reg := prometheus.NewRegistry()
+	reg := bridgedRegistry
 	if err := ExportRaftMetrics(reg); err != nil {
 		t.Fatal(err)
+	}
+	if err := ExportRaftMetrics(prometheus.NewRegistry()); err == nil {
+		t.Error("a second registry was accepted; it would get none of raft's metrics")
 	}
 	s := StartTestServer(t, TestConfig(t.TempDir()))
 	createTopicOn(t, s, "bridged")
