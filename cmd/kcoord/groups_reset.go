@@ -164,6 +164,9 @@ func (o *resetOpts) run(ctx context.Context, adm *kadm.Client, w io.Writer) erro
 	if err := o.newOffsets(ctx, targets, committed); err != nil {
 		return err
 	}
+	if err := checkPartitionsExist(ctx, adm, targets); err != nil {
+		return err
+	}
 	if o.execute {
 		offsets := make(kadm.Offsets)
 		for t, ps := range targets {
@@ -255,7 +258,11 @@ func (o *resetOpts) newOffsets(ctx context.Context, targets map[string]map[int32
 			return err
 		}
 		maps.Copy(targets, read)
-		return nil
+		if o.dataPlane == "" {
+			return nil
+		}
+		// With a data plane, the file's offsets are kept within each
+		// partition's, as Kafka's tool keeps them (below).
 	}
 	var topics []string
 	for t := range targets {
@@ -304,6 +311,8 @@ func (o *resetOpts) newOffsets(ctx context.Context, targets map[string]map[int32
 			var next int64
 			var err error
 			switch {
+			case o.set["from-file"]:
+				next = cur
 			case o.set["to-offset"]:
 				next = o.toOffset
 			case o.set["to-current"], o.set["shift-by"]:
@@ -336,6 +345,39 @@ func (o *resetOpts) newOffsets(ctx context.Context, targets map[string]map[int32
 			}
 			ps[p] = max(next, 0)
 		}
+	}
+	return nil
+}
+
+// checkPartitionsExist fails, before anything is committed, when a target
+// names a partition the cluster's topics do not have, as Kafka's tool
+// checks every partition first (a commit would take the others and refuse
+// that one).
+func checkPartitionsExist(ctx context.Context, adm *kadm.Client, targets map[string]map[int32]int64) error {
+	if len(targets) == 0 {
+		return nil
+	}
+	topics := slices.Collect(maps.Keys(targets))
+	md, err := adm.Metadata(ctx, topics...)
+	if err != nil {
+		return fmt.Errorf("looking up topics: %w", err)
+	}
+	var missing []string
+	for t, ps := range targets {
+		td, ok := md.Topics[t]
+		for p := range ps {
+			if !ok || td.Err != nil {
+				missing = append(missing, fmt.Sprintf("%s-%d", t, p))
+				continue
+			}
+			if _, ok := td.Partitions[p]; !ok {
+				missing = append(missing, fmt.Sprintf("%s-%d", t, p))
+			}
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		return fmt.Errorf("The partitions %q do not exist", strings.Join(missing, ","))
 	}
 	return nil
 }

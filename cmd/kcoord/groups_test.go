@@ -367,6 +367,15 @@ func TestGroupsResetOffsetsRefusals(t *testing.T) {
 	if got := f.committedNow(t, "g"); got[0] != 4 {
 		t.Errorf("a reset without --execute changed t-0 to %d", got[0])
 	}
+	// A partition the topic does not have fails the reset before anything
+	// is committed.
+	if _, _, err := f.groups(t, "reset-offsets", "--group", "g", "--topic", "t:0,7", "--to-offset", "1", "--execute"); err == nil ||
+		!strings.Contains(err.Error(), `The partitions "t-7" do not exist`) {
+		t.Errorf("a reset naming t-7: %v", err)
+	}
+	if got := f.committedNow(t, "g"); got[0] != 4 {
+		t.Errorf("the refused reset changed t-0 to %d", got[0])
+	}
 	for _, args := range [][]string{
 		{"--topic", "t", "--to-earliest"},                       // no data plane
 		{"--topic", "t", "--to-offset", "1", "--shift-by", "1"}, // two scenarios
