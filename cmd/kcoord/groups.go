@@ -224,6 +224,20 @@ func quoteAll(names []string) string {
 	return strings.Join(q, ", ")
 }
 
+// dataPlaneAdmin connects to --data-plane's brokers; the caller closes the
+// client when done.
+func dataPlaneAdmin(dataPlane string) (*kadm.Client, func(), error) {
+	brokers := splitBrokers(dataPlane)
+	if len(brokers) == 0 {
+		return nil, nil, errors.New("--data-plane: give at least one host:port")
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		return nil, nil, fmt.Errorf("--data-plane: %w", err)
+	}
+	return kadm.NewClient(cl), cl.Close, nil
+}
+
 // widest is the length of the longest of values, at least least.
 func widest(least int, values ...string) int {
 	for _, v := range values {

@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -264,17 +263,13 @@ func (o *describeOpts) fetchEnds(ctx context.Context, topics []string) error {
 	if o.dataPlane == "" || len(topics) == 0 {
 		return nil
 	}
-	brokers := splitBrokers(o.dataPlane)
-	if len(brokers) == 0 {
-		return errors.New("--data-plane: give at least one host:port")
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	dp, done, err := dataPlaneAdmin(o.dataPlane)
 	if err != nil {
-		return fmt.Errorf("--data-plane: %w", err)
+		return err
 	}
-	defer cl.Close()
+	defer done()
 	slices.Sort(topics)
-	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, slices.Compact(topics)...)
+	ends, err := dp.ListEndOffsets(ctx, slices.Compact(topics)...)
 	if err != nil {
 		return fmt.Errorf("--data-plane: listing end offsets: %w", err)
 	}

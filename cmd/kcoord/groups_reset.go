@@ -18,7 +18,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // resetOpts are "kcoord groups reset-offsets"'s flags.
@@ -270,16 +269,11 @@ func (o *resetOpts) newOffsets(ctx context.Context, targets map[string]map[int32
 	}
 	var starts, ends, at kadm.ListedOffsets
 	if o.dataPlane != "" {
-		brokers := splitBrokers(o.dataPlane)
-		if len(brokers) == 0 {
-			return errors.New("--data-plane: give at least one host:port")
-		}
-		cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+		dp, done, err := dataPlaneAdmin(o.dataPlane)
 		if err != nil {
-			return fmt.Errorf("--data-plane: %w", err)
+			return err
 		}
-		defer cl.Close()
-		dp := kadm.NewClient(cl)
+		defer done()
 		if starts, err = dp.ListStartOffsets(ctx, topics...); err != nil {
 			return fmt.Errorf("--data-plane: listing start offsets: %w", err)
 		}

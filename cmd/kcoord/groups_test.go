@@ -61,6 +61,34 @@ func newGroupsFixture(t *testing.T) *groupsFixture {
 	return f
 }
 
+// stableMember starts a kgo consumer of topic t in group, with clientID,
+// and waits until the group is Stable; the test's end closes it.
+func (f *groupsFixture) stableMember(t *testing.T, group, clientID string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	member, err := kgo.NewClient(kgo.SeedBrokers(f.addr), kgo.ClientID(clientID), kgo.ConsumerGroup(group),
+		kgo.ConsumeTopics("t"), kgo.DisableAutoCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); member.Close() })
+	go func() {
+		for ctx.Err() == nil && !member.PollFetches(ctx).IsClientClosed() {
+		}
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		d, err := f.adm.DescribeGroups(ctx, group)
+		if err == nil && d[group].State == "Stable" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group %s not Stable: %+v, %v", group, d, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // commit commits offsets for group outside group management.
 func (f *groupsFixture) commit(t *testing.T, group string, offsets map[int32]int64) {
 	t.Helper()
@@ -155,29 +183,7 @@ func TestGroupsDescribeOffsetsWithAndWithoutADataPlane(t *testing.T) {
 func TestGroupsListDescribeMembersAndDelete(t *testing.T) {
 	f := newGroupsFixture(t)
 	f.commit(t, "idle", map[int32]int64{0: 1})
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	member, err := kgo.NewClient(kgo.SeedBrokers(f.addr), kgo.ClientID("member-1"), kgo.ConsumerGroup("live"),
-		kgo.ConsumeTopics("t"), kgo.DisableAutoCommit())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer member.Close()
-	go func() {
-		for ctx.Err() == nil && !member.PollFetches(ctx).IsClientClosed() {
-		}
-	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		d, err := f.adm.DescribeGroups(ctx, "live")
-		if err == nil && d["live"].State == "Stable" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("group live not Stable: %+v, %v", d, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	f.stableMember(t, "live", "member-1")
 
 	out, _, err := f.groups(t, "list")
 	if err != nil {
@@ -389,28 +395,7 @@ func TestGroupsResetOffsetsRefusals(t *testing.T) {
 		}
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	member, err := kgo.NewClient(kgo.SeedBrokers(f.addr), kgo.ConsumerGroup("g"), kgo.ConsumeTopics("t"), kgo.DisableAutoCommit())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer member.Close()
-	go func() {
-		for ctx.Err() == nil && !member.PollFetches(ctx).IsClientClosed() {
-		}
-	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		d, err := f.adm.DescribeGroups(ctx, "g")
-		if err == nil && d["g"].State == "Stable" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("group g not Stable: %+v, %v", d, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	f.stableMember(t, "g", "member-1")
 	out, _, err := f.groups(t, "reset-offsets", "--group", "g", "--topic", "t:0", "--to-offset", "1", "--execute")
 	if err == nil {
 		t.Fatal("reset the offsets of a group with a member")
