@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -38,7 +39,14 @@ func startTestCluster(t *testing.T, n int, shards int32, mutate ...func(*Config)
 	}
 	for _, tn := range nodes {
 		for _, id := range allShardIDs(shards) {
-			if err := tn.Shard(id).Raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error(); err != nil {
+			err := tn.Shard(id).Raft.BootstrapCluster(raft.Configuration{Servers: servers}).Error()
+			if errors.Is(err, raft.ErrCantBootstrap) {
+				// The nodes bootstrapped before this one already elected a
+				// leader, which replicated this configuration here: as
+				// Node.bootstrap, take it as done.
+				err = nil
+			}
+			if err != nil {
 				t.Fatalf("node %d shard %d: bootstrap: %v", tn.ID(), id, err)
 			}
 		}
