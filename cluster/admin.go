@@ -26,10 +26,11 @@ const adminTimeout = 5 * time.Second
 
 // adminRequest is one call, a JSON line; adminResponse answers it.
 type adminRequest struct {
-	Op   string `json:"op"` // "remove-node", "replicas" or "topic-change"
+	Op   string `json:"op"` // "remove-node", "replicas", "topic-change" or "inspect"
 	Node int32  `json:"node,omitempty"`
 	// Command and TimeoutMs are a topic change's: an encoded
 	// fsm.TopicCreate or fsm.TopicDelete, and how long its apply may take.
+	// An inspection's Command is its query (see Inspector).
 	Command   []byte `json:"command,omitempty"`
 	TimeoutMs int64  `json:"timeout_ms,omitempty"`
 }
@@ -40,6 +41,8 @@ type adminResponse struct {
 	Code     string          `json:"code,omitempty"`
 	Error    string          `json:"error,omitempty"`
 	Replicas []ReplicaStatus `json:"replicas,omitempty"`
+	// Report is an inspection's answer.
+	Report []byte `json:"report,omitempty"`
 }
 
 // serveAdmin accepts admin calls until the layer closes. Runs on its own
@@ -73,6 +76,12 @@ func (n *Node) serveAdminConn(c net.Conn) {
 		resp.Replicas = n.localReplicas()
 	case "topic-change":
 		resp.Code, resp.Error = adminCode(n.applyTopicChangeHere(req.Command, req.TimeoutMs))
+	case "inspect":
+		ctx, cancel := context.WithTimeout(context.Background(), inspectTimeout)
+		report, err := n.inspectHere(ctx, req.Command)
+		cancel()
+		resp.Report = report
+		resp.Code, resp.Error = adminCode(err)
 	default:
 		resp.Code, resp.Error = "error", fmt.Sprintf("unknown admin op %q", req.Op)
 	}

@@ -142,6 +142,10 @@ type Config struct {
 	// Raft applies of the same shard.
 	OnLeadership func(shard int32, isLeader bool)
 
+	// Inspect, if set, answers other nodes' inspection queries (see
+	// Inspector and Node.Inspect).
+	Inspect Inspector
+
 	// RaftLogger receives hashicorp/raft's own logs (elections, snapshots,
 	// RPC errors) with a "shard" key; nil means Logger.Named("raft"). With
 	// fifty shards per node they are many: callers usually pass a logger

@@ -50,11 +50,11 @@ type Config struct {
 	// --unsafe-ack-before-commit, a hidden test-only flag). Never set it
 	// otherwise.
 	UnsafeAckBeforeCommit bool
-	// ObserveRebalance, when set, is told how long each completed
-	// rebalance took: from the group entering PreparingRebalance until it
-	// is Stable again. Called with the group's lock held, so it must not
-	// block (a Prometheus histogram's Observe).
-	ObserveRebalance func(time.Duration)
+	// ObserveRebalance, when set, is told of each completed rebalance and
+	// how long it took: from the group entering PreparingRebalance until
+	// it is Stable again. Called with the group's lock held, so it must
+	// not block (a Prometheus histogram's Observe, a timeline's append).
+	ObserveRebalance func(Rebalance)
 	// Logger gets the coordinator's logs; nil discards them.
 	Logger hclog.Logger
 }

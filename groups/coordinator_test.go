@@ -566,7 +566,7 @@ func TestSlowAssignmentWriteDoesNotBlockTheNextGeneration(t *testing.T) {
 func TestStatsCountCommitsRebalancesAndExpiries(t *testing.T) {
 	var rebalances []time.Duration
 	c, _ := newTestCoordinator(t, func(cfg *Config) {
-		cfg.ObserveRebalance = func(d time.Duration) { rebalances = append(rebalances, d) }
+		cfg.ObserveRebalance = func(r Rebalance) { rebalances = append(rebalances, r.Took) }
 	})
 	stableGroup(t, c, "g", 2)
 	off := []fsm.OffsetCommitPartition{{Topic: "t", Offset: fsm.Offset{Offset: 1}}, {Topic: "t", Partition: 1, Offset: fsm.Offset{Offset: 1}}}
@@ -602,7 +602,7 @@ func TestObservedRebalanceStartsAfterAnEmptyGroup(t *testing.T) {
 	var mu sync.Mutex
 	var lengths []time.Duration
 	c, _ := newTestCoordinator(t, func(cfg *Config) {
-		cfg.ObserveRebalance = func(d time.Duration) { mu.Lock(); lengths = append(lengths, d); mu.Unlock() }
+		cfg.ObserveRebalance = func(r Rebalance) { mu.Lock(); lengths = append(lengths, r.Took); mu.Unlock() }
 	})
 	ids, _ := stableGroup(t, c, "g", 1)
 	if _, err := c.Leave("g", []LeaveMember{{MemberID: ids[0]}}); err != nil {

@@ -1,8 +1,10 @@
 package groups
 
-import "context"
-
-import "sort"
+import (
+	"context"
+	"sort"
+	"time"
+)
 
 // Describe serves DescribeGroups for one group. An unknown group is reported
 // Dead with no members, as Kafka does. The answer is confirmed by a quorum
@@ -19,14 +21,16 @@ func (c *Coordinator) Describe(ctx context.Context, groupID string) (GroupDescri
 		return GroupDescription{GroupID: groupID, State: Dead.String()}, nil
 	}
 	defer g.mu.Unlock()
-	d := GroupDescription{GroupID: g.id, Exists: true, State: g.state.String(), ProtocolType: g.protocolType}
+	d := GroupDescription{GroupID: g.id, Exists: true, State: g.state.String(), ProtocolType: g.protocolType,
+		Generation: g.generation, Leader: g.leader, StateSince: time.UnixMilli(g.stateTimestamp), LastRebalance: g.lastStable}
 	stable := g.state == Stable
 	if stable {
 		d.Protocol = g.protocol
 	}
 	for _, id := range g.order {
 		m := g.members[id]
-		md := MemberDescription{MemberID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.clientHost}
+		md := MemberDescription{MemberID: m.id, InstanceID: m.instanceID, ClientID: m.clientID, ClientHost: m.clientHost,
+			SessionTimeout: m.sessionTimeout, RebalanceTimeout: m.rebalanceTimeout}
 		if stable {
 			md.Metadata = m.metadataFor(g.protocol)
 			md.Assignment = m.assignment
@@ -62,7 +66,12 @@ func (c *Coordinator) List() ([]GroupListing, error) {
 	for _, g := range groups {
 		g.mu.Lock()
 		if !g.closed && g.state != Dead {
-			out = append(out, GroupListing{GroupID: g.id, ProtocolType: g.protocolType, State: g.state.String()})
+			l := GroupListing{GroupID: g.id, ProtocolType: g.protocolType, State: g.state.String(), Members: len(g.members),
+				Generation: g.generation, StateSince: time.UnixMilli(g.stateTimestamp), LastRebalance: g.lastStable}
+			if g.state == Stable {
+				l.Protocol = g.protocol
+			}
+			out = append(out, l)
 		}
 		g.mu.Unlock()
 	}

@@ -23,14 +23,18 @@ type group struct {
 	// rebalanceStart is when the rebalance in progress began (zero when
 	// none is): Config.ObserveRebalance is told its length.
 	rebalanceStart time.Time
-	protocolType   string
-	protocol       string
-	generation     int32
-	leader         string
-	members        map[string]*member
-	order          []string          // member ids in join order
-	static         map[string]string // instance id → member id
-	pending        map[string]*time.Timer
+	// lastStable is when the group last became Stable: its last completed
+	// rebalance (zero when this coordinator has not seen one; a group
+	// loaded Stable takes its stored state timestamp).
+	lastStable   time.Time
+	protocolType string
+	protocol     string
+	generation   int32
+	leader       string
+	members      map[string]*member
+	order        []string          // member ids in join order
+	static       map[string]string // instance id → member id
+	pending      map[string]*time.Timer
 
 	// newMemberAdded is set when a member joins during the initial delay.
 	newMemberAdded bool
@@ -95,6 +99,7 @@ func groupFromRecord(c *Coordinator, r fsm.Group) *group {
 	}
 	if len(g.members) > 0 {
 		g.state = Stable
+		g.lastStable = time.UnixMilli(r.StateTimestamp)
 	}
 	g.subscribed, g.subscribedKnown = g.computeSubscribedTopics()
 	return g

@@ -1,6 +1,10 @@
 package groups
 
-import "github.com/kcoord/kcoord/fsm"
+import (
+	"time"
+
+	"github.com/kcoord/kcoord/fsm"
+)
 
 // JoinRequest is a JoinGroup for one member, decoded by the api package.
 type JoinRequest struct {
@@ -101,6 +105,14 @@ type GroupDescription struct {
 	// is Stable, as Kafka does.
 	Protocol string
 	Members  []MemberDescription
+	// Generation, Leader (the leader's member id), StateSince and
+	// LastRebalance are the status page's; DescribeGroups has no field for
+	// them. StateSince is when the group entered State; LastRebalance when
+	// it last became Stable (zero when this coordinator does not know).
+	Generation    int32
+	Leader        string
+	StateSince    time.Time
+	LastRebalance time.Time
 }
 
 // MemberDescription is one member in a GroupDescription.
@@ -111,6 +123,10 @@ type MemberDescription struct {
 	ClientHost string
 	Metadata   []byte
 	Assignment []byte
+	// SessionTimeout and RebalanceTimeout are the member's (the status
+	// page's; DescribeGroups has no field for them).
+	SessionTimeout   time.Duration
+	RebalanceTimeout time.Duration
 }
 
 // GroupListing is ListGroups' view of one group.
@@ -118,6 +134,14 @@ type GroupListing struct {
 	GroupID      string
 	ProtocolType string
 	State        string
+	// Protocol, Members, Generation, StateSince and LastRebalance are the
+	// status page's, as in GroupDescription; ListGroups answers none of
+	// them. Protocol is set only while the group is Stable.
+	Protocol      string
+	Members       int
+	Generation    int32
+	StateSince    time.Time
+	LastRebalance time.Time
 }
 
 // CommitRequest is an OffsetCommit for one group. The offsets package has

@@ -46,3 +46,17 @@ func (c *Coordinator) Stats() Stats {
 	}
 	return st
 }
+
+// Rebalance is one completed rebalance, as Config.ObserveRebalance is told
+// of it.
+type Rebalance struct {
+	Shard      int32
+	Group      string
+	Generation int32
+	Members    int
+	Protocol   string
+	// At is when the group became Stable; Took how long since it entered
+	// PreparingRebalance.
+	At   time.Time
+	Took time.Duration
+}

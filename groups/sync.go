@@ -139,9 +139,11 @@ func (g *group) assignmentStored(generation int32, assignments map[string][]byte
 		m.assignment = assignments[m.id]
 	}
 	g.transition(Stable)
+	g.lastStable = time.UnixMilli(g.stateTimestamp)
 	g.c.rebalances.Add(1)
 	if observe := g.c.cfg.ObserveRebalance; observe != nil && !g.rebalanceStart.IsZero() {
-		observe(time.Since(g.rebalanceStart))
+		observe(Rebalance{Shard: g.c.shard, Group: g.id, Generation: g.generation, Members: len(g.members), Protocol: g.protocol,
+			At: g.lastStable, Took: time.Since(g.rebalanceStart)})
 	}
 	g.rebalanceStart = time.Time{}
 	for _, id := range g.order {

@@ -23,14 +23,22 @@ const adminTimeout = 10 * time.Second
 //
 //	GET  /v1/cluster/status             cluster.ClusterStatus
 //	POST /v1/cluster/nodes/{id}/remove  mark node id draining: its replicas move away
+//	GET  /v1/groups                     GroupsView: every group, from its coordinator
+//	GET  /v1/groups/{group}             GroupDetail: members, assignments, offsets
+//	GET  /v1/timeline[?limit=N][&group=G]  TimelineView: recent rebalances and leadership changes
 //
-// Errors answer {"error": "..."} with 400 (bad id), 404 (node not
-// registered), 409 (the last active node), 503 (no metadata leader
-// reachable, or the node is not started) or 500. Handlers run on net/http's goroutines.
+// The status page (StatusPage) shows the same. Errors answer {"error":
+// "..."} with 400 (bad id or limit), 404 (node not registered, group
+// unknown), 409 (the last active node), 503 (no metadata leader or
+// coordinator reachable, or the node is not started) or 500. Handlers run
+// on net/http's goroutines.
 func (s *Server) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/cluster/status", s.handleStatus)
 	mux.HandleFunc("POST /v1/cluster/nodes/{id}/remove", s.handleRemoveNode)
+	mux.HandleFunc("GET /v1/groups", s.handleGroups)
+	mux.HandleFunc("GET /v1/groups/{group}", s.handleGroup)
+	mux.HandleFunc("GET /v1/timeline", s.handleTimeline)
 	return mux
 }
 

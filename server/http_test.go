@@ -40,9 +40,6 @@ func TestHTTPHandler(t *testing.T) {
 		{"readyz ready", "GET", "/readyz", true, 200, "ready", false},
 		{"readyz head", "HEAD", "/readyz", true, 200, "", true},
 		{"metrics", "GET", "/metrics", false, 200, "kcoord_test_total 3", true},
-		{"status not ready", "GET", "/", false, 200, "<strong>not ready</strong>", true},
-		{"status ready", "GET", "/", true, 200, "<strong>ready</strong>", true},
-		{"status links", "GET", "/", true, 200, `href="/metrics"`, true},
 		{"unknown path", "GET", "/nope", true, 404, "", true},
 		{"post", "POST", "/readyz", true, 405, "", true},
 	}

@@ -53,6 +53,8 @@ type Server struct {
 	raftNode atomic.Pointer[cluster.Node]
 	// stopping is set when Shutdown or Kill begins.
 	stopping atomic.Bool
+	// events is this node's timeline for the status page.
+	events timeline
 }
 
 // New validates cfg and returns a server that has not started anything.
@@ -159,8 +161,11 @@ func (s *Server) startNode(advertised string) error {
 		s.logger.Warn("UNSAFE: OffsetCommits are acknowledged before Raft commits them (--unsafe-ack-before-commit, a planted bug for the chaos suite)")
 	}
 	gcfg.Logger = s.logger.Named("groups")
-	if h := s.rebalanceTime; h != nil {
-		gcfg.ObserveRebalance = func(d time.Duration) { h.Observe(d.Seconds()) }
+	gcfg.ObserveRebalance = func(r groups.Rebalance) {
+		if h := s.rebalanceTime; h != nil {
+			h.Observe(r.Took.Seconds())
+		}
+		s.events.add(rebalanceEvent(s.cfg.NodeID, r))
 	}
 	if s.cfg.Groups != nil {
 		s.cfg.Groups(&gcfg)
@@ -186,6 +191,7 @@ func (s *Server) startNode(advertised string) error {
 	ccfg.NewShardFSM = func(shard int32) raft.FSM { return s.states[shard] }
 	ccfg.NewMetaFSM = func() raft.FSM { return s.meta }
 	ccfg.OnLeadership = s.onLeadership
+	ccfg.Inspect = s.inspect
 	ccfg.Logger = s.logger
 	ccfg.RaftLogger = quiet(s.logger.Named("raft"), hclog.Warn)
 	node, err := cluster.NewNode(ccfg)
@@ -214,6 +220,7 @@ func (s *Server) apiShards() []api.Shard {
 // fact every consumer compares against, and retries while that epoch
 // lasts; an activation of an epoch that has passed does nothing.
 func (s *Server) onLeadership(shard int32, leader bool) {
+	s.events.add(leadershipEvent(s.cfg.NodeID, shard, leader, s.raftNode.Load()))
 	if !leader {
 		if shard != cluster.MetaShard {
 			s.coords[shard].Deactivate()

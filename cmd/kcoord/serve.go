@@ -160,6 +160,11 @@ func serve(ctx context.Context, cfg server.Config, logger hclog.Logger, shutdown
 		if a, ok := n.(interface{ AdminHandler() http.Handler }); ok {
 			mux.Handle("/v1/", a.AdminHandler())
 		}
+		if p, ok := n.(interface{ StatusPage() http.Handler }); ok {
+			page := p.StatusPage()
+			mux.Handle("GET /{$}", page)
+			mux.Handle("GET /groups/", page)
+		}
 		if fi, ok := n.(interface{ FaultHandler() http.Handler }); ok && cfg.FaultInjection {
 			logger.Warn("fault injection on: /debug/faults/raft delays and cuts this node's Raft traffic (--fault-injection, test only)")
 			mux.Handle("/debug/faults/", fi.FaultHandler())

@@ -1,0 +1,204 @@
+package server
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/kcoord/kcoord/cluster"
+)
+
+// NodeError is a node that did not answer a status call, and why.
+type NodeError struct {
+	Node  int32  `json:"node"`
+	Error string `json:"error"`
+}
+
+// GroupsView is GET /v1/groups: every group, each from the node that
+// coordinates it.
+type GroupsView struct {
+	Groups []GroupSummary `json:"groups"`
+	// UnreportedShards are the shards no node reported (no leader, or its
+	// leader did not answer): their groups are missing from Groups.
+	UnreportedShards []int32     `json:"unreported_shards"`
+	Errors           []NodeError `json:"errors,omitempty"`
+}
+
+// TimelineView is GET /v1/timeline: every reachable node's recent events,
+// newest first.
+type TimelineView struct {
+	Events []Event     `json:"events"`
+	Errors []NodeError `json:"errors,omitempty"`
+}
+
+// defaultTimelineLimit and maxTimelineLimit bound GET /v1/timeline's
+// ?limit.
+const (
+	defaultTimelineLimit = 100
+	maxTimelineLimit     = timelineSize * 16
+)
+
+// groupsView asks every live node for the groups it coordinates. A group
+// two nodes report (a leadership moving between the two calls) is kept
+// once, from the node whose report is the more recent state.
+func (s *Server) groupsView(ctx context.Context, node *cluster.Node) GroupsView {
+	v := GroupsView{Groups: []GroupSummary{}, UnreportedShards: []int32{}}
+	reported := map[int32]bool{}
+	byID := map[string]GroupSummary{}
+	for _, in := range s.inspectAll(ctx, node, inspectQuery{Kind: inspectGroups}, &v.Errors) {
+		var r GroupsReport
+		if err := json.Unmarshal(in.Report, &r); err != nil {
+			v.Errors = append(v.Errors, NodeError{Node: in.Node, Error: err.Error()})
+			continue
+		}
+		for _, sh := range r.Shards {
+			reported[sh] = true
+		}
+		for _, g := range r.Groups {
+			if old, ok := byID[g.ID()]; !ok || g.StateSince.After(old.StateSince) {
+				byID[g.ID()] = g
+			}
+		}
+	}
+	for _, g := range byID {
+		v.Groups = append(v.Groups, g)
+	}
+	slices.SortFunc(v.Groups, func(a, b GroupSummary) int { return cmp.Compare(a.ID(), b.ID()) })
+	for _, sh := range node.Shards() {
+		if !reported[sh.ID] {
+			v.UnreportedShards = append(v.UnreportedShards, sh.ID)
+		}
+	}
+	return v
+}
+
+// timelineView merges every live node's events, newest first, keeping
+// the first limit of those that keep (nil keeps all).
+func (s *Server) timelineView(ctx context.Context, node *cluster.Node, limit int, keep func(Event) bool) TimelineView {
+	v := TimelineView{Events: []Event{}}
+	for _, in := range s.inspectAll(ctx, node, inspectQuery{Kind: inspectTimeline}, &v.Errors) {
+		var events []Event
+		if err := json.Unmarshal(in.Report, &events); err != nil {
+			v.Errors = append(v.Errors, NodeError{Node: in.Node, Error: err.Error()})
+			continue
+		}
+		for _, e := range events {
+			if keep == nil || keep(e) {
+				v.Events = append(v.Events, e)
+			}
+		}
+	}
+	slices.SortStableFunc(v.Events, func(a, b Event) int { return b.At.Compare(a.At) })
+	if len(v.Events) > limit {
+		v.Events = v.Events[:limit]
+	}
+	return v
+}
+
+// groupDetail asks the node that leads the group's shard for the group.
+func (s *Server) groupDetail(ctx context.Context, node *cluster.Node, id string) (GroupDetail, error) {
+	shard := node.ShardFor(id)
+	leader, ok := node.LeaderOf(shard)
+	if !ok {
+		return GroupDetail{}, fmt.Errorf("%w: shard %d has no known leader", ErrNotCoordinatorHere, shard)
+	}
+	q, _ := json.Marshal(inspectQuery{Kind: inspectGroup, Group: []byte(id)})
+	report, err := node.Inspect(ctx, leader.NodeID, q)
+	if err != nil {
+		return GroupDetail{}, fmt.Errorf("asking node %d, the coordinator of shard %d: %w", leader.NodeID, shard, err)
+	}
+	var d GroupDetail
+	if err := json.Unmarshal(report, &d); err != nil {
+		return GroupDetail{}, fmt.Errorf("node %d's report: %w", leader.NodeID, err)
+	}
+	return d, nil
+}
+
+// inspectAll sends q to every live node, returning the reports and adding
+// the nodes that failed to errs.
+func (s *Server) inspectAll(ctx context.Context, node *cluster.Node, q inspectQuery, errs *[]NodeError) []cluster.Inspection {
+	query, _ := json.Marshal(q)
+	var out []cluster.Inspection
+	for _, in := range node.InspectAll(ctx, query) {
+		if in.Err != nil {
+			*errs = append(*errs, NodeError{Node: in.Node, Error: in.Err.Error()})
+			continue
+		}
+		out = append(out, in)
+	}
+	return out
+}
+
+func (s *Server) handleGroups(w http.ResponseWriter, r *http.Request) {
+	node, ok := s.startedNode(w)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
+	defer cancel()
+	writeJSON(w, http.StatusOK, s.groupsView(ctx, node))
+}
+
+func (s *Server) handleGroup(w http.ResponseWriter, r *http.Request) {
+	node, ok := s.startedNode(w)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
+	defer cancel()
+	id := r.PathValue("group")
+	d, err := s.groupDetail(ctx, node, id)
+	switch {
+	case err != nil:
+		writeJSONError(w, http.StatusServiceUnavailable, err)
+	case !d.Exists:
+		writeJSONError(w, http.StatusNotFound, fmt.Errorf("consumer group %q does not exist", id))
+	default:
+		writeJSON(w, http.StatusOK, d)
+	}
+}
+
+func (s *Server) handleTimeline(w http.ResponseWriter, r *http.Request) {
+	node, ok := s.startedNode(w)
+	if !ok {
+		return
+	}
+	limit, err := timelineLimit(r.URL.Query().Get("limit"))
+	if err != nil {
+		writeJSONError(w, http.StatusBadRequest, err)
+		return
+	}
+	var keep func(Event) bool
+	if r.URL.Query().Has("group") {
+		group := r.URL.Query().Get("group")
+		keep = func(e Event) bool { return e.Kind == eventRebalance && eventGroup(e) == group }
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
+	defer cancel()
+	writeJSON(w, http.StatusOK, s.timelineView(ctx, node, limit, keep))
+}
+
+// timelineLimit parses ?limit: a positive count up to maxTimelineLimit,
+// defaultTimelineLimit when absent.
+func timelineLimit(v string) (int, error) {
+	if v == "" {
+		return defaultTimelineLimit, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > maxTimelineLimit {
+		return 0, fmt.Errorf("limit %q: want a count from 1 to %d", v, maxTimelineLimit)
+	}
+	return n, nil
+}
+
+// eventGroup is a rebalance event's exact group id.
+func eventGroup(e Event) string {
+	if e.GroupBase64 != nil {
+		return string(e.GroupBase64)
+	}
+	return e.Group
+}
