@@ -14,9 +14,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// groupStates are the classic groups' states, as ListGroups names them and
-// as kafka-consumer-groups.sh's --state accepts them (in any case).
-var groupStates = []string{"PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty"}
+// groupStates are the states ListGroups names, as kafka-consumer-groups.sh's
+// --state accepts them (in any case): the classic groups', then the two
+// only KIP-848 consumer groups have (Kafka 4's GroupState).
+var groupStates = []string{"PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty", "Assigning", "Reconciling"}
 
 // missing is what the tables print for a value that does not exist, as
 // kafka-consumer-groups.sh does.
@@ -48,7 +49,8 @@ Kafka-compatible cluster.`,
 	}
 	f := cmd.PersistentFlags()
 	f.StringVar(&g.bootstrap, "bootstrap-server", "127.0.0.1:9092", "the cluster's brokers, host:port,... [$KCOORD_BOOTSTRAP_SERVER]")
-	f.DurationVar(&g.timeout, "timeout", defaultCLITimeout, "how long the command may take")
+	g.timeout = defaultCLITimeout
+	f.Var(msDuration{&g.timeout}, "timeout", "how long the command may take: milliseconds, as Kafka's tools take it, or a duration (30s)")
 	cmd.AddCommand(g.listCmd(), g.describeCmd(), g.resetCmd(), g.deleteCmd(), g.deleteOffsetsCmd())
 	return cmd
 }

@@ -246,10 +246,9 @@ func (o *describeOpts) describeOffsets(ctx context.Context, adm *kadm.Client, d 
 	})
 	rows = append(rows, unowned...)
 	if len(rows) == 0 {
-		if d.State != "Empty" {
-			return nil // the members hold nothing yet
-		}
-		fmt.Fprintf(o.out, "\nError: The consumer group '%s' does not exist.\n", d.Group)
+		// Nothing to show (the members hold nothing yet, or an Empty group
+		// has no offsets): kafka-consumer-groups.sh prints no table, after
+		// its note on the state (shouldPrintMemberState).
 		return nil
 	}
 	o.printOffsets(d.Group, rows)

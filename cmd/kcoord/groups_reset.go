@@ -309,9 +309,18 @@ func (o *resetOpts) newOffsets(ctx context.Context, targets map[string]map[int32
 				next = cur
 			case o.set["to-offset"]:
 				next = o.toOffset
-			case o.set["to-current"], o.set["shift-by"]:
+			case o.set["to-current"] && cur >= 0:
+				next = cur
+			case o.set["to-current"]:
+				// Kafka's tool resets a partition with no committed offset
+				// to its log end (resetToCurrent).
+				if o.dataPlane == "" {
+					return fmt.Errorf("%s-%d has no committed offset: --to-current takes its log end offset then, which needs --data-plane", t, p)
+				}
+				next, err = lookup(ends, t, p)
+			case o.set["shift-by"]:
 				if cur < 0 {
-					return fmt.Errorf("%s-%d has no committed offset to start from", t, p)
+					return fmt.Errorf("cannot shift the offset of %s-%d: it has no committed offset", t, p)
 				}
 				next = cur + o.shiftBy
 			case o.set["to-earliest"]:

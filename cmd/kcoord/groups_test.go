@@ -407,3 +407,19 @@ func TestGroupsResetOffsetsRefusals(t *testing.T) {
 		t.Errorf("the refused reset changed t-0 to %d", got[0])
 	}
 }
+
+// --to-current resets a partition with no committed offset to its log end,
+// as Kafka's tool does; without a data plane to ask, it says so.
+func TestGroupsResetToCurrentTakesTheLogEndWithoutACommit(t *testing.T) {
+	f := newGroupsFixture(t) // the data plane: 10 records in t-0, 5 in t-1, none in t-2
+	f.commit(t, "h", map[int32]int64{0: 4})
+	out, _, err := f.groups(t, "reset-offsets", "--group", "h", "--topic", "t", "--to-current", "--data-plane", f.dataPlane, "--dry-run")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRows(t, "to-current", out, "GROUP TOPIC PARTITION NEW-OFFSET", "h t 0 4", "h t 1 5", "h t 2 0")
+	_, _, err = f.groups(t, "reset-offsets", "--group", "h", "--topic", "t", "--to-current", "--dry-run")
+	if err == nil || !strings.Contains(err.Error(), "--data-plane") {
+		t.Errorf("--to-current without a commit or a data plane: %v, want an error naming --data-plane", err)
+	}
+}

@@ -30,7 +30,8 @@ commit (offsets.commit checks them, as Kafka does).`,
 	}
 	f := cmd.PersistentFlags()
 	f.StringVar(&g.bootstrap, "bootstrap-server", "127.0.0.1:9092", "the cluster's brokers, host:port,... [$KCOORD_BOOTSTRAP_SERVER]")
-	f.DurationVar(&g.timeout, "timeout", defaultCLITimeout, "how long the command may take")
+	g.timeout = defaultCLITimeout
+	f.Var(msDuration{&g.timeout}, "timeout", "how long the command may take: milliseconds, as Kafka's tools take it, or a duration (30s)")
 	cmd.AddCommand(g.topicCreateCmd(), g.topicListCmd(), g.topicDescribeCmd(), g.topicDeleteCmd())
 	return cmd
 }
