@@ -34,11 +34,11 @@ const adminTimeout = 10 * time.Second
 // on net/http's goroutines.
 func (s *Server) AdminHandler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/cluster/status", s.handleStatus)
+	mux.HandleFunc("GET /v1/cluster/status", s.withNode(s.handleStatus))
 	mux.HandleFunc("POST /v1/cluster/nodes/{id}/remove", s.handleRemoveNode)
-	mux.HandleFunc("GET /v1/groups", s.handleGroups)
-	mux.HandleFunc("GET /v1/groups/{group}", s.handleGroup)
-	mux.HandleFunc("GET /v1/timeline", s.handleTimeline)
+	mux.HandleFunc("GET /v1/groups", s.withNode(s.handleGroups))
+	mux.HandleFunc("GET /v1/groups/{group}", s.withNode(s.handleGroup))
+	mux.HandleFunc("GET /v1/timeline", s.withNode(s.handleTimeline))
 	return mux
 }
 
@@ -51,13 +51,25 @@ func (s *Server) startedNode(w http.ResponseWriter) (*cluster.Node, bool) {
 	return node, node != nil
 }
 
-func (s *Server) handleStatus(w http.ResponseWriter, r *http.Request) {
-	node, ok := s.startedNode(w)
-	if !ok {
-		return
+// nodeHandler is a handler that needs the started node and a context
+// bounded by adminTimeout.
+type nodeHandler func(ctx context.Context, w http.ResponseWriter, r *http.Request, node *cluster.Node)
+
+// withNode serves h once the node has started (503 before), within
+// adminTimeout.
+func (s *Server) withNode(h nodeHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		node, ok := s.startedNode(w)
+		if !ok {
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
+		defer cancel()
+		h(ctx, w, r, node)
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
-	defer cancel()
+}
+
+func (s *Server) handleStatus(ctx context.Context, w http.ResponseWriter, _ *http.Request, node *cluster.Node) {
 	writeJSON(w, http.StatusOK, node.Status(ctx))
 }
 

@@ -133,23 +133,11 @@ func (s *Server) inspectAll(ctx context.Context, node *cluster.Node, q inspectQu
 	return out
 }
 
-func (s *Server) handleGroups(w http.ResponseWriter, r *http.Request) {
-	node, ok := s.startedNode(w)
-	if !ok {
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
-	defer cancel()
+func (s *Server) handleGroups(ctx context.Context, w http.ResponseWriter, r *http.Request, node *cluster.Node) {
 	writeJSON(w, http.StatusOK, s.groupsView(ctx, node))
 }
 
-func (s *Server) handleGroup(w http.ResponseWriter, r *http.Request) {
-	node, ok := s.startedNode(w)
-	if !ok {
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
-	defer cancel()
+func (s *Server) handleGroup(ctx context.Context, w http.ResponseWriter, r *http.Request, node *cluster.Node) {
 	id := r.PathValue("group")
 	d, err := s.groupDetail(ctx, node, id)
 	switch {
@@ -162,11 +150,7 @@ func (s *Server) handleGroup(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Server) handleTimeline(w http.ResponseWriter, r *http.Request) {
-	node, ok := s.startedNode(w)
-	if !ok {
-		return
-	}
+func (s *Server) handleTimeline(ctx context.Context, w http.ResponseWriter, r *http.Request, node *cluster.Node) {
 	limit, err := timelineLimit(r.URL.Query().Get("limit"))
 	if err != nil {
 		writeJSONError(w, http.StatusBadRequest, err)
@@ -177,8 +161,6 @@ func (s *Server) handleTimeline(w http.ResponseWriter, r *http.Request) {
 		group := r.URL.Query().Get("group")
 		keep = func(e Event) bool { return e.Kind == eventRebalance && eventGroup(e) == group }
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
-	defer cancel()
 	writeJSON(w, http.StatusOK, s.timelineView(ctx, node, limit, keep))
 }
 

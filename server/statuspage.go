@@ -78,19 +78,27 @@ type problem struct {
 // goroutines and block on calls to the other nodes (adminTimeout).
 func (s *Server) StatusPage() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", s.handleIndexPage)
-	mux.HandleFunc("GET /groups/{group}", s.handleGroupPage)
+	mux.HandleFunc("GET /{$}", s.withPageNode(s.handleIndexPage))
+	mux.HandleFunc("GET /groups/{group}", s.withPageNode(s.handleGroupPage))
 	return mux
 }
 
-func (s *Server) handleIndexPage(w http.ResponseWriter, r *http.Request) {
-	node := s.raftNode.Load()
-	if node == nil {
-		s.renderPage(w, http.StatusServiceUnavailable, "missing", s.page("kcoord: starting", node, "The node is starting; this page reloads itself."))
-		return
+// withPageNode serves h once the node has started (a 503 page that
+// reloads itself before), within adminTimeout.
+func (s *Server) withPageNode(h nodeHandler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		node := s.raftNode.Load()
+		if node == nil {
+			s.renderPage(w, http.StatusServiceUnavailable, "missing", s.page("kcoord: starting", node, "The node is starting; this page reloads itself."))
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
+		defer cancel()
+		h(ctx, w, r, node)
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
-	defer cancel()
+}
+
+func (s *Server) handleIndexPage(ctx context.Context, w http.ResponseWriter, _ *http.Request, node *cluster.Node) {
 	d := s.page("kcoord", node, "")
 	var wg sync.WaitGroup
 	wg.Add(3)
@@ -105,15 +113,8 @@ func (s *Server) handleIndexPage(w http.ResponseWriter, r *http.Request) {
 	s.renderPage(w, http.StatusOK, "index", d)
 }
 
-func (s *Server) handleGroupPage(w http.ResponseWriter, r *http.Request) {
+func (s *Server) handleGroupPage(ctx context.Context, w http.ResponseWriter, r *http.Request, node *cluster.Node) {
 	id := r.PathValue("group")
-	node := s.raftNode.Load()
-	if node == nil {
-		s.renderPage(w, http.StatusServiceUnavailable, "missing", s.page("kcoord: starting", node, "The node is starting; this page reloads itself."))
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), adminTimeout)
-	defer cancel()
 	g, err := s.groupDetail(ctx, node, id)
 	switch {
 	case err != nil:
