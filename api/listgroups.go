@@ -24,7 +24,7 @@ import (
 
 const groupTypeClassic = "classic"
 
-func (h *Handlers) listGroups(_ context.Context, _ *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (h *Handlers) listGroups(ctx context.Context, _ *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.ListGroupsRequest](kreq)
 	if err != nil {
 		return nil, err
@@ -51,7 +51,7 @@ func (h *Handlers) listGroups(_ context.Context, _ *transport.RequestContext, kr
 					lists[i].err = fmt.Errorf("api: listing groups panicked: %v", r)
 				}
 			}()
-			lists[i].listed, lists[i].err = s.Coordinator.List()
+			lists[i].listed, lists[i].err = s.Coordinator.List(ctx)
 		})
 	}
 	wg.Wait()

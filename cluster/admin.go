@@ -30,7 +30,8 @@ type adminRequest struct {
 	Node int32  `json:"node,omitempty"`
 	// Command and TimeoutMs are a topic change's: an encoded
 	// fsm.TopicCreate or fsm.TopicDelete, and how long its apply may take.
-	// An inspection's Command is its query (see Inspector).
+	// An inspection's are its query (see Inspector) and how long the asker
+	// waits for the answer.
 	Command   []byte `json:"command,omitempty"`
 	TimeoutMs int64  `json:"timeout_ms,omitempty"`
 }
@@ -77,7 +78,7 @@ func (n *Node) serveAdminConn(c net.Conn) {
 	case "topic-change":
 		resp.Code, resp.Error = adminCode(n.applyTopicChangeHere(req.Command, req.TimeoutMs))
 	case "inspect":
-		ctx, cancel := context.WithTimeout(context.Background(), inspectTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), inspectBudget(req.TimeoutMs))
 		report, err := n.inspectHere(ctx, req.Command)
 		cancel()
 		resp.Report = report
@@ -140,16 +141,18 @@ var errAdminDial = errors.New("cluster: dialing the admin stream of")
 // adminCall sends req to the node at raftAddr and returns its answer. An
 // error wrapping errAdminDial means the request never left.
 func (n *Node) adminCall(ctx context.Context, raftAddr string, req adminRequest) (adminResponse, error) {
-	timeout := adminTimeout
-	if d, ok := ctx.Deadline(); ok {
-		timeout = min(timeout, time.Until(d))
+	deadline := time.Now().Add(adminTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
 	}
-	c, err := n.admin.Dial(raft.ServerAddress(raftAddr), timeout)
+	c, err := n.admin.Dial(raft.ServerAddress(raftAddr), time.Until(deadline))
 	if err != nil {
 		return adminResponse{}, fmt.Errorf("%w %s: %w", errAdminDial, raftAddr, err)
 	}
 	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(timeout))
+	_ = c.SetDeadline(deadline) // one deadline for the dial and the exchange
+	stop := context.AfterFunc(ctx, func() { _ = c.SetDeadline(time.Now()) })
+	defer stop()
 	if err := json.NewEncoder(c).Encode(&req); err != nil {
 		return adminResponse{}, err
 	}

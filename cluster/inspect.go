@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 )
 
 // Inspector answers an inspection query: what a node knows that the
@@ -21,6 +22,16 @@ type Inspector func(ctx context.Context, query []byte) ([]byte, error)
 // than adminTimeout, the asking node's bound on the whole call, so that its
 // answer can still arrive.
 const inspectTimeout = adminTimeout * 4 / 5
+
+// inspectBudget is how long a remote node's Inspector may work on a query
+// whose asker has budgetMs left (0: not said): four fifths of it, at most
+// inspectTimeout, leaving the rest for the answer's way back.
+func inspectBudget(budgetMs int64) time.Duration {
+	if budgetMs <= 0 {
+		return inspectTimeout
+	}
+	return min(inspectTimeout, time.Duration(budgetMs)*time.Millisecond*4/5)
+}
 
 // ErrNoInspector is an inspection of a node that has no Inspector.
 var ErrNoInspector = errors.New("cluster: the node answers no inspection")
@@ -90,12 +101,16 @@ func (n *Node) inspectHere(ctx context.Context, query []byte) ([]byte, error) {
 
 // inspectAt asks the node at raftAddr over the admin stream.
 func (n *Node) inspectAt(ctx context.Context, raftAddr string, query []byte) ([]byte, error) {
-	resp, err := n.adminCall(ctx, raftAddr, adminRequest{Op: "inspect", Command: query})
+	req := adminRequest{Op: "inspect", Command: query}
+	if d, ok := ctx.Deadline(); ok {
+		req.TimeoutMs = max(time.Until(d).Milliseconds(), 1)
+	}
+	resp, err := n.adminCall(ctx, raftAddr, req)
 	if err != nil {
 		return nil, err
 	}
-	if resp.Code != "" {
-		return nil, errors.New(resp.Error)
+	if err := adminError(resp); err != nil {
+		return nil, err
 	}
 	return resp.Report, nil
 }

@@ -224,7 +224,7 @@ func (c *Coordinator) confirmRead(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.confirm(epoch)
+	return c.confirm(ctx, epoch)
 }
 
 // current returns the epoch the coordinator serves under, or
@@ -243,15 +243,15 @@ func (c *Coordinator) current() (uint64, error) {
 
 // confirm asks a quorum whether epoch is still this node's leadership: an
 // answer read from state while serving under epoch may go out once it
-// returns nil.
-func (c *Coordinator) confirm(epoch uint64) error {
+// returns nil. It waits at most WriteTimeout, or until ctx ends.
+func (c *Coordinator) confirm(ctx context.Context, epoch uint64) error {
 	if c.cfg.UnconfirmedReads {
 		if !c.log.Leads(epoch) {
 			return ErrNotCoordinator
 		}
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.WriteTimeout)
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.WriteTimeout)
 	defer cancel()
 	if err := c.log.ConfirmLeadership(ctx, epoch); err != nil {
 		c.logger.Debug("leadership not confirmed; not serving the read", "epoch", epoch, "error", err)

@@ -311,7 +311,7 @@ func TestDescribe(t *testing.T) {
 	if d.State != "Stable" || d.Protocol != "range" || string(d.Members[0].Metadata) != "meta-range" || string(d.Members[0].Assignment) != "a" {
 		t.Fatalf("stable: %+v", d)
 	}
-	list, _ := c.List()
+	list, _ := c.List(context.Background())
 	if len(list) != 1 || list[0].State != "Stable" || list[0].ProtocolType != "consumer" {
 		t.Fatalf("list: %+v", list)
 	}

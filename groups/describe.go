@@ -41,15 +41,16 @@ func (c *Coordinator) Describe(ctx context.Context, groupID string) (GroupDescri
 }
 
 // List serves ListGroups for this shard: every group with its state and
-// protocol type, sorted by id. Called from any handler goroutine.
-func (c *Coordinator) List() ([]GroupListing, error) {
+// protocol type, sorted by id. Called from any handler goroutine; the
+// leadership confirmation waits until ctx ends at most.
+func (c *Coordinator) List(ctx context.Context) ([]GroupListing, error) {
 	// No hold: ListGroups asks every shard, and one that is electing has
 	// nothing to add that its new leader will not list.
 	epoch, err := c.current()
 	if err != nil {
 		return nil, err
 	}
-	if err := c.confirm(epoch); err != nil {
+	if err := c.confirm(ctx, epoch); err != nil {
 		return nil, err
 	}
 	c.mu.RLock()

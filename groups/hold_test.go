@@ -79,7 +79,7 @@ func TestARequestIsHeldOnce(t *testing.T) {
 	if waited := time.Since(start); waited >= 600*time.Millisecond {
 		t.Fatalf("commit answered after %v: held more than once (hold 300ms)", waited)
 	}
-	if _, err := c.List(); !errors.Is(err, ErrNotCoordinator) {
+	if _, err := c.List(context.Background()); !errors.Is(err, ErrNotCoordinator) {
 		t.Fatalf("List of a settling shard: %v, want NOT_COORDINATOR at once", err)
 	}
 	if st := c.Stats(); st.Held != 1 {

@@ -25,7 +25,7 @@ func TestDeposedLeaderServesNoStaleReads(t *testing.T) {
 	wantErr(t, c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}), ErrNotCoordinator)
 	_, err := c.Describe(context.Background(), "g")
 	wantErr(t, err, ErrNotCoordinator)
-	_, err = c.List()
+	_, err = c.List(context.Background())
 	wantErr(t, err, ErrNotCoordinator)
 	s := c.Sync(context.Background(), SyncRequest{GroupID: "g", MemberID: ids[1], Generation: gen})
 	wantErr(t, s.Err, ErrNotCoordinator)

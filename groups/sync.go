@@ -35,7 +35,7 @@ func (c *Coordinator) Sync(ctx context.Context, req SyncRequest) SyncResult {
 		// assignment, or an error): served only once a quorum confirmed the
 		// leadership it was read under. Waiting syncs are answered after
 		// the assignment committed, which confirms it.
-		if err := c.confirm(epoch); err != nil {
+		if err := c.confirm(ctx, epoch); err != nil {
 			return SyncResult{Err: err}
 		}
 		return res

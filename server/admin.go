@@ -25,6 +25,7 @@ const adminTimeout = 10 * time.Second
 //	POST /v1/cluster/nodes/{id}/remove  mark node id draining: its replicas move away
 //	GET  /v1/groups                     GroupsView: every group, from its coordinator
 //	GET  /v1/groups/{group}             GroupDetail: members, assignments, offsets
+//	GET  /v1/group?id=G                 the same, for any id ("." and ".." too)
 //	GET  /v1/timeline[?limit=N][&group=G]  TimelineView: recent rebalances and leadership changes
 //
 // The status page (StatusPage) shows the same. Errors answer {"error":
@@ -38,6 +39,7 @@ func (s *Server) AdminHandler() http.Handler {
 	mux.HandleFunc("POST /v1/cluster/nodes/{id}/remove", s.handleRemoveNode)
 	mux.HandleFunc("GET /v1/groups", s.withNode(s.handleGroups))
 	mux.HandleFunc("GET /v1/groups/{group}", s.withNode(s.handleGroup))
+	mux.HandleFunc("GET /v1/group", s.withNode(s.handleGroup))
 	mux.HandleFunc("GET /v1/timeline", s.withNode(s.handleTimeline))
 	return mux
 }

@@ -35,6 +35,19 @@ func NewHTTPHandler(ready func() bool, gatherer prometheus.Gatherer) http.Handle
 	return mux
 }
 
+// HTTPHandler is the node's whole HTTP API, as kcoord serve serves it on
+// --http-addr: NewHTTPHandler's endpoints with gatherer's metrics, the
+// admin API under /v1/ and the status page (/ and /group).
+func (s *Server) HTTPHandler(gatherer prometheus.Gatherer) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.Handle("/", NewHTTPHandler(s.Ready, gatherer))
+	mux.Handle("/v1/", s.AdminHandler())
+	page := s.StatusPage()
+	mux.Handle("GET /{$}", page)
+	mux.Handle("GET /group", page)
+	return mux
+}
+
 func writeText(w http.ResponseWriter, code int, body string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")

@@ -1,12 +1,14 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -57,10 +59,19 @@ type GroupSummary struct {
 }
 
 // GroupsReport is a node's answer to "groups": the groups of the shards it
-// coordinates, and which those shards are.
+// coordinates, and which those shards are, each at the Raft term it
+// confirmed its leadership in.
 type GroupsReport struct {
-	Shards []int32        `json:"shards"`
-	Groups []GroupSummary `json:"groups"`
+	Shards []ReportedShard `json:"shards"`
+	Groups []GroupSummary  `json:"groups"`
+}
+
+// ReportedShard is a shard a GroupsReport lists the groups of. When two
+// nodes report one shard (its leadership moved between the two calls),
+// the higher term's report is the current one.
+type ReportedShard struct {
+	Shard int32  `json:"shard"`
+	Term  uint64 `json:"term"`
 }
 
 // GroupDetail is one group's page: its summary, members with their
@@ -124,10 +135,20 @@ func (g GroupSummary) ID() string {
 	return g.Group
 }
 
+// ErrNodeStarting is an inspection of a node whose shards are not started
+// yet.
+var ErrNodeStarting = errors.New("the node is starting")
+
 // inspect is this node's cluster.Inspector. It runs on an admin
 // connection's goroutine (or the HTTP handler's, for this node) and blocks
-// on leadership confirmations, within ctx.
+// on leadership confirmations, within ctx. It takes no server lock: the
+// coordinators and states it reads are fixed before the cluster node
+// exists, and it answers ErrNodeStarting until that node does.
 func (s *Server) inspect(ctx context.Context, query []byte) ([]byte, error) {
+	node := s.raftNode.Load()
+	if node == nil {
+		return nil, ErrNodeStarting
+	}
 	var q inspectQuery
 	if err := json.Unmarshal(query, &q); err != nil {
 		return nil, fmt.Errorf("inspection query: %w", err)
@@ -136,9 +157,9 @@ func (s *Server) inspect(ctx context.Context, query []byte) ([]byte, error) {
 	var err error
 	switch q.Kind {
 	case inspectGroups:
-		report = s.localGroups()
+		report = s.localGroups(ctx, node)
 	case inspectGroup:
-		report, err = s.localGroup(ctx, string(q.Group))
+		report, err = s.localGroup(ctx, node, string(q.Group))
 	case inspectTimeline:
 		report = s.events.recent()
 	default:
@@ -151,56 +172,60 @@ func (s *Server) inspect(ctx context.Context, query []byte) ([]byte, error) {
 }
 
 // localGroups lists the groups of every shard whose coordinator here is
-// active and confirms its leadership (groups.Coordinator.List).
-func (s *Server) localGroups() GroupsReport {
-	r := GroupsReport{Shards: []int32{}, Groups: []GroupSummary{}}
-	for shard, c := range s.coordinators() {
+// active and confirms its leadership within ctx (groups.Coordinator.List),
+// the shards at once. A shard whose confirmation fails is left out: its
+// next leader lists it.
+func (s *Server) localGroups(ctx context.Context, node *cluster.Node) GroupsReport {
+	type listed struct {
+		term   uint64
+		groups []groups.GroupListing
+		err    error
+	}
+	lists := make([]listed, len(s.coords))
+	var wg sync.WaitGroup
+	for shard, c := range s.coords {
 		if !c.Active() {
+			lists[shard].err = groups.ErrNotCoordinator
 			continue
 		}
-		listed, err := c.List()
-		if err != nil {
-			continue // its leadership ended or is not confirmed: its next leader lists it
+		wg.Go(func() {
+			// The term before the confirmation: the confirmed leadership is
+			// of this term or a later one.
+			lists[shard].term = node.Shard(int32(shard)).Raft.CurrentTerm()
+			lists[shard].groups, lists[shard].err = c.List(ctx)
+		})
+	}
+	wg.Wait()
+	r := GroupsReport{Shards: []ReportedShard{}, Groups: []GroupSummary{}}
+	for shard, l := range lists {
+		if l.err != nil {
+			continue
 		}
-		r.Shards = append(r.Shards, int32(shard))
-		for _, l := range listed {
-			g := GroupSummary{Shard: int32(shard), Coordinator: s.cfg.NodeID, State: l.State, ProtocolType: l.ProtocolType,
-				Protocol: l.Protocol, Members: l.Members, Generation: l.Generation, StateSince: l.StateSince,
-				LastRebalance: timeOrNil(l.LastRebalance)}
-			g.Group, g.GroupBase64 = exactID(l.GroupID)
+		r.Shards = append(r.Shards, ReportedShard{Shard: int32(shard), Term: l.term})
+		for _, gl := range l.groups {
+			g := GroupSummary{Shard: int32(shard), Coordinator: s.cfg.NodeID, State: gl.State, ProtocolType: gl.ProtocolType,
+				Protocol: gl.Protocol, Members: gl.Members, Generation: gl.Generation, StateSince: gl.StateSince,
+				LastRebalance: timeOrNil(gl.LastRebalance)}
+			g.Group, g.GroupBase64 = exactID(gl.GroupID)
 			r.Groups = append(r.Groups, g)
 		}
 	}
 	return r
 }
 
-// coordinators returns the shards' coordinators (nil before Start).
-func (s *Server) coordinators() []*groups.Coordinator {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.coords
-}
-
 // localGroup describes one group of a shard this node coordinates: its
 // members (confirmed by a quorum, as DescribeGroups is) and then its
 // committed offsets from the shard's state.
-func (s *Server) localGroup(ctx context.Context, id string) (GroupDetail, error) {
-	coords := s.coordinators()
-	node := s.raftNode.Load()
-	if coords == nil || node == nil {
-		return GroupDetail{}, ErrNotCoordinatorHere
-	}
+func (s *Server) localGroup(ctx context.Context, node *cluster.Node, id string) (GroupDetail, error) {
 	shard := node.ShardFor(id)
-	d, err := coords[shard].Describe(ctx, id)
+	d, err := s.coords[shard].Describe(ctx, id)
 	if errors.Is(err, groups.ErrNotCoordinator) || errors.Is(err, groups.ErrLoadInProgress) {
 		return GroupDetail{}, fmt.Errorf("%w: %w", ErrNotCoordinatorHere, err)
 	}
 	if err != nil {
 		return GroupDetail{}, err
 	}
-	s.mu.Lock()
 	state := s.states[shard]
-	s.mu.Unlock()
 	out := GroupDetail{
 		GroupSummary: GroupSummary{Shard: shard, Coordinator: s.cfg.NodeID, State: d.State, ProtocolType: d.ProtocolType,
 			Protocol: d.Protocol, Members: len(d.Members), Generation: d.Generation, StateSince: d.StateSince,
@@ -216,10 +241,7 @@ func (s *Server) localGroup(ctx context.Context, id string) (GroupDetail, error)
 			LeaderEpoch: o.LeaderEpoch, Metadata: o.Metadata, CommittedAt: time.UnixMilli(o.CommitTimestamp)})
 	}
 	slices.SortFunc(out.Offsets, func(a, b OffsetDetail) int {
-		if c := strings.Compare(a.Topic, b.Topic); c != 0 {
-			return c
-		}
-		return int(a.Partition - b.Partition)
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 	})
 	out.Exists = d.Exists || len(out.Offsets) > 0
 	return out, nil

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -42,38 +43,59 @@ const (
 	maxTimelineLimit     = timelineSize * 16
 )
 
-// groupsView asks every live node for the groups it coordinates. A group
-// two nodes report (a leadership moving between the two calls) is kept
-// once, from the node whose report is the more recent state.
+// groupsView asks every live node for the groups it coordinates.
 func (s *Server) groupsView(ctx context.Context, node *cluster.Node) GroupsView {
-	v := GroupsView{Groups: []GroupSummary{}, UnreportedShards: []int32{}}
-	reported := map[int32]bool{}
-	byID := map[string]GroupSummary{}
+	v := GroupsView{}
+	var reports []GroupsReport
 	for _, in := range s.inspectAll(ctx, node, inspectQuery{Kind: inspectGroups}, &v.Errors) {
 		var r GroupsReport
 		if err := json.Unmarshal(in.Report, &r); err != nil {
 			v.Errors = append(v.Errors, NodeError{Node: in.Node, Error: err.Error()})
 			continue
 		}
-		for _, sh := range r.Shards {
-			reported[sh] = true
-		}
+		reports = append(reports, r)
+	}
+	var shards []int32
+	for _, sh := range node.Shards() {
+		shards = append(shards, sh.ID)
+	}
+	v.Groups, v.UnreportedShards = mergeGroupReports(reports, shards)
+	return v
+}
+
+// mergeGroupReports joins the nodes' reports into one list sorted by group
+// id, and names the shards of shards that no report lists. When two
+// reports list one shard (its leadership moved between the two calls),
+// its groups come from the one of the higher term only: the other is a
+// former leader's.
+func mergeGroupReports(reports []GroupsReport, shards []int32) ([]GroupSummary, []int32) {
+	type best struct {
+		term   uint64
+		groups []GroupSummary
+	}
+	byShard := map[int32]*best{}
+	for _, r := range reports {
+		groups := map[int32][]GroupSummary{}
 		for _, g := range r.Groups {
-			if old, ok := byID[g.ID()]; !ok || g.StateSince.After(old.StateSince) {
-				byID[g.ID()] = g
+			groups[g.Shard] = append(groups[g.Shard], g)
+		}
+		for _, sh := range r.Shards {
+			if b, ok := byShard[sh.Shard]; !ok || sh.Term > b.term {
+				byShard[sh.Shard] = &best{term: sh.Term, groups: groups[sh.Shard]}
 			}
 		}
 	}
-	for _, g := range byID {
-		v.Groups = append(v.Groups, g)
+	out, unreported := []GroupSummary{}, []int32{}
+	for _, b := range byShard {
+		out = append(out, b.groups...)
 	}
-	slices.SortFunc(v.Groups, func(a, b GroupSummary) int { return cmp.Compare(a.ID(), b.ID()) })
-	for _, sh := range node.Shards() {
-		if !reported[sh.ID] {
-			v.UnreportedShards = append(v.UnreportedShards, sh.ID)
+	slices.SortFunc(out, func(a, b GroupSummary) int { return cmp.Compare(a.ID(), b.ID()) })
+	for _, sh := range shards {
+		if _, ok := byShard[sh]; !ok {
+			unreported = append(unreported, sh)
 		}
 	}
-	return v
+	return out, unreported
 }
 
 // timelineView merges every live node's events, newest first, keeping
@@ -138,7 +160,11 @@ func (s *Server) handleGroups(ctx context.Context, w http.ResponseWriter, r *htt
 }
 
 func (s *Server) handleGroup(ctx context.Context, w http.ResponseWriter, r *http.Request, node *cluster.Node) {
-	id := r.PathValue("group")
+	id, ok := groupParam(r)
+	if !ok {
+		writeJSONError(w, http.StatusBadRequest, errors.New("name the group: /v1/group?id=GROUP or /v1/groups/GROUP"))
+		return
+	}
 	d, err := s.groupDetail(ctx, node, id)
 	switch {
 	case err != nil:

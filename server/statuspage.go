@@ -30,7 +30,7 @@ var statusPage = template.Must(template.New("status").Funcs(template.FuncMap{
 	"clockMs":    func(t time.Time) string { return t.UTC().Format("15:04:05.000") },
 	"stamp":      stamp,
 	"ago":        ago,
-	"pathEscape": url.PathEscape,
+	"groupURL":   func(id string) string { return "/group?id=" + url.QueryEscape(id) },
 	"nodeClass":  nodeClass,
 	"groupClass": groupClass,
 	"shardName":  shardName,
@@ -72,14 +72,14 @@ type problem struct {
 
 // StatusPage returns the status page, for a person, with no external
 // assets: GET / (nodes, groups, recent events, shards) and GET
-// /groups/{group} (a group's members, assignments and committed offsets).
-// It shows what /v1/cluster/status, /v1/groups, /v1/groups/{group} and
+// /group?id=G (a group's members, assignments and committed offsets).
+// It shows what /v1/cluster/status, /v1/groups, /v1/group?id=G and
 // /v1/timeline answer, gathered the same way. Handlers run on net/http's
 // goroutines and block on calls to the other nodes (adminTimeout).
 func (s *Server) StatusPage() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.withPageNode(s.handleIndexPage))
-	mux.HandleFunc("GET /groups/{group}", s.withPageNode(s.handleGroupPage))
+	mux.HandleFunc("GET /group", s.withPageNode(s.handleGroupPage))
 	return mux
 }
 
@@ -114,8 +114,22 @@ func (s *Server) handleIndexPage(ctx context.Context, w http.ResponseWriter, _ *
 }
 
 func (s *Server) handleGroupPage(ctx context.Context, w http.ResponseWriter, r *http.Request, node *cluster.Node) {
-	id := r.PathValue("group")
-	g, err := s.groupDetail(ctx, node, id)
+	id, ok := groupParam(r)
+	if !ok {
+		d := s.page("kcoord: which group?", node, "Name the group: /group?id=GROUP.")
+		d.Refresh = 0
+		s.renderPage(w, http.StatusBadRequest, "missing", d)
+		return
+	}
+	var g GroupDetail
+	var err error
+	var tl TimelineView
+	var wg sync.WaitGroup
+	wg.Go(func() { g, err = s.groupDetail(ctx, node, id) })
+	wg.Go(func() {
+		tl = s.timelineView(ctx, node, timelineOnPage, func(e Event) bool { return e.Kind == eventRebalance && eventGroup(e) == id })
+	})
+	wg.Wait()
 	switch {
 	case err != nil:
 		s.renderPage(w, http.StatusServiceUnavailable, "missing", s.page("Group "+id+": no answer", node,
@@ -129,7 +143,6 @@ func (s *Server) handleGroupPage(ctx context.Context, w http.ResponseWriter, r *
 	}
 	d := s.page("kcoord: group "+id, node, "")
 	d.Group = &g
-	tl := s.timelineView(ctx, node, timelineOnPage, func(e Event) bool { return e.Kind == eventRebalance && eventGroup(e) == id })
 	d.Events = tl.Events
 	for _, e := range tl.Errors {
 		d.Problems = append(d.Problems, problem{"warn", fmt.Sprintf("Node %d did not send its events: %s", e.Node, e.Error)})
@@ -137,11 +150,24 @@ func (s *Server) handleGroupPage(ctx context.Context, w http.ResponseWriter, r *
 	s.renderPage(w, http.StatusOK, "group", d)
 }
 
+// groupParam is the group a request names: ?id=, which carries any id
+// (".", "..", "" and ids with a slash, which a path segment cannot), or
+// the {group} path segment of /v1/groups/{group}.
+func groupParam(r *http.Request) (string, bool) {
+	if q := r.URL.Query(); q.Has("id") {
+		return q.Get("id"), true
+	}
+	if id := r.PathValue("group"); id != "" {
+		return id, true
+	}
+	return "", false
+}
+
 // page starts a page's data.
 func (s *Server) page(title string, node *cluster.Node, message string) pageData {
-	d := pageData{Title: title, Refresh: statusPageRefresh, Node: s.cfg.NodeID, Ready: s.Ready(), Now: time.Now(), Message: message}
-	if node != nil {
-		d.ClusterID = node.ClusterID()
+	d := pageData{Title: title, Refresh: statusPageRefresh, Node: s.cfg.NodeID, Now: time.Now(), Message: message}
+	if node != nil { // Ready waits for Start to return
+		d.ClusterID, d.Ready = node.ClusterID(), s.Ready()
 	}
 	return d
 }
@@ -278,6 +304,9 @@ func describeEvent(e Event) string {
 		return fmt.Sprintf("group %q stable at generation %d with %d member(s)%s, %.0f ms after its rebalance began",
 			e.Group, e.Generation, e.Members, protocol, e.TookMs)
 	case eventLeaderGained:
+		if e.Term == 0 { // gained while the node was starting: term not known
+			return fmt.Sprintf("became the leader of shard %s", shardName(e.Shard))
+		}
 		return fmt.Sprintf("became the leader of shard %s (term %d)", shardName(e.Shard), e.Term)
 	case eventLeaderLost:
 		return fmt.Sprintf("is no longer the leader of shard %s", shardName(e.Shard))

@@ -60,7 +60,7 @@ func TestStatusPageInABrowser(t *testing.T) {
 	dom := string(headless(t, browser, web.URL+"/", "--dump-dom"))
 	for _, want := range []string{
 		"Nodes", "Consumer groups", "Recent rebalances and leadership changes", "Shards",
-		`href="/groups/billing"`, "billing", "reports", "Stable", "Empty", "consumer / ",
+		`href="/group?id=billing"`, "billing", "reports", "Stable", "Empty", "consumer / ",
 		"became the leader of shard", `group "billing" stable at generation`,
 	} {
 		if !strings.Contains(dom, want) {
@@ -77,7 +77,7 @@ func TestStatusPageInABrowser(t *testing.T) {
 		t.Errorf("a healthy cluster's page shows a warning banner:\n%s", dom)
 	}
 
-	group := string(headless(t, browser, web.URL+"/groups/billing", "--dump-dom"))
+	group := string(headless(t, browser, web.URL+"/group?id=billing", "--dump-dom"))
 	for _, want := range []string{"Consumer group", "<dt>Members</dt><dd>2</dd>", "billing-1", "billing-2", "leader", "Members and assignments", "Committed offsets", "orders", ">105<"} {
 		if !strings.Contains(group, want) {
 			t.Errorf("billing's page does not show %q", want)
@@ -89,7 +89,7 @@ func TestStatusPageInABrowser(t *testing.T) {
 	if n := strings.Count(group, `class="offset"`); n != 6 {
 		t.Errorf("billing's page lists %d committed offsets, want 6", n)
 	}
-	odd := string(headless(t, browser, web.URL+"/groups/"+url.PathEscape(oddGroup), "--dump-dom"))
+	odd := string(headless(t, browser, web.URL+"/group?id="+url.QueryEscape(oddGroup), "--dump-dom"))
 	if !strings.Contains(odd, "Committed offsets") || strings.Count(odd, `class="offset"`) != 1 {
 		t.Errorf("the page of %q (not UTF-8) does not show its one offset", oddGroup)
 	}
@@ -101,7 +101,7 @@ func TestStatusPageInABrowser(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for name, path := range map[string]string{"status-page.png": "/", "status-page-group.png": "/groups/billing"} {
+	for name, path := range map[string]string{"status-page.png": "/", "status-page-group.png": "/group?id=billing"} {
 		file := filepath.Join(dir, name)
 		headless(t, browser, web.URL+path, "--screenshot="+file, "--window-size=1400,1500", "--hide-scrollbars")
 		raw, err := os.ReadFile(file)

@@ -23,6 +23,9 @@ import (
 // JSON must still find it.
 const oddGroup = "ops/\xff\xfe"
 
+// dotsGroup is a group id no path segment can carry: /group?id= does.
+const dotsGroup = ".."
+
 // statusFixture is a three-node cluster with a topic "orders" of 6
 // partitions, a consumer group "billing" of two franz-go members that
 // committed an offset for every partition, an Empty group "reports" with
@@ -40,12 +43,7 @@ func startStatusFixture(t *testing.T) *statusFixture {
 	// Every node leads some shards, so every view crosses nodes.
 	waitBalanced(t, f.servers, 30*time.Second)
 	for _, s := range f.servers {
-		mux := http.NewServeMux()
-		mux.Handle("/", NewHTTPHandler(s.Ready, prometheus.NewRegistry()))
-		mux.Handle("/v1/", s.AdminHandler())
-		mux.Handle("GET /{$}", s.StatusPage())
-		mux.Handle("GET /groups/", s.StatusPage())
-		web := httptest.NewServer(mux)
+		web := httptest.NewServer(s.HTTPHandler(prometheus.NewRegistry()))
 		t.Cleanup(web.Close)
 		f.web = append(f.web, web)
 	}
@@ -96,7 +94,7 @@ func startStatusFixture(t *testing.T) *statusFixture {
 	if commitErr != nil {
 		t.Fatalf("billing commit: %v", commitErr)
 	}
-	for _, g := range []string{"reports", oddGroup} {
+	for _, g := range []string{"reports", oddGroup, dotsGroup} {
 		o := kadm.Offsets{}
 		o.Add(kadm.Offset{Topic: "orders", Partition: 0, At: 7, LeaderEpoch: -1})
 		resp, err := adm.CommitOffsets(ctx, g, o)
@@ -203,6 +201,10 @@ func TestStatusAPIDescribesAGroupFromAnyNode(t *testing.T) {
 		if code := getJSON(t, web, "/v1/groups/"+url.PathEscape(oddGroup), &odd); code != http.StatusOK || odd.ID() != oddGroup || len(odd.Offsets) != 1 {
 			t.Errorf("node %d: %q answered %d: %+v", i+1, oddGroup, code, odd)
 		}
+		var dots GroupDetail
+		if code := getJSON(t, web, "/v1/group?id="+url.QueryEscape(dotsGroup), &dots); code != http.StatusOK || dots.ID() != dotsGroup {
+			t.Errorf("node %d: %q answered %d: %+v", i+1, dotsGroup, code, dots)
+		}
 		var e adminError
 		if code := getJSON(t, web, "/v1/groups/nobody", &e); code != http.StatusNotFound || e.Error == "" {
 			t.Errorf("node %d: unknown group answered %d %+v, want 404 with a message", i+1, code, e)
@@ -278,4 +280,35 @@ func TestStatusAfterANodeDies(t *testing.T) {
 	waitFor(t, 30*time.Second, "billing's detail from its new coordinator", func() bool {
 		return getJSON(t, f.web[1], "/v1/groups/billing", &d) == http.StatusOK && len(d.Offsets) == 6
 	})
+}
+
+// Every page renders from any node, without a browser: the cluster page,
+// a group's (any id, through ?id=), and the answers for a group that does
+// not exist and for no group named.
+func TestStatusPagesRender(t *testing.T) {
+	f := startStatusFixture(t)
+	for _, tc := range []struct {
+		path string
+		code int
+		want string
+	}{
+		{"/", http.StatusOK, `href="/group?id=billing"`},
+		{"/group?id=billing", http.StatusOK, "billing-2"},
+		{"/group?id=" + url.QueryEscape(oddGroup), http.StatusOK, `class="offset"`},
+		{"/group?id=" + url.QueryEscape(dotsGroup), http.StatusOK, `class="offset"`},
+		{"/group?id=nobody", http.StatusNotFound, "does not exist"},
+		{"/group", http.StatusBadRequest, "Name the group"},
+	} {
+		for i, web := range f.web {
+			resp, err := http.Get(web.URL + tc.path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.code || !strings.Contains(string(body), tc.want) {
+				t.Errorf("node %d: GET %s answered %d without %q (want %d):\n%s", i+1, tc.path, resp.StatusCode, tc.want, tc.code, body)
+			}
+		}
+	}
 }

@@ -155,15 +155,14 @@ func serve(ctx context.Context, cfg server.Config, logger hclog.Logger, shutdown
 	httpErr := make(chan error, 1)
 	var httpSrv *http.Server
 	if httpLn != nil {
-		mux := http.NewServeMux()
-		mux.Handle("/", server.NewHTTPHandler(n.Ready, reg))
-		if a, ok := n.(interface{ AdminHandler() http.Handler }); ok {
-			mux.Handle("/v1/", a.AdminHandler())
-		}
-		if p, ok := n.(interface{ StatusPage() http.Handler }); ok {
-			page := p.StatusPage()
-			mux.Handle("GET /{$}", page)
-			mux.Handle("GET /groups/", page)
+		var mux *http.ServeMux
+		if s, ok := n.(interface {
+			HTTPHandler(prometheus.Gatherer) *http.ServeMux
+		}); ok {
+			mux = s.HTTPHandler(reg)
+		} else {
+			mux = http.NewServeMux()
+			mux.Handle("/", server.NewHTTPHandler(n.Ready, reg))
 		}
 		if fi, ok := n.(interface{ FaultHandler() http.Handler }); ok && cfg.FaultInjection {
 			logger.Warn("fault injection on: /debug/faults/raft delays and cuts this node's Raft traffic (--fault-injection, test only)")
