@@ -218,7 +218,7 @@ func (o *describeOpts) describeOffsets(ctx context.Context, adm *kadm.Client, d 
 		if e, ok := o.ends.Lookup(topic, p); ok && e.Err == nil && e.Offset >= 0 {
 			r.end = strconv.FormatInt(e.Offset, 10)
 			if cur >= 0 {
-				r.lag = strconv.FormatInt(max(e.Offset-cur, 0), 10)
+				r.lag = strconv.FormatInt(e.Offset-cur, 10) // negative past the log end, as Kafka's tool shows it
 			}
 		}
 		return r

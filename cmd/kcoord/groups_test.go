@@ -144,7 +144,7 @@ func wantRows(t *testing.T, what, out string, want ...string) {
 
 func TestGroupsDescribeOffsetsWithAndWithoutADataPlane(t *testing.T) {
 	f := newGroupsFixture(t)
-	f.commit(t, "g", map[int32]int64{0: 4, 1: 5})
+	f.commit(t, "g", map[int32]int64{0: 4, 1: 5, 2: 3})
 
 	out, diag, err := f.groups(t, "describe", "--group", "g")
 	if err != nil {
@@ -156,7 +156,8 @@ func TestGroupsDescribeOffsetsWithAndWithoutADataPlane(t *testing.T) {
 	wantRows(t, "without a data plane", out,
 		"GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID",
 		"g t 0 4 - - - - -",
-		"g t 1 5 - - - - -")
+		"g t 1 5 - - - - -",
+		"g t 2 3 - - - - -")
 	// Kafka's columns: GROUP and TOPIC at least 15 wide, PARTITION 10.
 	if line := strings.Split(strings.TrimLeft(out, "\n"), "\n")[1]; !strings.HasPrefix(line, "g               t               0          4  ") {
 		t.Errorf("row %q is not in kafka-consumer-groups.sh's columns", line)
@@ -169,7 +170,8 @@ func TestGroupsDescribeOffsetsWithAndWithoutADataPlane(t *testing.T) {
 	wantRows(t, "with a data plane", out,
 		"GROUP TOPIC PARTITION CURRENT-OFFSET LOG-END-OFFSET LAG CONSUMER-ID HOST CLIENT-ID",
 		"g t 0 4 10 6 - - -",
-		"g t 1 5 5 0 - - -")
+		"g t 1 5 5 0 - - -",
+		"g t 2 3 0 -3 - - -") // committed past the log end: Kafka's getLag does not clamp
 
 	out, _, err = f.groups(t, "describe", "--group", "nope")
 	if err != nil {
