@@ -3,11 +3,15 @@ package fsm
 import (
 	"fmt"
 	"testing"
+
+	"github.com/hashicorp/go-msgpack/v2/codec"
 )
 
 // BenchmarkCommandCodec compares Encode+Decode of typical commands in the
-// JSON bodies of version 1 with the msgpack bodies of version 2, side by
-// side in one run: go test ./fsm -run '^$' -bench CommandCodec -benchmem
+// JSON bodies of version 1 with the msgpack bodies of version 2, by
+// go-msgpack's reflection and by Encode and Decode (msgp's generated code
+// where a command has it, OffsetCommit), side by side in one run:
+// go test ./fsm -run '^$' -bench CommandCodec -benchmem
 func BenchmarkCommandCodec(b *testing.B) {
 	for _, tc := range []struct {
 		name string
@@ -29,6 +33,24 @@ func BenchmarkCommandCodec(b *testing.B) {
 				}
 				cmd, _ := newCommand(CommandType(entry[0]))
 				if err := decodeV1Body(entry[2:], cmd); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(entry)), "entry-bytes")
+		})
+		b.Run(tc.name+"/v2-msgpack-reflection", func(b *testing.B) {
+			entry, err := encodeReflect(tc.cmd)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				entry, err := encodeReflect(tc.cmd)
+				if err != nil {
+					b.Fatal(err)
+				}
+				cmd, _ := newCommand(CommandType(entry[0]))
+				if err := codec.NewDecoderBytes(entry[2:], msgpack).Decode(cmd); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
+	"github.com/tinylib/msgp/msgp"
 )
 
 // CommandType tags every Raft log entry kcoord writes. The numbers are part of
@@ -93,23 +94,6 @@ type GroupDelete struct {
 	GroupID string `json:"group_id" codec:"group_id"`
 }
 
-// OffsetCommit is the body of OffsetCommitType. A commit to a group that
-// does not exist creates it Empty with no protocol type, as Kafka does for
-// simple consumers and admin clients.
-type OffsetCommit struct {
-	GroupID string `json:"group_id" codec:"group_id"`
-	// Timestamp is the leader's wall clock at commit, in Unix milliseconds.
-	Timestamp int64                   `json:"ts" codec:"ts"`
-	Offsets   []OffsetCommitPartition `json:"offsets" codec:"offsets"`
-}
-
-// OffsetCommitPartition is one partition's committed offset in OffsetCommit.
-type OffsetCommitPartition struct {
-	Topic     string `json:"t" codec:"t"`
-	Partition int32  `json:"p" codec:"p"`
-	Offset    Offset `json:"o" codec:"o"`
-}
-
 // OffsetDelete is the body of OffsetDeleteType.
 type OffsetDelete struct {
 	GroupID    string           `json:"group_id" codec:"group_id"`
@@ -172,8 +156,28 @@ func stampClusterID(clusterID *string, c *ClusterStamp) any {
 
 // Encode serializes cmd as a Raft log entry: one type byte, one body version
 // byte (bodyVersion), then the msgpack body. Equal commands encode to equal
-// bytes. Safe for concurrent use.
+// bytes. A command with msgp's generated code (offsetcommit.go) is encoded
+// by it, the others by go-msgpack's reflection; the format is the same.
+// Safe for concurrent use.
 func Encode(cmd Command) ([]byte, error) {
+	if m, ok := cmd.(msgp.Marshaler); ok {
+		size := 64
+		if s, ok := cmd.(msgp.Sizer); ok {
+			size = s.Msgsize()
+		}
+		entry := make([]byte, 2, 2+size)
+		entry[0], entry[1] = byte(cmd.CommandType()), bodyVersion
+		entry, err := m.MarshalMsg(entry)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s: %w", cmd.CommandType(), err)
+		}
+		return entry, nil
+	}
+	return encodeReflect(cmd)
+}
+
+// encodeReflect is Encode through go-msgpack's reflection.
+func encodeReflect(cmd Command) ([]byte, error) {
 	buf := encodeBufs.Get().(*[]byte)
 	defer putEncodeBuf(buf)
 	body := (*buf)[:0]
@@ -218,15 +222,31 @@ func Decode(b []byte) (Command, error) {
 		}
 		err = json.Unmarshal(body, cmd)
 	default:
-		d := codec.NewDecoderBytes(body, msgpack)
-		if err = d.Decode(cmd); err == nil && d.NumBytesRead() != len(body) {
-			err = fmt.Errorf("%d bytes after the body", len(body)-d.NumBytesRead())
-		}
+		err = decodeBody(body, cmd)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrMalformedCommand, typ, err)
 	}
 	return cmd, nil
+}
+
+// decodeBody decodes a msgpack body into cmd: with msgp's generated code
+// where cmd has it, else with go-msgpack's reflection. Either way every
+// byte must belong to the body.
+func decodeBody(body []byte, cmd Command) error {
+	if u, ok := cmd.(msgp.Unmarshaler); ok {
+		rest, err := u.UnmarshalMsg(body)
+		if err == nil && len(rest) != 0 {
+			err = fmt.Errorf("%d bytes after the body", len(rest))
+		}
+		return err
+	}
+	d := codec.NewDecoderBytes(body, msgpack)
+	err := d.Decode(cmd)
+	if err == nil && d.NumBytesRead() != len(body) {
+		err = fmt.Errorf("%d bytes after the body", len(body)-d.NumBytesRead())
+	}
+	return err
 }
 
 // newCommand returns a new, empty body of typ.

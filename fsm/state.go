@@ -55,18 +55,6 @@ type TopicPartition struct {
 	Partition int32  `json:"p" codec:"p"`
 }
 
-// Offset is one committed offset, as Kafka's OffsetCommitValue record.
-type Offset struct {
-	Offset      int64  `json:"offset" codec:"offset"`
-	LeaderEpoch int32  `json:"leader_epoch" codec:"leader_epoch"`
-	Metadata    string `json:"metadata,omitempty" codec:"metadata,omitempty"`
-	// CommitTimestamp is when the leader accepted the commit, Unix ms.
-	CommitTimestamp int64 `json:"commit_ts" codec:"commit_ts"`
-	// ExpireTimestamp is an explicit expiry from OffsetCommit v1–v4's
-	// retention time, Unix ms; -1 when retention follows the group.
-	ExpireTimestamp int64 `json:"expire_ts" codec:"expire_ts"`
-}
-
 // Topic is a topic in the metadata group's registry.
 type Topic struct {
 	Name              string   `json:"name" codec:"name"`
