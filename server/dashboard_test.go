@@ -47,13 +47,13 @@ func TestGrafanaDashboardQueriesExportedMetrics(t *testing.T) {
 			exported[m[1]] = true
 		}
 	}
-	bridged := func(name string) bool { // ExportRaftMetrics' names
-		for _, p := range raftMetricPrefixes {
-			if strings.HasPrefix(name, strings.ReplaceAll(p, ".", "_")) {
+	bridged := func(name string) bool { // ExportRaftMetrics' names (raftSink)
+		for sample := range raftSamples {
+			if name == "kcoord_raft_"+strings.ReplaceAll(sample, ".", "_") {
 				return true
 			}
 		}
-		return false
+		return strings.HasPrefix(name, "kcoord_raft_state_") || strings.HasPrefix(name, "kcoord_raft_transition_")
 	}
 
 	metric := regexp.MustCompile(`kcoord_[A-Za-z_]+`)

@@ -6,25 +6,8 @@ import (
 	"sync"
 
 	gometrics "github.com/hashicorp/go-metrics"
-	gmprom "github.com/hashicorp/go-metrics/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
 )
-
-// raftMetricPrefixes are the hashicorp/raft metrics ExportRaftMetrics
-// passes on: commit and apply times, leader dispatch and a follower's log
-// write, the replication round trip per follower, and state transitions.
-// Raft emits many more on hot paths (every RPC's decode and enqueue); the
-// rest are dropped before they cost a summary observation.
-var raftMetricPrefixes = []string{
-	"kcoord.raft.commitTime",
-	"kcoord.raft.fsm.apply",
-	"kcoord.raft.leader.dispatchLog",
-	"kcoord.raft.rpc.appendEntries.storeLogs",
-	"kcoord.raft.replication.appendEntries.rpc",
-	"kcoord.raft.state.",
-	"kcoord.raft.transition.",
-	"kcoord.raft.snapshot.",
-}
 
 var exportOnce struct {
 	sync.Once
@@ -41,14 +24,18 @@ var exportOnce struct {
 func ExportRaftMetrics(reg prometheus.Registerer) error {
 	exportOnce.Do(func() {
 		exportOnce.reg = reg
-		sink, err := gmprom.NewPrometheusSinkFrom(gmprom.PrometheusOpts{Registerer: reg})
+		sink, err := newRaftSink(reg)
 		if err != nil {
 			exportOnce.err = err
 			return
 		}
-		conf := gometrics.DefaultConfig("kcoord")
+		// No service name, type prefix, hostname or filter: each would
+		// cost raft's every sample a copy of its key or a lookup; the
+		// sink picks what it exports.
+		conf := gometrics.DefaultConfig("")
 		conf.EnableHostname, conf.EnableHostnameLabel, conf.EnableRuntimeMetrics = false, false, false
-		conf.FilterDefault, conf.AllowedPrefixes = false, raftMetricPrefixes
+		conf.EnableTypePrefix, conf.EnableServiceLabel = false, false
+		conf.FilterDefault = true
 		_, exportOnce.err = gometrics.NewGlobal(conf, sink)
 	})
 	if exportOnce.err != nil {
