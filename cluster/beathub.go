@@ -445,7 +445,7 @@ func (p *beatPeer) send(r *beatRound) {
 		resp := raft.AppendEntriesResponse{Term: a.Term, LastLog: a.LastLog, Success: a.Success}
 		c.m.beats.answered(c.b.id, sent, &raft.AppendEntriesRequest{Term: c.b.term}, &resp, nil)
 		if resp.Success {
-			c.m.match.acked(c.b.id, 0)
+			c.m.match.acked(c.b.id, c.b.term, 0)
 		}
 		r.answers[a.Shard] = resp
 	}

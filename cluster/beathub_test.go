@@ -252,7 +252,7 @@ func TestBeatHubDeliversAFrameOnlyForALeader(t *testing.T) {
 	if !m.beats.reused("2", req, &resp) {
 		t.Fatal("the frame's answer did not become reusable")
 	}
-	if _, at := m.match.get("2"); at.IsZero() {
+	if _, at := m.match.get("2", req.Term); at.IsZero() {
 		t.Fatal("the frame's answer did not count as the follower's contact")
 	}
 

@@ -23,20 +23,33 @@ type matchTracker struct {
 }
 
 type matchState struct {
+	// term is the leader term of the requests the answers below answered:
+	// an index acknowledged to an earlier leadership of this node says
+	// nothing of the follower's log now (a leader in between may have
+	// truncated it).
+	term  uint64
 	index uint64    // highest index acknowledged by an answer that checked the log
 	at    time.Time // last successful answer, heartbeats included
 }
 
 func newMatchTracker() *matchTracker { return &matchTracker{m: make(map[raft.ServerID]matchState)} }
 
-// acked records a successful answer of id covering the log up to index;
-// index 0 is a heartbeat's (it checks no log) and only refreshes the time.
-func (t *matchTracker) acked(id raft.ServerID, index uint64) {
+// acked records a successful answer of id to a request of leader term
+// term, covering the log up to index; index 0 is a heartbeat's (it checks
+// no log) and only refreshes the time. An answer of a later term starts
+// afresh; a late answer of an earlier term is ignored.
+func (t *matchTracker) acked(id raft.ServerID, term, index uint64) {
 	t.mu.Lock()
+	defer t.mu.Unlock()
 	st := t.m[id]
+	switch {
+	case term < st.term:
+		return
+	case term > st.term:
+		st = matchState{term: term}
+	}
 	st.index, st.at = max(st.index, index), time.Now()
 	t.m[id] = st
-	t.mu.Unlock()
 }
 
 // reset forgets id (it is being added afresh).
@@ -46,11 +59,15 @@ func (t *matchTracker) reset(id raft.ServerID) {
 	t.mu.Unlock()
 }
 
-// get returns what id acknowledged last, and when.
-func (t *matchTracker) get(id raft.ServerID) (uint64, time.Time) {
+// get returns what id acknowledged to this node's leadership of term,
+// and when; zero when it answered none of that term.
+func (t *matchTracker) get(id raft.ServerID, term uint64) (uint64, time.Time) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	st := t.m[id]
+	if st.term != term {
+		return 0, time.Time{}
+	}
 	return st.index, st.at
 }
 
@@ -60,7 +77,7 @@ func (t *matchTracker) get(id raft.ServerID) (uint64, time.Time) {
 // taken real entries or a snapshot) and answered within a heartbeat
 // timeout.
 func (s *Shard) caughtUp(id raft.ServerID) bool {
-	index, at := s.match.get(id)
+	index, at := s.match.get(id, s.Raft.CurrentTerm())
 	if index == 0 || time.Since(at) > s.heartbeat {
 		return false
 	}

@@ -68,7 +68,7 @@ func (t shardTransport) AppendEntries(id raft.ServerID, target raft.ServerAddres
 	err := t.unpipelinedTransport.AppendEntries(id, target, args, resp)
 	t.beats.answered(id, sent, args, resp, err)
 	if err == nil && resp.Success {
-		t.match.acked(id, args.PrevLogEntry+uint64(len(args.Entries)))
+		t.match.acked(id, args.Term, args.PrevLogEntry+uint64(len(args.Entries)))
 	}
 	return err
 }
@@ -77,7 +77,7 @@ func (t shardTransport) AppendEntries(id raft.ServerID, target raft.ServerAddres
 func (t shardTransport) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
 	err := t.unpipelinedTransport.InstallSnapshot(id, target, args, resp, data)
 	if err == nil && resp.Success {
-		t.match.acked(id, args.LastLogIndex)
+		t.match.acked(id, args.Term, args.LastLogIndex)
 	}
 	return err
 }
