@@ -2,6 +2,7 @@ package groups
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -591,9 +592,33 @@ func TestStatsCountCommitsRebalancesAndExpiries(t *testing.T) {
 	if n, _ := c.ExpireOffsets(now+time.Hour.Milliseconds()*24*8, time.Hour.Milliseconds()*24*7); n == 0 {
 		t.Fatal("nothing expired")
 	}
-	if st := c.Stats(); st.OffsetsExpired != 2 {
-		t.Errorf("OffsetsExpired %d, want the 2 partitions of group x", st.OffsetsExpired)
+	waitFor(t, func() bool { return c.Stats().OffsetsExpired == 2 }) // the 2 partitions of group x, once deleted
+}
+
+// Offsets whose deletion failed to commit are not counted as expired:
+// they are still there, and the next retention pass tries again.
+func TestOffsetsExpiredCountOnlyCommittedDeletions(t *testing.T) {
+	c, log := newTestCoordinator(t, nil)
+	now, week := c.now(), time.Hour.Milliseconds()*24*7
+	// Partition 0 committed two weeks before partition 1: only it expires,
+	// and the group stays.
+	for p, at := range []int64{now - 2*week, now} {
+		off := []fsm.OffsetCommitPartition{{Topic: "t", Partition: int32(p), Offset: fsm.Offset{Offset: 1, CommitTimestamp: at, ExpireTimestamp: -1}}}
+		if err := c.Commit(CommitRequest{GroupID: "x", Generation: -1, Offsets: off}); err != nil {
+			t.Fatal(err)
+		}
 	}
+	log.SetFault(errors.New("disk gone"))
+	if n, _ := c.ExpireOffsets(now+1, week); n != 1 {
+		t.Fatalf("%d offsets picked to expire, want 1", n)
+	}
+	time.Sleep(50 * time.Millisecond) // the failed deletion's wait ends
+	if got := c.Stats().OffsetsExpired; got != 0 {
+		t.Errorf("OffsetsExpired %d after the deletion failed, want 0", got)
+	}
+	log.SetFault(nil)
+	c.ExpireOffsets(now+1, week)
+	waitFor(t, func() bool { return c.Stats().OffsetsExpired == 1 })
 }
 
 // A rebalance that ends with no members (the group goes Empty) is not

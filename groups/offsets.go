@@ -87,7 +87,7 @@ func (g *group) removeIfEmpty(remaining int) bool {
 	g.transition(Dead)
 	g.closed = true
 	if _, stored := g.c.state.Group(g.id); stored || g.c.state.HasOffsets(g.id) {
-		g.logWrite(g.c.write(&fsm.GroupDelete{GroupID: g.id}), "removing an empty group")
+		g.logWrite(g.c.write(&fsm.GroupDelete{GroupID: g.id}), "removing an empty group", nil)
 	}
 	g.c.forget(g)
 	g.c.logger.Info("empty group removed", "group", g.id)
@@ -132,9 +132,11 @@ func (g *group) expire(now, retention int64) (n int, removed bool) {
 	stored := g.c.state.Offsets(g.id)
 	expired := g.expiredOffsets(stored, now, retention)
 	if len(expired) > 0 {
-		g.logWrite(g.c.write(&fsm.OffsetDelete{GroupID: g.id, Partitions: expired}), "expiring offsets")
+		n := uint64(len(expired))
+		g.logWrite(g.c.write(&fsm.OffsetDelete{GroupID: g.id, Partitions: expired}), "expiring offsets", func() {
+			g.c.offsetsExpired.Add(n) // counted once committed, not when asked for
+		})
 		g.c.logger.Info("offsets expired", "group", g.id, "partitions", len(expired))
-		g.c.offsetsExpired.Add(uint64(len(expired)))
 	}
 	return len(expired), g.removeIfEmpty(len(stored) - len(expired))
 }
@@ -175,12 +177,17 @@ func (g *group) expiredOffsets(stored map[fsm.TopicPartition]fsm.Offset, now, re
 	return out
 }
 
-// logWrite waits for a background write and logs a failure. Called with
-// g.mu held; it does not wait.
-func (g *group) logWrite(f raft.ApplyFuture, what string) {
+// logWrite waits for a background write on a goroutine of its own, logs
+// a failure and calls committed (if set) after a success. Called with g.mu
+// held; it does not wait.
+func (g *group) logWrite(f raft.ApplyFuture, what string, committed func()) {
 	go func() {
 		if err := waitWrite(f); err != nil {
 			g.c.logger.Warn(what+" failed", "group", g.id, "error", err)
+			return
+		}
+		if committed != nil {
+			committed()
 		}
 	}()
 }
