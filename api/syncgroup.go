@@ -3,12 +3,15 @@ package api
 // SyncGroup (key 14), versions 0–5.
 // v1: throttle. v3: group.instance.id (KIP-345). v4: flexible. v5: protocol
 // type and name in request and answer, checked against the group's
-// (KIP-559).
+// (KIP-559); a v5 naming neither or only one is answered
+// INCONSISTENT_GROUP_PROTOCOL here, before the coordinator sees it, as
+// Kafka's KafkaApis does (areMandatoryProtocolTypeAndNamePresent).
 
 import (
 	"bytes"
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcoord/kcoord/groups"
@@ -19,6 +22,11 @@ func (h *Handlers) syncGroup(ctx context.Context, _ *transport.RequestContext, k
 	req, err := typed[*kmsg.SyncGroupRequest](kreq)
 	if err != nil {
 		return nil, err
+	}
+	if req.Version >= 5 && (req.ProtocolType == nil || req.Protocol == nil) {
+		resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+		resp.ErrorCode = kerr.InconsistentGroupProtocol.Code
+		return resp, nil
 	}
 	sr := groups.SyncRequest{
 		GroupID:      req.Group,

@@ -155,6 +155,7 @@ func TestJoinSyncCommitFetchAcrossVersions(t *testing.T) {
 			}
 			sr := kmsg.NewPtrSyncGroupRequest()
 			sr.Group, sr.MemberID, sr.Generation = group, join.MemberID, join.Generation
+			sr.ProtocolType, sr.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range") // mandatory from v5 (KIP-559)
 			a := kmsg.NewSyncGroupRequestGroupAssignment()
 			a.MemberID, a.MemberAssignment = join.MemberID, []byte("assigned")
 			sr.GroupAssignment = append(sr.GroupAssignment, a)

@@ -60,11 +60,16 @@ func Join(v int16, member string, opts ...Opt) *kmsg.JoinGroupRequest {
 }
 
 // Sync is a SyncGroup at version v for member in generation gen; the leader
-// adds Assign options.
+// adds Assign options. From v5 it names Join's protocol type and name,
+// "consumer" and "range", as every client does (KIP-559 made them
+// mandatory); SyncProtocol names others, NoSyncProtocol none.
 func Sync(v int16, member string, gen int32, opts ...Opt) *kmsg.SyncGroupRequest {
 	r := kmsg.NewPtrSyncGroupRequest()
 	r.Version = v
 	r.Group, r.MemberID, r.Generation = DefaultGroup, member, gen
+	if v >= 5 {
+		r.ProtocolType, r.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
+	}
 	apply(r, opts)
 	return r
 }
@@ -341,6 +346,21 @@ func Assign(member, assignment string) Opt {
 			a := kmsg.NewSyncGroupRequestGroupAssignment()
 			a.MemberID, a.MemberAssignment = member, []byte(assignment)
 			s.GroupAssignment = append(s.GroupAssignment, a)
+		}
+	}
+}
+
+// NoSyncProtocol leaves a SyncGroup v5's protocol type and name null,
+// which KIP-559 does not allow.
+func NoSyncProtocol(nullType, nullName bool) Opt {
+	return func(r kmsg.Request) {
+		if s, ok := r.(*kmsg.SyncGroupRequest); ok {
+			if nullType {
+				s.ProtocolType = nil
+			}
+			if nullName {
+				s.Protocol = nil
+			}
 		}
 	}
 }

@@ -3,6 +3,12 @@ package conformance
 // Member and generation checks of Heartbeat, SyncGroup and OffsetCommit;
 // commits outside group management; offset.metadata.max.bytes; commits of
 // unknown topics and partitions.
+// noSyncProtocol is the Kafka source of a SyncGroup v5+ answered before
+// the coordinator sees it.
+const noSyncProtocol = "a SyncGroup v5+ without its protocol type or name is answered INCONSISTENT_GROUP_PROTOCOL " +
+	"before the coordinator sees it (Kafka 4.x KafkaApis.scala handleSyncGroupRequest: " +
+	"!syncGroupRequest.areMandatoryProtocolTypeAndNamePresent()); kfake syncs it"
+
 var errorScenarios = []Scenario{
 	{
 		Name: "heartbeat_errors",
@@ -28,6 +34,23 @@ var errorScenarios = []Scenario{
 			Await("B"),
 			Do("B", Heartbeat(4, "$B", 3)),
 			Do("B", Heartbeat(1, "$B", 2)),
+		},
+	},
+	{
+		// KIP-559 made SyncGroup v5's protocol type and name mandatory:
+		// Kafka answers a v5 without either before the coordinator sees it,
+		// and v4 names neither.
+		Name: "sync_group_v5_without_protocol_type_or_name",
+		Steps: []Step{
+			stableA(),
+			Do("A", Sync(5, "$A", 1, NoSyncProtocol(true, false))).Kafka(
+				`A SyncGroup v5: INCONSISTENT_GROUP_PROTOCOL proto=null/null assignment=""`, noSyncProtocol),
+			Do("A", Sync(5, "$A", 1, NoSyncProtocol(false, true))).Kafka(
+				`A SyncGroup v5: INCONSISTENT_GROUP_PROTOCOL proto=null/null assignment=""`, noSyncProtocol),
+			Do("A", Sync(5, "$A", 1, NoSyncProtocol(true, true))).Kafka(
+				`A SyncGroup v5: INCONSISTENT_GROUP_PROTOCOL proto=null/null assignment=""`, noSyncProtocol),
+			Do("A", Sync(5, "$A", 1)),
+			Do("A", Sync(4, "$A", 1)),
 		},
 	},
 	{
