@@ -5,11 +5,13 @@ package api
 // for a consumer group with members, only partitions of topics no member
 // subscribes to (GROUP_SUBSCRIBED_TO_TOPIC otherwise); other groups with
 // members answer NON_EMPTY_GROUP. Group-level errors go in the top-level
-// error code, as Kafka does.
+// error code, as Kafka does, and partitions of topics (or partition
+// numbers) the registry does not have are UNKNOWN_TOPIC_OR_PARTITION.
 
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcoord/kcoord/fsm"
@@ -21,9 +23,20 @@ func (h *Handlers) offsetDelete(_ context.Context, _ *transport.RequestContext, 
 	if err != nil {
 		return nil, err
 	}
+	// As Kafka's KafkaApis.handleOffsetDeleteRequest: a partition the
+	// registry does not have is UNKNOWN_TOPIC_OR_PARTITION before the
+	// coordinator is asked (about the others only), and a group-level
+	// error answers alone.
 	var partitions []fsm.TopicPartition
-	for _, t := range req.Topics {
-		for _, p := range t.Partitions {
+	unknown := make([][]bool, len(req.Topics))
+	for i, t := range req.Topics {
+		unknown[i] = make([]bool, len(t.Partitions))
+		topic, registered := h.topics.Topic(t.Topic)
+		for j, p := range t.Partitions {
+			if !h.committable(topic, registered, p.Partition) {
+				unknown[i][j] = true
+				continue
+			}
 			partitions = append(partitions, fsm.TopicPartition{Topic: t.Topic, Partition: p.Partition})
 		}
 	}
@@ -33,13 +46,17 @@ func (h *Handlers) offsetDelete(_ context.Context, _ *transport.RequestContext, 
 		resp.ErrorCode = h.errorCode(err)
 		return resp, nil
 	}
-	for _, t := range req.Topics {
+	for i, t := range req.Topics {
 		rt := kmsg.NewOffsetDeleteResponseTopic()
 		rt.Topic = t.Topic
-		for _, p := range t.Partitions {
+		for j, p := range t.Partitions {
 			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
 			rp.Partition = p.Partition
-			rp.ErrorCode = h.errorCode(results[fsm.TopicPartition{Topic: t.Topic, Partition: p.Partition}])
+			if unknown[i][j] {
+				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			} else {
+				rp.ErrorCode = h.errorCode(results[fsm.TopicPartition{Topic: t.Topic, Partition: p.Partition}])
+			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)

@@ -115,6 +115,22 @@ var adminScenarios = []Scenario{
 		},
 	},
 	{
+		// A topic or partition the cluster does not have is answered
+		// UNKNOWN_TOPIC_OR_PARTITION before the coordinator is asked; a
+		// group error still answers alone.
+		Name: "offset_delete_unknown_topics_and_partitions",
+		Steps: []Step{
+			Do("X", Commit(8, "", -1, At("t1", 0, 1), At("t1", 1, 2))),
+			Do("O", OffsetDelete(0, Of("t1", 0, 7), Of("nope", 0, 1))).Kafka(
+				"O OffsetDelete v0: NONE nope/0=UNKNOWN_TOPIC_OR_PARTITION nope/1=UNKNOWN_TOPIC_OR_PARTITION t1/0=NONE t1/7=UNKNOWN_TOPIC_OR_PARTITION",
+				"partitions of unknown topics, and unknown partitions of known ones, are UNKNOWN_TOPIC_OR_PARTITION "+
+					"before the coordinator sees the rest (Kafka 4.x KafkaApis.scala handleOffsetDeleteRequest: "+
+					"!metadataCache.contains(topic.name), metadataCache.getPartitionInfo(...).isEmpty); kfake answers NONE"),
+			Do("X", FetchAll(7)),
+			Do("O", OffsetDelete(0, Of("nope", 0), InGroup("nobody"))),
+		},
+	},
+	{
 		// KIP-496: a consumer group's offsets can be deleted while it has
 		// members, except for topics it subscribes to; the subscription is
 		// the one of the current generation.
