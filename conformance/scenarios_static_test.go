@@ -21,7 +21,32 @@ func staticFollower() Step {
 }
 
 // Static membership: KIP-345 and KIP-814.
+// leavePairing is the Kafka source of a LeaveGroup entry whose member id
+// and instance id belong to different members.
+const leavePairing = "an entry naming a member id is checked with ClassicGroup.validateMember: an instance id mapped " +
+	"to another member id is FENCED_INSTANCE_ID and removes nobody (Kafka 4.x GroupMetadataManager.java " +
+	"classicGroupLeaveToClassicGroup, ClassicGroup.java validateMember); kfake looks the member up by instance " +
+	"id alone"
+
 var staticScenarios = []Scenario{
+	{
+		// A LeaveGroup entry naming both a member id and an instance id
+		// removes the member only if the instance is that member's
+		// (ClassicGroup.validateMember); a wrong pairing keeps everyone.
+		Name: "leave_group_pairs_a_member_id_with_another_instance",
+		Steps: []Step{
+			staticAB(7),
+			Do("X", LeaveBatch(4, Leaving("$B", "nope"))),
+			Do("X", LeaveBatch(4, Leaving("$B", "ia"))).Kafka(
+				"X LeaveGroup v4: NONE members=[$B(ia)=FENCED_INSTANCE_ID]", leavePairing),
+			Do("X", LeaveBatch(4, Leaving("bogus", "ia"))).Kafka(
+				`X LeaveGroup v4: NONE members=["bogus"(ia)=FENCED_INSTANCE_ID]`, leavePairing),
+			Do("X", Describe(5, "g")).Kafka(
+				`X DescribeGroups v5: g NONE state=Stable proto=consumer/range members=[$B client=B host=/127.0.0.1 meta=t1 assignment="b2"; $ia(ia) client=A host=/127.0.0.1 meta=t1 assignment="a2"]`,
+				"no LeaveGroup above removed anyone, so the group is still Stable with both members "+
+					"(Kafka 4.x GroupMetadataManager.java classicGroupLeaveToClassicGroup); kfake removed A"),
+		},
+	},
 	{
 		Name: "kip345_static_member_joins_without_member_id_round_trip",
 		Steps: []Step{

@@ -34,28 +34,32 @@ func (c *Coordinator) Leave(groupID string, leaving []LeaveMember) ([]LeaveResul
 	return out, nil
 }
 
-// leave removes one member under g.mu.
+// leave removes one member under g.mu, as Kafka 4.x's
+// classicGroupLeaveToClassicGroup: an entry without a member id removes
+// the static member of its instance id; one naming a pending member
+// removes it; any other must pass validateMember (an instance id that is
+// unknown is UNKNOWN_MEMBER_ID, one that belongs to another member
+// FENCED_INSTANCE_ID), and a wrong pairing removes nobody.
 func (g *group) leave(l LeaveMember) error {
-	id := l.MemberID
-	if id == "" && l.InstanceID != "" {
-		var ok bool
-		if id, ok = g.static[l.InstanceID]; !ok {
+	if l.MemberID == "" {
+		m, ok := g.members[g.static[l.InstanceID]]
+		if l.InstanceID == "" || !ok {
 			return ErrUnknownMemberID
 		}
-	} else if g.isFenced(l.MemberID, l.InstanceID) {
-		return ErrFencedInstanceID
+		g.c.logger.Info("member left", "group", g.id, "member", m.id, "instance", l.InstanceID)
+		g.removeMemberAndUpdate(m, "member "+m.id+" left")
+		return nil
 	}
-	if g.removePending(id) {
+	if g.removePending(l.MemberID) {
 		if g.state == PreparingRebalance {
 			g.tryCompleteJoin()
 		}
 		return nil
 	}
-	m, ok := g.members[id]
-	if !ok {
-		return ErrUnknownMemberID
+	if err := g.validateMember(l.MemberID, l.InstanceID); err != nil {
+		return err
 	}
-	g.c.logger.Info("member left", "group", g.id, "member", id)
-	g.removeMemberAndUpdate(m, "member "+id+" left")
+	g.c.logger.Info("member left", "group", g.id, "member", l.MemberID)
+	g.removeMemberAndUpdate(g.members[l.MemberID], "member "+l.MemberID+" left")
 	return nil
 }
