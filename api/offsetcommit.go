@@ -5,8 +5,9 @@ package api
 // management). v1: generation, member id and a per-partition commit
 // timestamp. v2–v4: RetentionTimeMillis (an explicit expiry). v3: throttle.
 // v5: retention removed (KIP-211: offsets live as long as the group). v6:
-// leader epoch. v7: group.instance.id. v8: flexible. v9: no change for
-// classic groups. (v10 replaces names with topic ids; not served.)
+// leader epoch. v7: group.instance.id. v8: flexible. v9: a generation
+// for a group that does not exist is GROUP_ID_NOT_FOUND (ILLEGAL_GENERATION
+// before), as Kafka 4.x answers. (v10 replaces names with topic ids; not served.)
 // The checks run in Kafka's order (KafkaApis.handleOffsetCommitRequest):
 // first the topic registry, where a partition of a topic that is not
 // registered, or beyond its topic's partition count, is
@@ -19,6 +20,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -89,6 +91,12 @@ func (h *Handlers) offsetCommit(_ context.Context, _ *transport.RequestContext, 
 			Generation: generation,
 			Offsets:    valid,
 		})
+		if errors.Is(err, groups.ErrGroupIDNotFound) && req.Version < 9 {
+			// A generation for a group that does not exist: Kafka answers
+			// GROUP_ID_NOT_FOUND from v9 only, ILLEGAL_GENERATION before
+			// (OffsetMetadataManager.validateOffsetCommit).
+			err = groups.ErrIllegalGeneration
+		}
 		code := h.errorCode(err)
 		answered := pending
 		if req.Group == "" {

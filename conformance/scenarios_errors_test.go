@@ -9,6 +9,12 @@ const noSyncProtocol = "a SyncGroup v5+ without its protocol type or name is ans
 	"before the coordinator sees it (Kafka 4.x KafkaApis.scala handleSyncGroupRequest: " +
 	"!syncGroupRequest.areMandatoryProtocolTypeAndNamePresent()); kfake syncs it"
 
+// commitNoGroupV9 is the Kafka source of OffsetCommit v9's answer to a
+// generation for a group that does not exist.
+const commitNoGroupV9 = "from OffsetCommit v9, a generation for a group that does not exist is GROUP_ID_NOT_FOUND, " +
+	"ILLEGAL_GENERATION before (Kafka 4.x OffsetMetadataManager.java validateOffsetCommit: " +
+	"context.header.apiVersion() >= 9 => throw GroupIdNotFoundException); kfake answers ILLEGAL_GENERATION"
+
 var errorScenarios = []Scenario{
 	{
 		Name: "heartbeat_errors",
@@ -34,6 +40,24 @@ var errorScenarios = []Scenario{
 			Await("B"),
 			Do("B", Heartbeat(4, "$B", 3)),
 			Do("B", Heartbeat(1, "$B", 2)),
+		},
+	},
+	{
+		// A commit with a generation to a group that does not exist:
+		// ILLEGAL_GENERATION up to v8, GROUP_ID_NOT_FOUND from v9 (Kafka
+		// 4.x); with generation -1 it creates the group.
+		Name: "offset_commit_with_a_generation_to_no_group",
+		Steps: []Step{
+			Do("X", Commit(8, "x", 3, At("t1", 0, 1), InGroup("ghost"))),
+			Do("X", Commit(9, "x", 3, At("t1", 0, 1), InGroup("ghost"))).Kafka(
+				"X OffsetCommit v9: t1/0=GROUP_ID_NOT_FOUND", commitNoGroupV9),
+			Do("X", Commit(9, "", 0, At("t1", 0, 1), InGroup("ghost"))).Kafka(
+				"X OffsetCommit v9: t1/0=GROUP_ID_NOT_FOUND", commitNoGroupV9),
+			Do("X", Commit(9, "", -1, At("t1", 0, 1), InGroup("ghost"))),
+			Do("X", Commit(9, "x", 3, At("t1", 0, 2), InGroup("ghost"))).Kafka(
+				"X OffsetCommit v9: t1/0=UNKNOWN_MEMBER_ID",
+				"the group now exists, Empty: a commit naming a generation must come from a member "+
+					"(Kafka 4.x ClassicGroup.java validateOffsetCommit => validateMember); kfake answers ILLEGAL_GENERATION"),
 		},
 	},
 	{

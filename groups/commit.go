@@ -23,8 +23,10 @@ func (c *Coordinator) Commit(req CommitRequest) error {
 		return err
 	}
 	if g == nil {
-		// A commit with a generation for a group that does not exist.
-		return ErrIllegalGeneration
+		// A commit with a generation for a group that does not exist
+		// (Kafka 4.x OffsetMetadataManager.validateOffsetCommit); the api
+		// answers it ILLEGAL_GENERATION below OffsetCommit v9.
+		return ErrGroupIDNotFound
 	}
 	f, err := g.commit(req)
 	if err != nil {

@@ -196,7 +196,7 @@ func TestCommitValidation(t *testing.T) {
 	if o, ok := log.FSM.Offset("simple", fsm.TopicPartition{Topic: "t"}); !ok || o.Offset != 5 || o.CommitTimestamp == 0 {
 		t.Fatalf("stored offset %+v %v", o, ok)
 	}
-	wantErr(t, c.Commit(CommitRequest{GroupID: "missing", Generation: 3, MemberID: "m", Offsets: off}), ErrIllegalGeneration)
+	wantErr(t, c.Commit(CommitRequest{GroupID: "missing", Generation: 3, MemberID: "m", Offsets: off}), ErrGroupIDNotFound)
 
 	ids, gen := stableGroup(t, c, "g", 2)
 	if err := c.Commit(CommitRequest{GroupID: "g", MemberID: ids[1], Generation: gen, Offsets: off}); err != nil {
