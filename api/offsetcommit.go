@@ -50,14 +50,13 @@ func (h *Handlers) offsetCommit(_ context.Context, _ *transport.RequestContext, 
 	defaultRetention := h.cfg.OffsetsRetention.Milliseconds()
 
 	// codes[i][j] is the answer for req.Topics[i].Partitions[j]. The
-	// partitions that pass the registry check go to the coordinator
-	// (known); of those, the valid ones wait for the commit's outcome
-	// (pending).
+	// partitions that pass the registry check and offsets' validation go
+	// to the coordinator and wait for the commit's outcome (pending).
 	type slot struct{ i, j int }
 	var (
-		valid          []fsm.OffsetCommitPartition
-		known, pending []slot
-		codes          = make([][]int16, len(req.Topics))
+		valid   []fsm.OffsetCommitPartition
+		pending []slot
+		codes   = make([][]int16, len(req.Topics))
 	)
 	for i, t := range req.Topics {
 		codes[i] = make([]int16, len(t.Partitions))
@@ -67,7 +66,6 @@ func (h *Handlers) offsetCommit(_ context.Context, _ *transport.RequestContext, 
 				codes[i][j] = kerr.UnknownTopicOrPartition.Code
 				continue
 			}
-			known = append(known, slot{i, j})
 			op := offsets.Partition{Topic: t.Topic, Partition: p.Partition, Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata, Timestamp: -1}
 			if req.Version == 1 {
 				op.Timestamp = p.Timestamp
@@ -83,7 +81,7 @@ func (h *Handlers) offsetCommit(_ context.Context, _ *transport.RequestContext, 
 			pending = append(pending, slot{i, j})
 		}
 	}
-	if len(valid) > 0 || len(known) > 0 && req.Group == "" {
+	if len(valid) > 0 {
 		err := h.shardFor(req.Group).Coordinator.Commit(groups.CommitRequest{
 			GroupID:    req.Group,
 			MemberID:   req.MemberID,
@@ -98,14 +96,7 @@ func (h *Handlers) offsetCommit(_ context.Context, _ *transport.RequestContext, 
 			err = groups.ErrIllegalGeneration
 		}
 		code := h.errorCode(err)
-		answered := pending
-		if req.Group == "" {
-			// The coordinator refuses everything it was given; the
-			// partitions refused as unknown keep that answer, as
-			// Kafka merges the two.
-			answered = known
-		}
-		for _, s := range answered {
+		for _, s := range pending {
 			codes[s.i][s.j] = code
 		}
 	}

@@ -15,6 +15,11 @@ const commitNoGroupV9 = "from OffsetCommit v9, a generation for a group that doe
 	"ILLEGAL_GENERATION before (Kafka 4.x OffsetMetadataManager.java validateOffsetCommit: " +
 	"context.header.apiVersion() >= 9 => throw GroupIdNotFoundException); kfake answers ILLEGAL_GENERATION"
 
+// emptyGroupInvalid is the Kafka source of INVALID_GROUP_ID for the empty
+// group id in the membership APIs.
+const emptyGroupInvalid = "the membership APIs refuse the empty group id (Kafka 4.x GroupCoordinatorService.java " +
+	"joinGroup, syncGroup, heartbeat, leaveGroup: !isGroupIdNotEmpty => INVALID_GROUP_ID); kfake answers GROUP_ID_NOT_FOUND"
+
 var errorScenarios = []Scenario{
 	{
 		Name: "heartbeat_errors",
@@ -40,6 +45,30 @@ var errorScenarios = []Scenario{
 			Await("B"),
 			Do("B", Heartbeat(4, "$B", 3)),
 			Do("B", Heartbeat(1, "$B", 2)),
+		},
+	},
+	{
+		// The empty group id, API by API, as Kafka 4.x's
+		// GroupCoordinatorService takes it: OffsetCommit, OffsetFetch,
+		// DescribeGroups and DeleteGroups accept "" ("for backwards
+		// compatibility"); the membership APIs and OffsetDelete answer
+		// INVALID_GROUP_ID (isGroupIdNotEmpty).
+		Name: "empty_group_id_api_by_api",
+		Steps: []Step{
+			Do("X", Join(7, "", InGroup(""))),
+			Do("X", Sync(5, "x", 1, InGroup(""))).Kafka(
+				`X SyncGroup v5: INVALID_GROUP_ID proto=null/null assignment=""`, emptyGroupInvalid),
+			Do("X", Heartbeat(4, "x", 1, InGroup(""))).Kafka("X Heartbeat v4: INVALID_GROUP_ID", emptyGroupInvalid),
+			Do("X", Leave(4, "x", InGroup(""))).Kafka("X LeaveGroup v4: INVALID_GROUP_ID members=[]", emptyGroupInvalid),
+			Do("X", Commit(8, "", -1, At("t1", 0, 5), InGroup(""))),
+			Do("X", Fetch(7, InGroup(""), Of("t1", 0))),
+			Do("X", Describe(5, "")),
+			Do("O", OffsetDelete(0, InGroup(""), Of("t1", 0))),
+			Do("X", DeleteGroups(2, "")),
+			Do("X", Fetch(7, InGroup(""), Of("t1", 0))).Kafka(
+				`X OffsetFetch v7: NONE [t1/0=-1 epoch=-1 meta=""]`,
+				"a group that does not exist has no offsets and no error (Kafka 4.x OffsetMetadataManager.java "+
+					"fetchOffsets: GroupIdNotFoundException => failAllPartitions, INVALID_OFFSET); kfake answers GROUP_ID_NOT_FOUND"),
 		},
 	},
 	{

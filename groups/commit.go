@@ -9,12 +9,11 @@ import (
 
 // Commit serves an OffsetCommit for one group: it checks the member and
 // generation as Kafka does, writes the offsets through Raft and returns once
-// they are committed on a quorum (or the write failed). Called from a
+// they are committed on a quorum (or the write failed). The empty group id
+// is a group like any other here, as Kafka keeps it for backwards
+// compatibility (GroupCoordinatorService.commitOffsets). Called from a
 // connection's handler goroutine.
 func (c *Coordinator) Commit(req CommitRequest) error {
-	if req.GroupID == "" {
-		return ErrInvalidGroupID
-	}
 	if _, err := c.serving(context.Background()); err != nil {
 		return err
 	}

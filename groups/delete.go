@@ -5,12 +5,11 @@ import "context"
 import "github.com/kcoord/kcoord/fsm"
 
 // Delete serves DeleteGroups for one group: only an Empty group (or one that
-// only has offsets) can go, and it goes with its offsets. Called from a
-// connection's handler goroutine; waits for the Raft write.
+// only has offsets) can go, and it goes with its offsets. The empty group id
+// can be deleted like any other (Kafka's GroupCoordinatorService.deleteGroups
+// refuses only a null one). Called from a connection's handler goroutine;
+// waits for the Raft write.
 func (c *Coordinator) Delete(ctx context.Context, groupID string) error {
-	if groupID == "" {
-		return ErrInvalidGroupID
-	}
 	if _, err := c.serving(ctx); err != nil {
 		return err
 	}
