@@ -44,6 +44,16 @@
 // metadata); they are normalised for kfake only, in normalize.go, each with
 // its Kafka reference.
 //
+// Which Kafka: the answers are Apache Kafka 4.x's, the Java coordinator
+// of group-coordinator/ behind KafkaApis. An override citing a .java
+// source states 4.x; one citing GroupCoordinator.scala or
+// GroupMetadataManager.scala states 3.7's answer where 4.x answers the
+// same, or where the version is one 4.0 removed (KIP-896) and kcoord still
+// serves, as 3.7 did. Where 3.7 and 4.x differ, the 4.x answer is the
+// expected one, and docs/architecture.md lists the case.
+// TestScenariosPlayEveryAdvertisedGroupAPIVersion fails when an advertised
+// version of a group API is played by no scenario.
+//
 // The scripts live in the scenarios_*_test.go files; each scenario gets a
 // kfake cluster and an in-process kcoord node of its own, configured alike
 // (Config), with topics t1, t2 and t3 of three partitions. Run them with

@@ -267,6 +267,25 @@ func (s *symbols) render(resp kmsg.Response) string {
 		}
 		sort.Strings(gs)
 		return head + " " + strings.Join(gs, " ")
+	case *kmsg.FindCoordinatorResponse:
+		// Which broker is the coordinator differs between servers (kfake
+		// and kcoord number and bind theirs apart): only whether one is
+		// named is compared.
+		named := func(node int32, host string) string {
+			if node >= 0 && host != "" {
+				return "coordinator"
+			}
+			return "no-coordinator"
+		}
+		if v < 4 {
+			return fmt.Sprintf("%s %s %s", head, errName(r.ErrorCode), named(r.NodeID, r.Host))
+		}
+		var cs []string
+		for _, c := range r.Coordinators {
+			cs = append(cs, fmt.Sprintf("%s=%s %s", c.Key, errName(c.ErrorCode), named(c.NodeID, c.Host)))
+		}
+		sort.Strings(cs)
+		return head + " " + strings.Join(cs, " ")
 	case *kmsg.OffsetDeleteResponse:
 		var ps []string
 		for _, t := range r.Topics {

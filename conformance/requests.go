@@ -172,6 +172,19 @@ func LeaderEpoch(epoch int32) Opt {
 	}
 }
 
+// FindCoordinator is a FindCoordinator at version v for the groups keys:
+// the first alone up to v3, all of them in one batch from v4 (KIP-699).
+func FindCoordinator(v int16, keys ...string) *kmsg.FindCoordinatorRequest {
+	r := kmsg.NewPtrFindCoordinatorRequest()
+	r.Version = v
+	if v < 4 {
+		r.CoordinatorKey = keys[0]
+	} else {
+		r.CoordinatorKeys = keys
+	}
+	return r
+}
+
 // Fetch is an OffsetFetch at version v of the partitions given with Of (v8+
 // puts them in a one-group batch).
 func Fetch(v int16, opts ...Opt) *kmsg.OffsetFetchRequest {

@@ -6,7 +6,57 @@ import "time"
 // OffsetFetch, OffsetDelete (KIP-496). OffsetDelete goes out on a
 // connection of its own ("O"), so a server that does not serve it only
 // loses that connection.
+// joinV0 is the Kafka source of the answers to a JoinGroup v0 member.
+const joinV0 = "JoinGroup v0's rebalance timeout is its session timeout (JoinGroupRequest.java: version 0 => " +
+	"setRebalanceTimeoutMs(sessionTimeoutMs)), so the member that joined is still there for SyncGroup, " +
+	"Heartbeat and LeaveGroup (Kafka 4.x GroupMetadataManager.java classicGroupSync, classicGroupHeartbeat, " +
+	"classicGroupLeave); kfake no longer knows it"
+
 var adminScenarios = []Scenario{
+	{
+		// Every version of every group API kcoord advertises that no
+		// other scenario plays, once each, in a plain flow: so the suite
+		// states each version's answer (TestScenariosPlayEveryAdvertisedGroupAPIVersion).
+		Name: "every_advertised_version_once",
+		Steps: []Step{
+			Do("X", FindCoordinator(0, "g")),
+			Do("X", FindCoordinator(1, "g")),
+			Do("X", FindCoordinator(2, "g")),
+			Do("X", FindCoordinator(3, "g")),
+			Do("X", FindCoordinator(4, "g", "h")),
+			Do("X", FindCoordinator(5, "g")),
+			Do("X", FindCoordinator(6, "g")),
+			// JoinGroup v0 (the session timeout is the rebalance timeout),
+			// then SyncGroup v0, Heartbeat v2 and LeaveGroup v2 in its group.
+			Send("A", Join(0, "", InGroup("j0"))),
+			Await("A"),
+			Do("A", Sync(0, "$A", 1, InGroup("j0"), Assign("$A", "a1"))).Kafka(`A SyncGroup v0: NONE assignment="a1"`, joinV0),
+			Do("A", Heartbeat(2, "$A", 1, InGroup("j0"))).Kafka("A Heartbeat v2: NONE", joinV0),
+			Do("A", Leave(2, "$A", InGroup("j0"))).Kafka("A LeaveGroup v2: NONE", joinV0),
+			Send("B", Join(1, "", InGroup("j1"))),
+			Await("B"),
+			joinNew("C", 6, InGroup("j6")),
+			Await("C"),
+			joinNew("D", 8, InGroup("j8")),
+			Await("D"),
+			// Commits outside group management, then fetches, at the
+			// versions nothing else plays.
+			Do("X", Commit(0, "", -1, At("t1", 0, 10), InGroup("c"))),
+			Do("X", Commit(1, "", -1, At("t1", 1, 11), InGroup("c"))),
+			Do("X", Commit(4, "", -1, At("t1", 2, 12), InGroup("c"))),
+			Do("X", Commit(7, "", -1, At("t2", 0, 13), InGroup("c"))),
+			Do("X", Fetch(0, InGroup("c"), Of("t1", 0, 1, 2))),
+			Do("X", Fetch(4, InGroup("c"), Of("t1", 0), Of("t2", 0))),
+			Do("X", Fetch(9, InGroup("c"), Of("t1", 2), Of("t2", 0))),
+			Do("X", Describe(1, "c", "j1")),
+			Do("X", Describe(2, "c")),
+			Do("X", Describe(3, "j6")),
+			Do("X", Describe(6, "j8", "nope")),
+			Do("X", List(1)),
+			Do("X", List(2)),
+			Do("X", DeleteGroups(1, "c", "j0")),
+		},
+	},
 	{
 		// The protocol, and members' metadata and assignments, are only
 		// described when the group is Stable.

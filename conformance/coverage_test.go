@@ -1,0 +1,68 @@
+package conformance
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcoord/kcoord/transport"
+)
+
+// groupAPIs are the group coordinator's APIs, whose every advertised
+// version the scenarios must play.
+var groupAPIs = []int16{
+	kmsg.FindCoordinator.Int16(), kmsg.JoinGroup.Int16(), kmsg.SyncGroup.Int16(), kmsg.Heartbeat.Int16(),
+	kmsg.LeaveGroup.Int16(), kmsg.OffsetCommit.Int16(), kmsg.OffsetFetch.Int16(), kmsg.DescribeGroups.Int16(),
+	kmsg.ListGroups.Int16(), kmsg.DeleteGroups.Int16(), kmsg.OffsetDelete.Int16(),
+}
+
+// played collects the (API key, version) of every request in steps.
+func played(steps []Step, into map[[2]int16]bool) {
+	for _, s := range steps {
+		if s.req != nil {
+			into[[2]int16{s.req.Key(), s.req.GetVersion()}] = true
+		}
+		played(s.group, into)
+	}
+}
+
+// Every version kcoord advertises for a group API is played by at least
+// one scenario, so the suite says what each version answers.
+func TestScenariosPlayEveryAdvertisedGroupAPIVersion(t *testing.T) {
+	addr := startKcoord(t, Config{}.WithDefaults())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := transport.Dial(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	req := kmsg.NewPtrApiVersionsRequest()
+	resp, err := c.Do(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[[2]int16]bool{}
+	for _, sc := range scenarios() {
+		played(sc.Steps, seen)
+	}
+	var missing []string
+	for _, k := range resp.(*kmsg.ApiVersionsResponse).ApiKeys {
+		if !slices.Contains(groupAPIs, k.ApiKey) {
+			continue
+		}
+		for v := k.MinVersion; v <= k.MaxVersion; v++ {
+			if !seen[[2]int16{k.ApiKey, v}] {
+				missing = append(missing, fmt.Sprintf("%s v%d", kmsg.NameForKey(k.ApiKey), v))
+			}
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("no scenario plays %d advertised versions: %s", len(missing), strings.Join(missing, ", "))
+	}
+}
