@@ -17,8 +17,8 @@ import (
 // version the scenarios must play. kcoord's other APIs (ApiVersions,
 // Metadata, CreateTopics, DeleteTopics, and the empty ListOffsets and
 // Fetch a data plane's clients need) are not the coordinator's answers
-// to compare; the api and transport packages' wire tests cover their
-// versions.
+// to compare; the api package's fuzz test drives every served version of
+// them and its wire tests check their answers.
 var groupAPIs = []int16{
 	kmsg.FindCoordinator.Int16(), kmsg.JoinGroup.Int16(), kmsg.SyncGroup.Int16(), kmsg.Heartbeat.Int16(),
 	kmsg.LeaveGroup.Int16(), kmsg.OffsetCommit.Int16(), kmsg.OffsetFetch.Int16(), kmsg.DescribeGroups.Int16(),
