@@ -379,3 +379,37 @@ func TestOffsetCommitOfOnlyUnknownPartitionsCreatesNoGroup(t *testing.T) {
 	wantCode(t, "empty group, unknown topic", got["nope/0"], kerr.UnknownTopicOrPartition)
 	wantCode(t, "empty group, known topic", got["t/0"], nil)
 }
+
+// Offsets of a topic that was deleted can still be deleted: kcoord does not
+// drop them with the topic, as Kafka does, so OffsetDelete is the way to.
+// A topic the group holds nothing of stays UNKNOWN_TOPIC_OR_PARTITION.
+func TestOffsetDeleteRemovesOffsetsOfADeletedTopic(t *testing.T) {
+	topics := newMemTopics(fsm.Topic{Name: "gone", Partitions: 2, ReplicationFactor: 1})
+	h := newTestHandlers(t, Config{}, topics)
+	if got := commitCodes(t, h, commitReq("g", [2]any{"gone", 0})); got["gone/0"] != 0 {
+		t.Fatalf("commit: %v", got)
+	}
+	if err := topics.Delete(context.Background(), "gone"); err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrOffsetDeleteRequest()
+	req.Group = "g"
+	for _, name := range []string{"gone", "never"} {
+		rt := kmsg.NewOffsetDeleteRequestTopic()
+		rt.Topic = name
+		rp := kmsg.NewOffsetDeleteRequestTopicPartition()
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := h.offsetDelete(context.Background(), nil, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := resp.(*kmsg.OffsetDeleteResponse)
+	if r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != 0 || r.Topics[1].Partitions[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("answer %+v, want gone/0 deleted and never/0 UNKNOWN_TOPIC_OR_PARTITION", r)
+	}
+	if _, ok := h.shardFor("g").State.Offset("g", fsm.TopicPartition{Topic: "gone"}); ok {
+		t.Error("the deleted topic's offset is still stored")
+	}
+}

@@ -26,22 +26,27 @@ func (h *Handlers) offsetDelete(_ context.Context, _ *transport.RequestContext, 
 	// As Kafka's KafkaApis.handleOffsetDeleteRequest: a partition the
 	// registry does not have is UNKNOWN_TOPIC_OR_PARTITION before the
 	// coordinator is asked (about the others only), and a group-level
-	// error answers alone.
+	// error answers alone. One departure: Kafka deletes a topic's offsets
+	// with the topic, kcoord does not, so offsets the group still holds
+	// for a topic no longer registered go to the coordinator too, to be
+	// deletable at all.
 	var partitions []fsm.TopicPartition
 	unknown := make([][]bool, len(req.Topics))
+	shard := h.shardFor(req.Group)
 	for i, t := range req.Topics {
 		unknown[i] = make([]bool, len(t.Partitions))
 		topic, registered := h.topics.Topic(t.Topic)
 		for j, p := range t.Partitions {
-			if !h.committable(topic, registered, p.Partition) {
+			tp := fsm.TopicPartition{Topic: t.Topic, Partition: p.Partition}
+			if !h.committable(topic, registered, p.Partition) && (registered || !h.holds(shard, req.Group, tp)) {
 				unknown[i][j] = true
 				continue
 			}
-			partitions = append(partitions, fsm.TopicPartition{Topic: t.Topic, Partition: p.Partition})
+			partitions = append(partitions, tp)
 		}
 	}
 	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-	results, err := h.shardFor(req.Group).Coordinator.DeleteOffsets(req.Group, partitions)
+	results, err := shard.Coordinator.DeleteOffsets(req.Group, partitions)
 	if err != nil {
 		resp.ErrorCode = h.errorCode(err)
 		return resp, nil
@@ -62,4 +67,13 @@ func (h *Handlers) offsetDelete(_ context.Context, _ *transport.RequestContext, 
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
+}
+
+// holds reports whether group has an offset stored for tp on its shard.
+func (h *Handlers) holds(shard Shard, group string, tp fsm.TopicPartition) bool {
+	if shard.State == nil {
+		return false
+	}
+	_, ok := shard.State.Offset(group, tp)
+	return ok
 }

@@ -65,6 +65,10 @@ func (n *Node) ApplyTopicChange(ctx context.Context, cmd []byte, timeout time.Du
 // node cannot decode (a malformed one, a newer version during an upgrade)
 // is refused here, for every replica would panic applying it.
 func topicChange(cmd []byte) ([]byte, error) {
+	// The type first: only these two are decoded for a peer at all.
+	if len(cmd) == 0 || fsm.CommandType(cmd[0]) != fsm.TopicCreateType && fsm.CommandType(cmd[0]) != fsm.TopicDeleteType {
+		return nil, errors.New("cluster: a forwarded command that is not a topic change")
+	}
 	c, err := fsm.Decode(cmd)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: a topic change that does not decode: %w", err)

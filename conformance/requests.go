@@ -60,9 +60,10 @@ func Join(v int16, member string, opts ...Opt) *kmsg.JoinGroupRequest {
 }
 
 // Sync is a SyncGroup at version v for member in generation gen; the leader
-// adds Assign options. From v5 it names Join's protocol type and name,
-// "consumer" and "range", as every client does (KIP-559 made them
-// mandatory); SyncProtocol names others, NoSyncProtocol none.
+// adds Assign options. From v5 it names the protocol type and name that
+// Join proposes by default, "consumer" and "range", as every client names
+// its group's (KIP-559 made them mandatory); a group that chose another
+// needs SyncProtocol, and NoSyncProtocol names none.
 func Sync(v int16, member string, gen int32, opts ...Opt) *kmsg.SyncGroupRequest {
 	r := kmsg.NewPtrSyncGroupRequest()
 	r.Version = v

@@ -205,7 +205,7 @@ var adminScenarios = []Scenario{
 			// while it has members.
 			Do("C", Join(7, "", InGroup("k"), Type("connect"))),
 			Do("C", Join(7, "$C", InGroup("k"), Type("connect"))),
-			Do("C", Sync(5, "$C", 1, InGroup("k"), Assign("$C", "c1"))),
+			Do("C", Sync(5, "$C", 1, InGroup("k"), SyncProtocol("connect", "range"), Assign("$C", "c1"))),
 			Do("C", Commit(8, "$C", 1, InGroup("k"), At("t1", 0, 4))),
 			Do("O", OffsetDelete(0, InGroup("k"), Of("t1", 0))),
 		},

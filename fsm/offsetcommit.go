@@ -19,7 +19,7 @@ type OffsetCommit struct {
 	GroupID string `json:"group_id" codec:"group_id"`
 	// Timestamp is the leader's wall clock at commit, in Unix milliseconds.
 	Timestamp int64                   `json:"ts" codec:"ts"`
-	Offsets   []OffsetCommitPartition `json:"offsets" codec:"offsets"`
+	Offsets   []OffsetCommitPartition `json:"offsets" codec:"offsets,allownil"`
 }
 
 // OffsetCommitPartition is one partition's committed offset in OffsetCommit.

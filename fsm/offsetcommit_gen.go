@@ -121,21 +121,25 @@ func (z *OffsetCommit) MarshalMsg(b []byte) (o []byte, err error) {
 	o = msgp.AppendInt64(o, z.Timestamp)
 	// string "offsets"
 	o = append(o, 0xa7, 0x6f, 0x66, 0x66, 0x73, 0x65, 0x74, 0x73)
-	o = msgp.AppendArrayHeader(o, uint32(len(z.Offsets)))
-	for za0001 := range z.Offsets {
-		// map header, size 3
-		// string "t"
-		o = append(o, 0x83, 0xa1, 0x74)
-		o = msgp.AppendString(o, z.Offsets[za0001].Topic)
-		// string "p"
-		o = append(o, 0xa1, 0x70)
-		o = msgp.AppendInt32(o, z.Offsets[za0001].Partition)
-		// string "o"
-		o = append(o, 0xa1, 0x6f)
-		o, err = z.Offsets[za0001].Offset.MarshalMsg(o)
-		if err != nil {
-			err = msgp.WrapError(err, "Offsets", za0001, "Offset")
-			return
+	if z.Offsets == nil { // allownil: if nil
+		o = msgp.AppendNil(o)
+	} else {
+		o = msgp.AppendArrayHeader(o, uint32(len(z.Offsets)))
+		for za0001 := range z.Offsets {
+			// map header, size 3
+			// string "t"
+			o = append(o, 0x83, 0xa1, 0x74)
+			o = msgp.AppendString(o, z.Offsets[za0001].Topic)
+			// string "p"
+			o = append(o, 0xa1, 0x70)
+			o = msgp.AppendInt32(o, z.Offsets[za0001].Partition)
+			// string "o"
+			o = append(o, 0xa1, 0x6f)
+			o, err = z.Offsets[za0001].Offset.MarshalMsg(o)
+			if err != nil {
+				err = msgp.WrapError(err, "Offsets", za0001, "Offset")
+				return
+			}
 		}
 	}
 	return
@@ -172,55 +176,60 @@ func (z *OffsetCommit) UnmarshalMsg(bts []byte) (o []byte, err error) {
 				return
 			}
 		case "offsets":
-			var zb0002 uint32
-			zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
-			if err != nil {
-				err = msgp.WrapError(err, "Offsets")
-				return
-			}
-			if cap(z.Offsets) >= int(zb0002) {
-				z.Offsets = (z.Offsets)[:zb0002]
+			if msgp.IsNil(bts) {
+				bts = bts[1:]
+				z.Offsets = nil
 			} else {
-				z.Offsets = make([]OffsetCommitPartition, zb0002)
-			}
-			for za0001 := range z.Offsets {
-				var zb0003 uint32
-				zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
+				var zb0002 uint32
+				zb0002, bts, err = msgp.ReadArrayHeaderBytes(bts)
 				if err != nil {
-					err = msgp.WrapError(err, "Offsets", za0001)
+					err = msgp.WrapError(err, "Offsets")
 					return
 				}
-				for zb0003 > 0 {
-					zb0003--
-					field, bts, err = msgp.ReadMapKeyZC(bts)
+				if z.Offsets != nil && cap(z.Offsets) >= int(zb0002) {
+					z.Offsets = (z.Offsets)[:zb0002]
+				} else {
+					z.Offsets = make([]OffsetCommitPartition, zb0002)
+				}
+				for za0001 := range z.Offsets {
+					var zb0003 uint32
+					zb0003, bts, err = msgp.ReadMapHeaderBytes(bts)
 					if err != nil {
 						err = msgp.WrapError(err, "Offsets", za0001)
 						return
 					}
-					switch msgp.UnsafeString(field) {
-					case "t":
-						z.Offsets[za0001].Topic, bts, err = msgp.ReadStringBytes(bts)
-						if err != nil {
-							err = msgp.WrapError(err, "Offsets", za0001, "Topic")
-							return
-						}
-					case "p":
-						z.Offsets[za0001].Partition, bts, err = msgp.ReadInt32Bytes(bts)
-						if err != nil {
-							err = msgp.WrapError(err, "Offsets", za0001, "Partition")
-							return
-						}
-					case "o":
-						bts, err = z.Offsets[za0001].Offset.UnmarshalMsg(bts)
-						if err != nil {
-							err = msgp.WrapError(err, "Offsets", za0001, "Offset")
-							return
-						}
-					default:
-						bts, err = msgp.Skip(bts)
+					for zb0003 > 0 {
+						zb0003--
+						field, bts, err = msgp.ReadMapKeyZC(bts)
 						if err != nil {
 							err = msgp.WrapError(err, "Offsets", za0001)
 							return
+						}
+						switch msgp.UnsafeString(field) {
+						case "t":
+							z.Offsets[za0001].Topic, bts, err = msgp.ReadStringBytes(bts)
+							if err != nil {
+								err = msgp.WrapError(err, "Offsets", za0001, "Topic")
+								return
+							}
+						case "p":
+							z.Offsets[za0001].Partition, bts, err = msgp.ReadInt32Bytes(bts)
+							if err != nil {
+								err = msgp.WrapError(err, "Offsets", za0001, "Partition")
+								return
+							}
+						case "o":
+							bts, err = z.Offsets[za0001].Offset.UnmarshalMsg(bts)
+							if err != nil {
+								err = msgp.WrapError(err, "Offsets", za0001, "Offset")
+								return
+							}
+						default:
+							bts, err = msgp.Skip(bts)
+							if err != nil {
+								err = msgp.WrapError(err, "Offsets", za0001)
+								return
+							}
 						}
 					}
 				}

@@ -19,6 +19,7 @@ func offsetCommitCases() []*OffsetCommit {
 			Offset: Offset{Offset: 9223372036854775807, LeaderEpoch: 2147483647, Metadata: "m\x00eta", CommitTimestamp: 1 << 40, ExpireTimestamp: -1}}}},
 		{GroupID: "", Timestamp: 0, Offsets: []OffsetCommitPartition{{Topic: "", Partition: -1, Offset: Offset{Offset: -1, LeaderEpoch: -2147483648, CommitTimestamp: -9223372036854775808}}}},
 		{GroupID: "empty", Timestamp: 7, Offsets: []OffsetCommitPartition{}},
+		{GroupID: "nil", Timestamp: 8, Offsets: nil}, // go-msgpack writes nil, which the generated decoder must take
 	}
 }
 

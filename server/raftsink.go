@@ -34,8 +34,9 @@ type raftSink struct {
 // raftSample is one exported timing: its name in raftSamples and its
 // summary.
 type raftSample struct {
-	name string
-	vec  *prometheus.SummaryVec
+	name   string
+	labels []string
+	vec    *prometheus.SummaryVec
 }
 
 // raftSamples are the timings exported as summaries, kcoord_raft_<name>
@@ -68,7 +69,7 @@ func newRaftSink(reg prometheus.Registerer) (*raftSink, error) {
 		if err := reg.Register(v); err != nil {
 			return nil, err
 		}
-		s.samples = append(s.samples, raftSample{name, v})
+		s.samples = append(s.samples, raftSample{name, labels, v})
 	}
 	return s, nil
 }
@@ -95,14 +96,14 @@ func raftKey(key []string, name string) bool {
 	return name == ""
 }
 
-// sample returns the summary of key, or nil when it is not exported.
-func (s *raftSink) sample(key []string) *prometheus.SummaryVec {
+// sample returns the exported sample of key, or nil.
+func (s *raftSink) sample(key []string) *raftSample {
 	if len(key) < 2 || key[0] != "raft" {
 		return nil
 	}
-	for _, sm := range s.samples {
-		if raftKey(key, sm.name) {
-			return sm.vec
+	for i := range s.samples {
+		if raftKey(key, s.samples[i].name) {
+			return &s.samples[i]
 		}
 	}
 	return nil
@@ -111,17 +112,20 @@ func (s *raftSink) sample(key []string) *prometheus.SummaryVec {
 func (s *raftSink) AddSample(key []string, val float32) { s.AddSampleWithLabels(key, val, nil) }
 
 func (s *raftSink) AddSampleWithLabels(key []string, val float32, labels []gometrics.Label) {
-	v := s.sample(key)
-	if v == nil {
-		return
+	sm := s.sample(key)
+	if sm == nil || len(labels) != len(sm.labels) {
+		return // a label set raft did not use before: not exported
 	}
 	var o prometheus.Observer
 	var err error
 	switch len(labels) {
 	case 0:
-		o, err = v.GetMetricWithLabelValues()
+		o, err = sm.vec.GetMetricWithLabelValues()
 	case 1:
-		o, err = v.GetMetricWithLabelValues(labels[0].Value)
+		if labels[0].Name != sm.labels[0] {
+			return
+		}
+		o, err = sm.vec.GetMetricWithLabelValues(labels[0].Value)
 	default:
 		return // no exported sample has more
 	}
