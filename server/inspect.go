@@ -127,13 +127,16 @@ func exactID(id string) (string, []byte) {
 	return strings.ToValidUTF8(id, "\uFFFD"), []byte(id)
 }
 
-// ID is the group's exact id.
-func (g GroupSummary) ID() string {
-	if g.GroupBase64 != nil {
-		return string(g.GroupBase64)
+// fromExactID is exactID's inverse: the exact id from what JSON carried.
+func fromExactID(id string, exact []byte) string {
+	if exact != nil {
+		return string(exact)
 	}
-	return g.Group
+	return id
 }
+
+// ID is the group's exact id.
+func (g GroupSummary) ID() string { return fromExactID(g.Group, g.GroupBase64) }
 
 // ErrNodeStarting is an inspection of a node whose shards are not started
 // yet.

@@ -184,8 +184,7 @@ func (s *Server) handleTimeline(ctx context.Context, w http.ResponseWriter, r *h
 	}
 	var keep func(Event) bool
 	if r.URL.Query().Has("group") {
-		group := r.URL.Query().Get("group")
-		keep = func(e Event) bool { return e.Kind == eventRebalance && eventGroup(e) == group }
+		keep = rebalancesOf(r.URL.Query().Get("group"))
 	}
 	writeJSON(w, http.StatusOK, s.timelineView(ctx, node, limit, keep))
 }
@@ -203,10 +202,7 @@ func timelineLimit(v string) (int, error) {
 	return n, nil
 }
 
-// eventGroup is a rebalance event's exact group id.
-func eventGroup(e Event) string {
-	if e.GroupBase64 != nil {
-		return string(e.GroupBase64)
-	}
-	return e.Group
+// rebalancesOf keeps the timeline's rebalances of group (its exact id).
+func rebalancesOf(group string) func(Event) bool {
+	return func(e Event) bool { return e.Kind == eventRebalance && fromExactID(e.Group, e.GroupBase64) == group }
 }

@@ -127,7 +127,7 @@ func (s *Server) handleGroupPage(ctx context.Context, w http.ResponseWriter, r *
 	var wg sync.WaitGroup
 	wg.Go(func() { g, err = s.groupDetail(ctx, node, id) })
 	wg.Go(func() {
-		tl = s.timelineView(ctx, node, timelineOnPage, func(e Event) bool { return e.Kind == eventRebalance && eventGroup(e) == id })
+		tl = s.timelineView(ctx, node, timelineOnPage, rebalancesOf(id))
 	})
 	wg.Wait()
 	switch {
