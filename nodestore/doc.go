@@ -73,6 +73,13 @@
 // a crash cut short at the end of the last segment was never acknowledged
 // and is cut off, anything else unreadable is ErrCorrupt.
 //
+// The committer keeps the active segment written with zeros a little
+// ahead of its last commit (1 MiB, never past the segment size; see
+// Store.zeroAhead), so a commit is a write over blocks the file already
+// has and its fdatasync flushes only the data, not a new file size to the
+// journal. Zeros after the last commit of a segment are that room, and
+// Open treats them as the segment's end.
+//
 // Space is reclaimed a segment at a time, oldest first: once no live entry
 // remains in the oldest segment (Raft compacted them all, see
 // Store.collect), the file is removed. A shard that writes rarely would

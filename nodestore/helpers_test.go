@@ -462,6 +462,11 @@ func queueTogether(t testing.TB, s *Store, writes ...func() error) []error {
 // spans many segments: about 40 of the test entries fill one.
 const testSegmentSize = 4 << 10
 
+// exactFiles opens small segments without the zeroed room (zeroAhead),
+// so each file ends at its last commit: for tests that tear or flip the
+// bytes of that commit from the end of the file.
+var exactFiles = Options{SegmentSize: testSegmentSize, zeroRoom: -1}
+
 func openSmallSegments(t testing.TB) *Store {
 	t.Helper()
 	return openTestStoreWith(t, filepath.Join(t.TempDir(), "wal"), Options{SegmentSize: testSegmentSize})

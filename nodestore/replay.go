@@ -110,7 +110,7 @@ func (s *Store) replaySegment(seq uint32, last bool, apply func(*record) error) 
 	if err != nil {
 		return nil, fmt.Errorf("nodestore: %w", err)
 	}
-	seg := &segment{seq: seq, f: f, size: end}
+	seg := &segment{seq: seq, f: f, size: end, zeroed: int64(len(data))}
 	// scanErr is errTorn here, for the last segment only: either bytes
 	// follow the valid records, or not even the magic is whole (a file of
 	// 0 bytes included: a crash right after its creation).
@@ -130,6 +130,7 @@ func (s *Store) cutTail(seg *segment) error {
 	if seg.size < int64(len(segmentMagic)) {
 		seg.size = 0
 	}
+	seg.zeroed = seg.size
 	if err := seg.f.Truncate(seg.size); err != nil {
 		return err
 	}

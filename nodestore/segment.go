@@ -31,6 +31,9 @@ import (
 //	kindDelete: min(8) max(8), the indexes deleted, both included
 //	kindSet:    len(key)(uvarint) key value
 //
+// A segment may end with zeros after its last commit: the room the
+// committer writes ahead (Store.zeroAhead). Replay stops there.
+//
 // The commit frame tells a torn write from corruption: a crash can only
 // tear the last commit of the last segment (the next commit is written
 // once this one is durable), so a bad commit that ends before the end of
@@ -67,9 +70,14 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // entries of every shard's index that point into it, kept by the
 // committer under Store.mu.
 type segment struct {
-	seq       uint32
-	f         *os.File
-	size      int64 // bytes written and durable; the next record goes here
+	seq  uint32
+	f    *os.File
+	size int64 // bytes written and durable; the next record goes here
+	// zeroed is where the zeros the committer wrote ahead of size end
+	// (zeroAhead); commits below it overwrite blocks already written.
+	// Committer only. Sealed segments keep the zeros past their last
+	// commit.
+	zeroed    int64
 	live      int
 	liveBytes int64
 }
@@ -120,7 +128,7 @@ func createSegment(dir string, seq uint32) (*segment, error) {
 		_ = f.Close()
 		return nil, err
 	}
-	return &segment{seq: seq, f: f, size: int64(len(segmentMagic))}, nil
+	return &segment{seq: seq, f: f, size: int64(len(segmentMagic)), zeroed: int64(len(segmentMagic))}, nil
 }
 
 // syncDir makes the creation and removal of dir's files durable.
@@ -236,7 +244,8 @@ var errTorn = errors.New("torn commit")
 
 // scanSegment reads every commit of segment seq, whose content is data,
 // and calls fn for each of its records in order, once the whole commit has
-// checked out. It returns the offset where the valid commits end, errTorn
+// checked out. It returns the offset where the valid commits end (zeros
+// after them are the room zeroAhead wrote, and end the segment), errTorn
 // if a torn commit follows them, and ErrCorrupt for a bad commit that is
 // not the last (or not even the magic when the file is longer).
 func scanSegment(seq uint32, data []byte, fn func(r *record) error) (int64, error) {
@@ -249,6 +258,9 @@ func scanSegment(seq uint32, data []byte, fn func(r *record) error) (int64, erro
 	off := len(segmentMagic)
 	var recs []*record
 	for off < len(data) {
+		if allZero(data[off:]) {
+			return int64(off), nil // the room zeroed ahead of the commits
+		}
 		end, err := checkCommit(seq, data, off, &recs)
 		if err != nil {
 			return int64(off), err
@@ -261,6 +273,22 @@ func scanSegment(seq uint32, data []byte, fn func(r *record) error) (int64, erro
 		off = end
 	}
 	return int64(off), nil
+}
+
+// allZero reports whether b holds only zero bytes.
+func allZero(b []byte) bool {
+	for len(b) >= 8 {
+		if binary.LittleEndian.Uint64(b) != 0 {
+			return false
+		}
+		b = b[8:]
+	}
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // checkCommit decodes the commit at off into recs and returns where it

