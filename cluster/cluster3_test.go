@@ -14,7 +14,7 @@ import (
 // with shards group shards, and bootstraps every shard by hand across all of
 // them (NewNode only bootstraps single nodes for now). mutate, if given,
 // adjusts each node's configuration last.
-func startTestCluster(t *testing.T, n int, shards int32, mutate ...func(*Config)) []*testNode {
+func startTestCluster(t testing.TB, n int, shards int32, mutate ...func(*Config)) []*testNode {
 	t.Helper()
 	nodes := make([]*testNode, n)
 	for i := range nodes {

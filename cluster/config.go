@@ -220,6 +220,11 @@ type Config struct {
 	// TransportMaxPool is the number of idle outbound connections kept per
 	// peer and shard. Default 3.
 	TransportMaxPool int
+	// SeparateAppendStreams sends each shard's AppendEntries on the
+	// shard's own connections, as hashicorp/raft's NetworkTransport does,
+	// instead of one append stream per peer for every shard (appendhub.go).
+	// For comparisons and for peers that misbehave on the shared stream.
+	SeparateAppendStreams bool
 
 	// DisableElectionNudge turns off fast single-voter elections. By default,
 	// a shard whose configuration has this node as its only voter starts its

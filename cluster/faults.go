@@ -151,6 +151,24 @@ func (f *Faults) applies(shard int32, peer string, dir Direction) bool {
 	return false
 }
 
+// differs reports whether any rule matches traffic of (shard, peer, dir)
+// and not that of (other, peer, dir), or the other way round: whether
+// sending shard's traffic on other's stream would change the faults it
+// meets. Counts no drop.
+func (f *Faults) differs(shard, other int32, peer string, dir Direction) bool {
+	if !f.active() {
+		return false
+	}
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	for _, r := range f.rules {
+		if r.matches(shard, peer, dir) != r.matches(other, peer, dir) {
+			return true
+		}
+	}
+	return false
+}
+
 // eval returns the delay for traffic of (shard, peer, dir), or an error
 // wrapping ErrFaultInjected when it must be dropped.
 func (f *Faults) eval(shard int32, peer string, dir Direction) (time.Duration, error) {

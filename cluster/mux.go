@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -519,9 +520,20 @@ func (l *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	if delay > 0 {
 		time.Sleep(delay)
 	}
+	// A dial to a peer whose packets vanish takes the whole timeout;
+	// closing the layer ends it at once.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-l.closeCh:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	d := net.Dialer{Timeout: timeout}
 	start := time.Now()
-	c, err := d.Dial("tcp", peer)
+	c, err := d.DialContext(ctx, "tcp", peer)
 	if err != nil {
 		l.mux.deaths.dialFailed(peer, start, err)
 		return nil, err

@@ -55,9 +55,12 @@ type Node struct {
 	// beatHub coalesces the shards' heartbeats (beathub.go); nil when
 	// HeartbeatReuse is off.
 	beatHub *beatHub
-	meta    *Shard
-	shards  []*Shard // group shards by id
-	all     []*Shard // meta first, then group shards
+	// appendHub carries every shard's AppendEntries to a peer on one
+	// stream; nil with Config.SeparateAppendStreams.
+	appendHub *appendHub
+	meta      *Shard
+	shards    []*Shard // group shards by id
+	all       []*Shard // meta first, then group shards
 
 	members memberTable
 	leaders leaderTable
@@ -178,6 +181,12 @@ func NewNode(cfg Config) (*Node, error) {
 	go n.serveAdmin(n.admin)
 	if cfg.HeartbeatReuse > 0 {
 		if n.beatHub, err = newBeatHub(mux, serverID(cfg.NodeID), cfg.HeartbeatTimeout, logger.Named("beats")); err != nil {
+			_ = mux.Close()
+			return nil, err
+		}
+	}
+	if !cfg.SeparateAppendStreams {
+		if n.appendHub, err = newAppendHub(mux, cfg.TransportTimeout, cfg.HeartbeatTimeout, logger.Named("append")); err != nil {
 			_ = mux.Close()
 			return nil, err
 		}
@@ -409,10 +418,14 @@ func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Sha
 		match: match,
 		beats: beats,
 		hub:   n.beatHub,
+		app:   n.appendHub,
 		shard: id,
 	}
 	if n.beatHub != nil {
 		trans.beat = n.beatHub.add(id, beats, match)
+	}
+	if n.appendHub != nil {
+		trans.appm = n.appendHub.add(id, trans.unpipelinedTransport.Consumer())
 	}
 	defer func() {
 		if err != nil {
@@ -535,6 +548,9 @@ func (n *Node) abort() {
 	}
 	if n.beatHub != nil {
 		n.beatHub.close()
+	}
+	if n.appendHub != nil {
+		n.appendHub.close()
 	}
 	_ = n.mux.Close()
 	if n.nodeStore != nil {
@@ -782,6 +798,9 @@ func (n *Node) Shutdown() error {
 			}()
 		}
 		wg.Wait()
+		if n.appendHub != nil {
+			n.appendHub.close()
+		}
 		errs[len(n.all)] = n.mux.Close()
 		if n.nodeStore != nil {
 			errs = append(errs, n.nodeStore.Close())

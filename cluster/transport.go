@@ -46,6 +46,8 @@ type shardTransport struct {
 	beats *heartbeats
 	hub   *beatHub    // nil: every heartbeat its own RPC
 	beat  *beatMember // this shard in hub
+	app   *appendHub  // nil: every AppendEntries on the shard's own stream
+	appm  *appendMember
 	shard int32
 }
 
@@ -65,7 +67,14 @@ func (t shardTransport) AppendEntries(id raft.ServerID, target raft.ServerAddres
 		t.beats.sentAlone.Add(1)
 	}
 	sent := time.Now()
-	err := t.unpipelinedTransport.AppendEntries(id, target, args, resp)
+	var err error
+	handled := false
+	if t.app != nil && !isHeartbeat(args) {
+		handled, err = t.app.append(t.appm, t.shard, target, args, resp)
+	}
+	if !handled {
+		err = t.unpipelinedTransport.AppendEntries(id, target, args, resp)
+	}
 	t.beats.answered(id, sent, args, resp, err)
 	if err == nil && resp.Success {
 		t.match.acked(id, args.Term, args.PrevLogEntry+uint64(len(args.Entries)))
@@ -91,10 +100,23 @@ func (t shardTransport) SetHeartbeatHandler(cb func(raft.RPC)) {
 	}
 }
 
-// Close takes the shard out of the hub and closes the transport.
+// Consumer is the channel the shard's Raft reads its RPCs from: with an
+// append hub, the one the hub delivers AppendEntries to and the shard's
+// own transport's RPCs are forwarded to.
+func (t shardTransport) Consumer() <-chan raft.RPC {
+	if t.appm != nil {
+		return t.appm.rpcs
+	}
+	return t.unpipelinedTransport.Consumer()
+}
+
+// Close takes the shard out of the hubs and closes the transport.
 func (t shardTransport) Close() error {
 	if t.hub != nil {
 		t.hub.remove(t.shard, t.beat)
+	}
+	if t.app != nil {
+		t.app.remove(t.shard, t.appm)
 	}
 	return t.unpipelinedTransport.Close()
 }

@@ -1,0 +1,267 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// appendTotals sums, over nodes, the AppendEntries their hubs had
+// answered and those they handed back to the shards' own streams.
+func appendTotals(nodes []*testNode) (sent, fellBack uint64) {
+	for _, tn := range nodes {
+		if tn.appendHub != nil {
+			sent += tn.appendHub.sent.Load()
+			fellBack += tn.appendHub.fellBack.Load()
+		}
+	}
+	return sent, fellBack
+}
+
+// applyEverywhere commits n entries to each shard through its leader and
+// waits until every node's replica holds them.
+func applyEverywhere(t *testing.T, nodes []*testNode, shards int32, n int, tag string) {
+	t.Helper()
+	leaders := waitShardLeaders(t, nodes, shards)
+	for shard := range shards {
+		leader := nodeByID(nodes, leaders[shard].Node)
+		for i := range n {
+			if _, err := leader.Shard(shard).Apply(context.Background(), fmt.Appendf(nil, "set %s-%d %d", tag, i, i), 5*time.Second); err != nil {
+				t.Fatalf("shard %d: apply %d: %v", shard, i, err)
+			}
+		}
+	}
+	for _, tn := range nodes {
+		for shard := range shards {
+			eventually(t, 10*time.Second, fmt.Sprintf("node %d shard %d holds %s", tn.ID(), shard, tag), func() bool {
+				v, ok := tn.fsm(shard).get(fmt.Sprintf("%s-%d", tag, n-1))
+				return ok && v == fmt.Sprint(n-1)
+			})
+		}
+	}
+}
+
+// Replication goes through the append hub: every replica gets every
+// entry, and the leaders' hubs answered the AppendEntries without handing
+// any back to a shard's own stream.
+func TestAppendHubCarriesReplication(t *testing.T) {
+	const shards = 4
+	nodes := startTestCluster(t, 3, shards)
+	sent0, back0 := appendTotals(nodes)
+	applyEverywhere(t, nodes, shards, 20, "hub")
+	sent, back := appendTotals(nodes)
+	t.Logf("%d AppendEntries through the hubs, %d handed back", sent-sent0, back-back0)
+	// 4 shards × 20 entries × 2 followers, each at least one request.
+	if sent-sent0 < shards*20*2 {
+		t.Fatalf("%d AppendEntries through the hubs, want at least %d", sent-sent0, shards*20*2)
+	}
+	if back != back0 {
+		t.Fatalf("%d AppendEntries handed back to the shards' own streams, in a cluster without faults", back-back0)
+	}
+}
+
+// A node with separate append streams (a kcoord that predates the hub,
+// or SeparateAppendStreams) has no append stream: its peers' hubs fail to
+// reach it and their shards replicate to it on their own streams, while
+// the other two nodes keep using their hubs with each other.
+func TestAppendHubFallsBackForAPeerWithoutOne(t *testing.T) {
+	const shards = 4
+	id := int32(0)
+	nodes := startTestCluster(t, 3, shards, func(c *Config) {
+		id++
+		if id == 3 {
+			c.SeparateAppendStreams = true
+		}
+	})
+	if nodes[2].appendHub != nil {
+		t.Fatal("node 3 has an append hub with SeparateAppendStreams")
+	}
+	applyEverywhere(t, nodes, shards, 20, "mixed")
+	sent, back := appendTotals(nodes[:2])
+	if sent == 0 || back == 0 {
+		t.Fatalf("nodes 1 and 2: %d AppendEntries through their hubs, %d handed back; want both", sent, back)
+	}
+}
+
+// A fault on one shard's traffic keeps that shard's AppendEntries off the
+// hub, so the fault applies as on the shard's own stream: a follower
+// whose inbound traffic for the shard is dropped stops getting its
+// entries, while its other shards keep replicating through the hub.
+func TestAppendHubLeavesAShardWithAFaultOut(t *testing.T) {
+	const shards = 2
+	nodes := startTestCluster(t, 3, shards)
+	leaders := waitShardLeaders(t, nodes, shards)
+	const victim int32 = 0
+	follower := followersOf(nodes, leaders[victim].Node)[0]
+	heal := follower.Faults().Add(Fault{Shards: []int32{victim}, Dir: DirInbound, Drop: true})
+	leader := nodeByID(nodes, leaders[victim].Node)
+	if _, err := leader.Shard(victim).Apply(context.Background(), []byte("set cut 1"), 5*time.Second); err != nil {
+		t.Fatal(err) // the third node makes the quorum
+	}
+	time.Sleep(300 * time.Millisecond)
+	if _, ok := follower.fsm(victim).get("cut"); ok {
+		t.Fatalf("node %d applied an entry of shard %d while its inbound traffic for it was dropped", follower.ID(), victim)
+	}
+	heal()
+	eventually(t, 10*time.Second, "the follower catches up once healed", func() bool {
+		_, ok := follower.fsm(victim).get("cut")
+		return ok
+	})
+}
+
+// The wire format: a request's header and entries, data of any size,
+// survive encoding; appendReplies too.
+func TestAppendWireRoundTrip(t *testing.T) {
+	at := time.Unix(1_700_000_000, 123456789)
+	req := &raft.AppendEntriesRequest{
+		RPCHeader:         raft.RPCHeader{ProtocolVersion: raft.ProtocolVersionMax, ID: []byte("1"), Addr: []byte("127.0.0.1:7000")},
+		Term:              7,
+		Leader:            []byte("127.0.0.1:7000"),
+		PrevLogEntry:      41,
+		PrevLogTerm:       6,
+		LeaderCommitIndex: 40,
+		Entries: []*raft.Log{
+			{Index: 42, Term: 7, Type: raft.LogCommand, Data: []byte("set a b"), AppendedAt: at},
+			{Index: 43, Term: 7, Type: raft.LogNoop},
+			{Index: 44, Term: 7, Type: raft.LogCommand, Data: bytes.Repeat([]byte{0xab}, 200<<10), Extensions: []byte("ext")},
+		},
+	}
+	buf, err := appendAppendReq([]byte("prefix"), 99, 5, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := buf[len("prefix"):]
+	if n := binary.BigEndian.Uint32(msg); int(n) != len(msg)-4 {
+		t.Fatalf("length %d, message %d bytes", n, len(msg)-4)
+	}
+	seq, shard, got, err := decodeAppendReq(msg[4:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seq != 99 || shard != 5 {
+		t.Fatalf("seq %d shard %d, want 99 and 5", seq, shard)
+	}
+	if got.Term != 7 || got.PrevLogEntry != 41 || got.PrevLogTerm != 6 || got.LeaderCommitIndex != 40 ||
+		string(got.ID) != "1" || string(got.Addr) != "127.0.0.1:7000" || string(got.Leader) != "127.0.0.1:7000" ||
+		got.ProtocolVersion != raft.ProtocolVersionMax || len(got.Entries) != 3 {
+		t.Fatalf("decoded %+v", got)
+	}
+	for i, e := range req.Entries {
+		g := got.Entries[i]
+		if g.Index != e.Index || g.Term != e.Term || g.Type != e.Type || !bytes.Equal(g.Data, e.Data) ||
+			!bytes.Equal(g.Extensions, e.Extensions) || !g.AppendedAt.Equal(e.AppendedAt) {
+			t.Fatalf("entry %d: %+v, want %+v", i, g, e)
+		}
+	}
+
+	reply := appendReply{Seq: 99, Term: 7, LastLog: 44, Success: true, NoRetryBackoff: true, Error: "x"}
+	rb := appendAppendReply(nil, &reply)
+	r, err := decodeAppendReply(rb[4:])
+	if err != nil || r != reply {
+		t.Fatalf("reply %+v, %v; want %+v", r, err, reply)
+	}
+}
+
+// A request that does not decode whole is an error, never a panic or a
+// raft request with part of its data: cut short, with bytes after its
+// entries, or claiming more entry data than it holds.
+func TestAppendWireRejectsDamagedRequests(t *testing.T) {
+	req := &raft.AppendEntriesRequest{Term: 1, Entries: []*raft.Log{{Index: 1, Term: 1, Data: []byte("hello")}}}
+	buf, err := appendAppendReq(nil, 1, 0, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := buf[4:]
+	for name, bad := range map[string][]byte{
+		"cut short":          msg[:len(msg)-1],
+		"a byte after":       append(append([]byte{}, msg...), 0),
+		"only its body":      msg[:len(msg)-len("hello")],
+		"nothing":            {},
+		"not msgpack at all": []byte("\xc1\xc1\xc1"),
+	} {
+		if _, _, r, err := decodeAppendReq(bad); err == nil {
+			t.Errorf("%s: decoded %+v", name, r)
+		}
+	}
+}
+
+// FuzzDecodeAppendReq: whatever a peer sends, decoding returns an error
+// or a request whose entries' data lie within the message.
+func FuzzDecodeAppendReq(f *testing.F) {
+	req := &raft.AppendEntriesRequest{Term: 3, PrevLogEntry: 9, Entries: []*raft.Log{{Index: 10, Term: 3, Data: []byte("abc")}, {Index: 11, Term: 3}}}
+	buf, _ := appendAppendReq(nil, 7, 2, req)
+	f.Add(buf[4:])
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		_, _, r, err := decodeAppendReq(msg)
+		if err != nil {
+			return
+		}
+		total := 0
+		for _, e := range r.Entries {
+			total += len(e.Data)
+		}
+		if total > len(msg) {
+			t.Fatalf("entries hold %d bytes of data from a %d-byte message", total, len(msg))
+		}
+	})
+}
+
+// A peer whose answers stall past the transport timeout fails the
+// requests waiting on it, as a NetworkTransport RPC would, instead of
+// holding the shards' replication for good: the shard still commits
+// through its other follower, and the stalled one catches up once its
+// answers flow again.
+func TestAppendHubTimesOutAPeerThatDoesNotAnswer(t *testing.T) {
+	const shards = 1
+	nodes := startTestCluster(t, 3, shards)
+	leaders := waitShardLeaders(t, nodes, shards)
+	leader := nodeByID(nodes, leaders[0].Node)
+	slow := followersOf(nodes, leader.ID())[0]
+	// The slow follower's answers on the append stream wait 3 s each,
+	// over the 2 s transport timeout of startTestCluster.
+	heal := slow.Faults().Add(Fault{Shards: []int32{appendShard}, Dir: DirInbound, Delay: 3 * time.Second})
+	for i := range 5 {
+		if _, err := leader.Shard(0).Apply(context.Background(), fmt.Appendf(nil, "set slow-%d %d", i, i), 5*time.Second); err != nil {
+			t.Fatalf("apply %d with one follower stalled: %v", i, err)
+		}
+	}
+	eventually(t, 10*time.Second, "a timed-out AppendEntries", func() bool { return leader.appendHub.timedOut.Load() > 0 })
+	heal()
+	eventually(t, 20*time.Second, "the stalled follower catches up", func() bool {
+		v, ok := slow.fsm(0).get("slow-4")
+		return ok && v == "4"
+	})
+}
+
+// A shard leader that shuts down while its AppendEntries wait on a
+// follower that does not answer does not wait out the transport timeout
+// for them: closing the shard's transport fails them at once, as closing
+// a NetworkTransport does.
+func TestAppendHubShutdownDoesNotWaitForAStalledFollower(t *testing.T) {
+	const shards = 1
+	nodes := startTestCluster(t, 3, shards, func(c *Config) { c.TransportTimeout = time.Minute })
+	leaders := waitShardLeaders(t, nodes, shards)
+	leader := nodeByID(nodes, leaders[0].Node)
+	slow := followersOf(nodes, leader.ID())[0]
+	// Its answers wait 8 s (the test's cleanup waits for that sleep).
+	slow.Faults().Add(Fault{Shards: []int32{appendShard}, Dir: DirInbound, Delay: 8 * time.Second})
+	if _, err := leader.Shard(0).Apply(context.Background(), []byte("set a 1"), 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- leader.Shutdown() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the leader's Shutdown still waits on an AppendEntries to a follower that has not answered, 5 s on (its answer comes at 8 s, the transport timeout is 1 min)")
+	}
+}
