@@ -476,7 +476,9 @@ func (p *appendPeer) read(conn net.Conn) {
 				} else {
 					err = conn.SetReadDeadline(time.Time{})
 				}
-				p.failures = 0
+				if p.conn == conn {
+					p.failures = 0 // not a reader of a connection already broken
+				}
 				p.mu.Unlock()
 				if c != nil {
 					c.reply = r
