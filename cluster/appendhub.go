@@ -67,12 +67,7 @@ type appendHub struct {
 	timeout time.Duration // a request's dial, write and reply
 	backoff time.Duration // the first pause after a failed connection
 
-	mu      sync.RWMutex
-	members map[int32]*appendMember
-	peers   map[raft.ServerAddress]*appendPeer
-	closed  bool
-	closeCh chan struct{}
-	wg      sync.WaitGroup
+	hubTable[appendMember, appendPeer]
 
 	// sent counts requests answered through the hub; fellBack, those
 	// handed back to the shard's own stream; timedOut, those the peer did
@@ -105,30 +100,21 @@ func newAppendHub(mux *Mux, timeout, backoff time.Duration, logger hclog.Logger)
 		logger:  logger,
 		timeout: timeout,
 		backoff: backoff,
-		members: make(map[int32]*appendMember),
-		peers:   make(map[raft.ServerAddress]*appendPeer),
-		closeCh: make(chan struct{}),
+
+		hubTable: newHubTable[appendMember, appendPeer](),
 	}
 	h.wg.Add(1)
-	go h.serve()
+	go h.serve(layer, h.serveConn)
 	return h, nil
 }
 
 // close stops the hub: waiting requests fail, and the writers, readers and
 // connections end. Idempotent.
 func (h *appendHub) close() {
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
+	peers, first := h.shut()
+	if !first {
 		return
 	}
-	h.closed = true
-	close(h.closeCh)
-	peers := make([]*appendPeer, 0, len(h.peers))
-	for _, p := range h.peers {
-		peers = append(peers, p)
-	}
-	h.mu.Unlock()
 	_ = h.layer.Close()
 	for _, p := range peers {
 		p.breakConn(nil, net.ErrClosed)
@@ -141,11 +127,7 @@ func (h *appendHub) close() {
 // (member.rpcs) until remove.
 func (h *appendHub) add(shard int32, from <-chan raft.RPC) *appendMember {
 	m := &appendMember{rpcs: make(chan raft.RPC), gone: make(chan struct{})}
-	h.mu.Lock()
-	old := h.members[shard]
-	h.members[shard] = m
-	h.mu.Unlock()
-	if old != nil {
+	if old := h.setMember(shard, m); old != nil {
 		close(old.gone)
 	}
 	go func() {
@@ -169,43 +151,20 @@ func (h *appendHub) add(shard int32, from <-chan raft.RPC) *appendMember {
 // remove unregisters m (its transport closed): requests to it are
 // refused, and its forwarding ends.
 func (h *appendHub) remove(shard int32, m *appendMember) {
-	h.mu.Lock()
-	if h.members[shard] != m {
-		h.mu.Unlock()
-		return
+	if h.dropMember(shard, m) {
+		close(m.gone)
 	}
-	delete(h.members, shard)
-	h.mu.Unlock()
-	close(m.gone)
 }
 
-func (h *appendHub) member(shard int32) *appendMember {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	return h.members[shard]
-}
-
-// peer returns the link to addr, starting its writer the first time; nil
+// link returns the link to addr, starting its writer the first time; nil
 // once the hub is closed.
-func (h *appendHub) peer(addr raft.ServerAddress) *appendPeer {
-	h.mu.RLock()
-	p := h.peers[addr]
-	h.mu.RUnlock()
-	if p != nil {
-		return p
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		return nil
-	}
-	if p = h.peers[addr]; p == nil {
-		p = &appendPeer{hub: h, addr: addr, wake: make(chan struct{}, 1), pending: make(map[uint64]*appendCall)}
-		h.peers[addr] = p
+func (h *appendHub) link(addr raft.ServerAddress) *appendPeer {
+	return h.peer(addr, func() *appendPeer {
+		p := &appendPeer{hub: h, addr: addr, wake: make(chan struct{}, 1), pending: make(map[uint64]*appendCall)}
 		h.wg.Add(1)
 		go p.run()
-	}
-	return p
+		return p
+	})
 }
 
 // append sends req, shard's AppendEntries to the follower at target, and
@@ -216,7 +175,7 @@ func (h *appendHub) append(m *appendMember, shard int32, target raft.ServerAddre
 	if h.mux.faults.differs(shard, appendShard, string(target), DirOutbound) {
 		return false, nil
 	}
-	p := h.peer(target)
+	p := h.link(target)
 	if p == nil {
 		return false, nil
 	}
@@ -552,19 +511,6 @@ func (p *appendPeer) fail(calls []*appendCall, err error) {
 	}
 }
 
-// serve accepts the append stream's connections until the hub closes.
-func (h *appendHub) serve() {
-	defer h.wg.Done()
-	for {
-		c, err := h.layer.Accept()
-		if err != nil {
-			return
-		}
-		h.wg.Add(1)
-		go h.serveConn(c)
-	}
-}
-
 // appendReplier writes one connection's replies, whatever is queued in
 // one write.
 type appendReplier struct {
@@ -614,9 +560,9 @@ func (w *appendReplier) run(done <-chan struct{}, timeout time.Duration) {
 }
 
 // serveConn hands the requests of one connection to their shards' Rafts
-// until it breaks or the hub closes.
+// until it breaks or the hub closes. The hub's accept loop
+// (hubTable.serve) runs it.
 func (h *appendHub) serveConn(c net.Conn) {
-	defer h.wg.Done()
 	peer := ""
 	if mc, ok := c.(*muxConn); ok {
 		peer = mc.peer

@@ -100,12 +100,7 @@ type beatHub struct {
 	recent  time.Duration // a shard is carried while its Raft heartbeated the peer this recently
 	backoff time.Duration // the first pause after a failed frame
 
-	mu      sync.RWMutex
-	members map[int32]*beatMember
-	peers   map[raft.ServerAddress]*beatPeer
-	closed  bool
-	closeCh chan struct{}
-	wg      sync.WaitGroup
+	hubTable[beatMember, beatPeer]
 
 	frames, carried, answers atomic.Uint64 // sent frames, items and answers received
 }
@@ -146,26 +141,20 @@ func newBeatHub(mux *Mux, localID raft.ServerID, heartbeatTimeout time.Duration,
 		timeout: heartbeatTimeout / 2,
 		recent:  heartbeatTimeout / 2,
 		backoff: heartbeatTimeout,
-		members: make(map[int32]*beatMember),
-		peers:   make(map[raft.ServerAddress]*beatPeer),
-		closeCh: make(chan struct{}),
+
+		hubTable: newHubTable[beatMember, beatPeer](),
 	}
 	h.wg.Add(1)
-	go h.serve()
+	go h.serve(layer, h.serveConn)
 	return h, nil
 }
 
 // close stops the hub: waiting heartbeats go one by one, and the senders
 // and connections end. Idempotent.
 func (h *beatHub) close() {
-	h.mu.Lock()
-	if h.closed {
-		h.mu.Unlock()
+	if _, first := h.shut(); !first {
 		return
 	}
-	h.closed = true
-	close(h.closeCh)
-	h.mu.Unlock()
 	_ = h.layer.Close()
 	h.wg.Wait()
 }
@@ -174,11 +163,7 @@ func (h *beatHub) close() {
 // starts; setRaft adds its Raft once NewRaft returned.
 func (h *beatHub) add(shard int32, beats *heartbeats, match *matchTracker) *beatMember {
 	m := &beatMember{beats: beats, match: match, gone: make(chan struct{})}
-	h.mu.Lock()
-	old := h.members[shard]
-	h.members[shard] = m
-	h.mu.Unlock()
-	if old != nil {
+	if old := h.setMember(shard, m); old != nil {
 		close(old.gone)
 	}
 	return m
@@ -187,43 +172,20 @@ func (h *beatHub) add(shard int32, beats *heartbeats, match *matchTracker) *beat
 // remove unregisters m (its transport closed): its waiting heartbeats
 // return, and frames carry it no more.
 func (h *beatHub) remove(shard int32, m *beatMember) {
-	h.mu.Lock()
-	if h.members[shard] != m {
-		h.mu.Unlock()
-		return
+	if h.dropMember(shard, m) {
+		close(m.gone)
 	}
-	delete(h.members, shard)
-	h.mu.Unlock()
-	close(m.gone)
 }
 
-func (h *beatHub) member(shard int32) *beatMember {
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	return h.members[shard]
-}
-
-// peer returns the sender to addr, starting it the first time; nil once
-// the hub is closed.
-func (h *beatHub) peer(addr raft.ServerAddress) *beatPeer {
-	h.mu.RLock()
-	p := h.peers[addr]
-	h.mu.RUnlock()
-	if p != nil {
-		return p
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.closed {
-		return nil
-	}
-	if p = h.peers[addr]; p == nil {
-		p = &beatPeer{hub: h, addr: addr, wake: make(chan struct{}, 1), recent: make(map[int32]recentBeat)}
-		h.peers[addr] = p
+// sender returns the sender to addr, starting it the first time; nil
+// once the hub is closed.
+func (h *beatHub) sender(addr raft.ServerAddress) *beatPeer {
+	return h.peer(addr, func() *beatPeer {
+		p := &beatPeer{hub: h, addr: addr, wake: make(chan struct{}, 1), recent: make(map[int32]recentBeat)}
 		h.wg.Add(1)
 		go p.run()
-	}
-	return p
+		return p
+	})
 }
 
 // beat answers req, member m's heartbeat of shard to the follower id at
@@ -238,7 +200,7 @@ func (h *beatHub) beat(m *beatMember, shard int32, id raft.ServerID, target raft
 	if req.Term == 0 || string(req.ID) != string(h.localID) || string(req.Addr) != h.mux.advertise {
 		return m.beats.reused(id, req, resp)
 	}
-	p := h.peer(target)
+	p := h.sender(target)
 	if p == nil {
 		return m.beats.reused(id, req, resp)
 	}
@@ -501,23 +463,9 @@ func (p *beatPeer) closeConn() {
 	}
 }
 
-// serve accepts the frames' connections until the hub closes.
-func (h *beatHub) serve() {
-	defer h.wg.Done()
-	for {
-		c, err := h.layer.Accept()
-		if err != nil {
-			return
-		}
-		h.wg.Add(1)
-		go h.serveConn(c)
-	}
-}
-
 // serveConn answers the frames of one connection until it breaks or the
-// hub closes.
+// hub closes. The hub's accept loop (hubTable.serve) runs it.
 func (h *beatHub) serveConn(c net.Conn) {
-	defer h.wg.Done()
 	defer c.Close()
 	peer := ""
 	if mc, ok := c.(*muxConn); ok {

@@ -193,7 +193,7 @@ func TestBeatHubPausesAfterAFailedFrame(t *testing.T) {
 	if h.beat(m, 0, "2", target, req, &resp) {
 		t.Fatal("a heartbeat to a dead peer was answered")
 	}
-	p := h.peer(target)
+	p := h.sender(target)
 	p.mu.Lock()
 	first := time.Until(p.retryAt)
 	p.mu.Unlock()
