@@ -185,26 +185,26 @@ func (h *appendHub) append(m *appendMember, shard int32, target raft.ServerAddre
 	}
 	timer := time.NewTimer(h.timeout)
 	defer timer.Stop()
+	var gaveUp error
 	select {
 	case <-c.done:
 	case <-timer.C:
-		if p.forget(c) {
-			h.timedOut.Add(1)
-			return true, errAppendTimeout
-		}
-		<-c.done // answered meanwhile
+		gaveUp = errAppendTimeout
 	case <-m.gone:
 		// The shard's transport closed (its Raft is shutting down):
 		// fail at once, as a closed NetworkTransport does.
-		if p.forget(c) {
-			return true, raft.ErrTransportShutdown
-		}
-		<-c.done
+		gaveUp = raft.ErrTransportShutdown
 	case <-h.closeCh:
+		gaveUp = raft.ErrTransportShutdown
+	}
+	if gaveUp != nil {
 		if p.forget(c) {
-			return true, raft.ErrTransportShutdown
+			if gaveUp == errAppendTimeout {
+				h.timedOut.Add(1)
+			}
+			return true, gaveUp
 		}
-		<-c.done
+		<-c.done // answered meanwhile
 	}
 	switch {
 	case c.err != nil || c.reply.Refused:

@@ -228,8 +228,8 @@ func (m *Mux) Listen(shard int32) (*StreamLayer, error) {
 		mux:      m,
 		shard:    shard,
 		acceptCh: make(chan net.Conn),
-		closeCh:  make(chan struct{}),
 	}
+	l.closed, l.close = context.WithCancel(context.Background())
 	m.layers[shard] = l
 	return l, nil
 }
@@ -359,7 +359,7 @@ func (m *Mux) handshake(c net.Conn) {
 	m.deaths.alive(peer)
 	select {
 	case l.acceptCh <- mc:
-	case <-l.closeCh:
+	case <-l.closed.Done():
 		_ = mc.Close()
 	case <-m.closeCh:
 		_ = mc.Close()
@@ -469,10 +469,13 @@ func (m *Mux) unregister(l *StreamLayer) {
 
 // StreamLayer is one shard's raft.StreamLayer on a Mux.
 type StreamLayer struct {
-	mux       *Mux
-	shard     int32
-	acceptCh  chan net.Conn
-	closeCh   chan struct{}
+	mux      *Mux
+	shard    int32
+	acceptCh chan net.Conn
+	// closed ends when Close is called: it cancels dials in progress, and
+	// Accept returns.
+	closed    context.Context
+	close     context.CancelFunc
 	closeOnce sync.Once
 }
 
@@ -486,7 +489,7 @@ func (l *StreamLayer) Accept() (net.Conn, error) {
 	select {
 	case c := <-l.acceptCh:
 		return c, nil
-	case <-l.closeCh:
+	case <-l.closed.Done():
 		return nil, fmt.Errorf("%w: %w", ErrMuxClosed, net.ErrClosed)
 	}
 }
@@ -495,7 +498,7 @@ func (l *StreamLayer) Accept() (net.Conn, error) {
 // idempotent.
 func (l *StreamLayer) Close() error {
 	l.closeOnce.Do(func() {
-		close(l.closeCh)
+		l.close()
 		l.mux.unregister(l)
 	})
 	return nil
@@ -507,10 +510,8 @@ func (l *StreamLayer) Addr() net.Addr { return l.mux.Addr() }
 // Dial connects to the mux at address and names this layer's shard in the
 // header.
 func (l *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
-	select {
-	case <-l.closeCh:
+	if l.closed.Err() != nil {
 		return nil, ErrMuxClosed
-	default:
 	}
 	peer := string(address)
 	delay, err := l.mux.faults.eval(l.shard, peer, DirOutbound)
@@ -522,18 +523,9 @@ func (l *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	}
 	// A dial to a peer whose packets vanish takes the whole timeout;
 	// closing the layer ends it at once.
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-l.closeCh:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	d := net.Dialer{Timeout: timeout}
 	start := time.Now()
-	c, err := d.DialContext(ctx, "tcp", peer)
+	c, err := d.DialContext(l.closed, "tcp", peer)
 	if err != nil {
 		l.mux.deaths.dialFailed(peer, start, err)
 		return nil, err

@@ -1,16 +1,12 @@
 package conformance
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/kcoord/kcoord/transport"
 )
 
 // groupAPIs are the group coordinator's APIs, whose every advertised
@@ -38,19 +34,7 @@ func played(steps []Step, into map[[2]int16]bool) {
 // Every version kcoord advertises for a group API is played by at least
 // one scenario, so the suite says what each version answers.
 func TestScenariosPlayEveryAdvertisedGroupAPIVersion(t *testing.T) {
-	addr := startKcoord(t, Config{}.WithDefaults())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, err := transport.Dial(ctx, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	req := kmsg.NewPtrApiVersionsRequest()
-	resp, err := c.Do(ctx, req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := roundTrip(t, startKcoord(t, Config{}.WithDefaults()), kmsg.NewPtrApiVersionsRequest())
 	seen := map[[2]int16]bool{}
 	for _, sc := range scenarios() {
 		played(sc.Steps, seen)

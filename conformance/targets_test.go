@@ -57,8 +57,9 @@ func startKcoord(t *testing.T, cfg Config) string {
 	return addr
 }
 
-// createTopics registers Topics in kcoord (kfake seeds them).
-func createTopics(t *testing.T, addr string) {
+// roundTrip sends req to the server at addr on a connection of its own
+// and returns the response, failing the test on any error.
+func roundTrip(t *testing.T, addr string, req kmsg.Request) kmsg.Response {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -67,6 +68,16 @@ func createTopics(t *testing.T, addr string) {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	resp, err := c.Do(ctx, req)
+	if err != nil {
+		t.Fatalf("%s: %v", kmsg.NameForKey(req.Key()), err)
+	}
+	return resp
+}
+
+// createTopics registers Topics in kcoord (kfake seeds them).
+func createTopics(t *testing.T, addr string) {
+	t.Helper()
 	req := kmsg.NewPtrCreateTopicsRequest()
 	req.Version = 7
 	req.TimeoutMillis = 10000
@@ -75,10 +86,7 @@ func createTopics(t *testing.T, addr string) {
 		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = name, Partitions, 1
 		req.Topics = append(req.Topics, rt)
 	}
-	resp, err := c.Do(ctx, req)
-	if err != nil {
-		t.Fatalf("creating topics: %v", err)
-	}
+	resp := roundTrip(t, addr, req)
 	for _, rt := range resp.(*kmsg.CreateTopicsResponse).Topics {
 		if err := kerr.ErrorForCode(rt.ErrorCode); err != nil {
 			t.Fatalf("creating topic %s: %v", rt.Topic, err)
