@@ -71,9 +71,15 @@ type appendHub struct {
 
 	// sent counts requests answered through the hub; fellBack, those
 	// handed back to the shard's own stream; timedOut, those the peer did
-	// not answer in time.
-	sent, fellBack, timedOut atomic.Uint64
+	// not answer in time; broken, the links' connections that failed.
+	sent, fellBack, timedOut, broken atomic.Uint64
 }
+
+// replyDue is how long a link waits for the next reply while requests
+// are pending: a quarter longer than a request waits for its own, so a
+// request that times out is forgotten (forget) before the link's deadline
+// fires, and a lone late answer does not break the link for every shard.
+func (h *appendHub) replyDue() time.Duration { return h.timeout + h.timeout/4 }
 
 // appendMaxBackoff is how far the pause after failed connections grows,
 // in multiples of the first.
@@ -364,7 +370,7 @@ func (p *appendPeer) write(conn net.Conn, buf []byte) bool {
 		p.mu.Unlock()
 		return false
 	}
-	err := conn.SetReadDeadline(time.Now().Add(h.timeout)) // the replies are due
+	err := conn.SetReadDeadline(time.Now().Add(h.replyDue())) // the replies are due
 	p.mu.Unlock()
 	if err == nil {
 		err = conn.SetWriteDeadline(time.Now().Add(h.timeout))
@@ -431,7 +437,7 @@ func (p *appendPeer) read(conn net.Conn) {
 				// Read-deadline changes happen under mu, where the
 				// writer adds what it waits for.
 				if len(p.pending) > 0 {
-					err = conn.SetReadDeadline(time.Now().Add(p.hub.timeout))
+					err = conn.SetReadDeadline(time.Now().Add(p.hub.replyDue()))
 				} else {
 					err = conn.SetReadDeadline(time.Time{})
 				}
@@ -479,6 +485,9 @@ func (p *appendPeer) breakConn(conn net.Conn, err error) {
 	}
 	c := p.conn
 	p.conn = nil
+	if err != net.ErrClosed {
+		p.hub.broken.Add(1)
+	}
 	calls := make([]*appendCall, 0, len(p.pending)+len(p.queue))
 	for _, pc := range p.pending {
 		calls = append(calls, pc)

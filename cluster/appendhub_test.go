@@ -4,7 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"runtime"
 	"testing"
 	"time"
 
@@ -263,5 +267,105 @@ func TestAppendHubShutdownDoesNotWaitForAStalledFollower(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the leader's Shutdown still waits on an AppendEntries to a follower that has not answered, 5 s on (its answer comes at 8 s, the transport timeout is 1 min)")
+	}
+}
+
+// A delay on all of a follower's Raft traffic applies to the append
+// stream itself, so the hub carries the shards' requests through it (each
+// delayed once) instead of refusing them into the shards' own streams,
+// where they would be delayed a second time.
+func TestAppendHubCarriesThroughAFaultOnEveryShard(t *testing.T) {
+	const shards = 2
+	nodes := startTestCluster(t, 3, shards)
+	waitShardLeaders(t, nodes, shards)
+	for _, tn := range nodes {
+		tn.Faults().Delay(20 * time.Millisecond)
+	}
+	_, back0 := appendTotals(nodes)
+	applyEverywhere(t, nodes, shards, 5, "delayed")
+	if _, back := appendTotals(nodes); back != back0 {
+		t.Fatalf("%d AppendEntries handed back to the shards' own streams under a delay on every shard", back-back0)
+	}
+}
+
+// A request that times out alone leaves the link up: once it is
+// forgotten nothing is pending, so the link's own read deadline, which
+// comes later, does not break the connection (and pause the hub for
+// every shard) when it fires.
+func TestAppendHubKeepsTheLinkAfterALoneTimeout(t *testing.T) {
+	h := &appendHub{timeout: 50 * time.Millisecond, backoff: time.Second, logger: testLogger(t), hubTable: newHubTable[appendMember, appendPeer]()}
+	p := &appendPeer{hub: h, pending: make(map[uint64]*appendCall)}
+	leader, follower := net.Pipe()
+	defer follower.Close()
+	go func() { _, _ = io.Copy(io.Discard, follower) }() // a follower that never answers
+	p.conn = leader
+	h.wg.Add(1)
+	go p.read(leader)
+	c := &appendCall{seq: 1, req: &raft.AppendEntriesRequest{Term: 1}, done: make(chan struct{})}
+	p.pending[c.seq] = c
+	buf, err := appendAppendReq(nil, c.seq, 0, c.req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.write(leader, buf) {
+		t.Fatal("the write failed")
+	}
+	if !p.forget(c) { // what append does when the request's own timer fires
+		t.Fatal("the request was not pending")
+	}
+	time.Sleep(4 * h.replyDue())
+	if n := h.broken.Load(); n != 0 {
+		t.Fatalf("the link broke %d time(s) with nothing pending", n)
+	}
+	p.mu.Lock()
+	up := p.conn == leader
+	p.mu.Unlock()
+	if !up {
+		t.Fatal("the link dropped its connection with nothing pending")
+	}
+	_ = leader.Close()
+	h.wg.Wait()
+}
+
+// A message's buffer grows with the bytes that arrive, not with the
+// length a peer claims: a 64 MiB claim followed by ten bytes allocates
+// far less than that.
+func TestAppendBodyAllocatesAsBytesArrive(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err := readAppendBody(bytes.NewReader(make([]byte, 10)), maxAppendMessage)
+	runtime.ReadMemStats(&after)
+	if err == nil {
+		t.Fatal("a message cut short read whole")
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 1<<20 {
+		t.Fatalf("reading 10 bytes of a claimed %d-byte message allocated %d bytes", maxAppendMessage, got)
+	}
+	msg, err := readAppendBody(bytes.NewReader(bytes.Repeat([]byte{7}, 300<<10)), 300<<10)
+	if err != nil || len(msg) != 300<<10 || msg[len(msg)-1] != 7 {
+		t.Fatalf("a 300 KiB message: %d bytes, %v", len(msg), err)
+	}
+}
+
+// A request with a field over the decoders' bound is refused when it is
+// encoded (and goes on its shard's own stream), rather than sent to break
+// the peer's decoding of the whole connection.
+func TestAppendWireRefusesFieldsOverTheBound(t *testing.T) {
+	big := make([]byte, appendFieldLimit+1)
+	for name, req := range map[string]*raft.AppendEntriesRequest{
+		"extensions": {Term: 1, Entries: []*raft.Log{{Index: 1, Term: 1, Extensions: big}}},
+		"leader":     {Term: 1, Leader: big},
+	} {
+		if buf, err := appendAppendReq([]byte("x"), 1, 0, req); !errors.Is(err, errAppendTooLarge) || string(buf) != "x" {
+			t.Errorf("%s over the bound: %d bytes, %v; want errAppendTooLarge and nothing appended", name, len(buf), err)
+		}
+	}
+	ok := &raft.AppendEntriesRequest{Term: 1, Entries: []*raft.Log{{Index: 1, Term: 1, Extensions: big[:appendFieldLimit]}}}
+	buf, err := appendAppendReq(nil, 1, 0, ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, got, err := decodeAppendReq(buf[4:]); err != nil || len(got.Entries[0].Extensions) != appendFieldLimit {
+		t.Fatalf("at the bound: %v", err)
 	}
 }
