@@ -62,16 +62,20 @@ type beatAnswer struct {
 // shard and follower every 50–100 ms. CockroachDB and TiKV coalesce the
 // heartbeats of their many Raft groups the same way.
 //
-// Sending. Raft's heartbeat goroutines keep running; the shard transport
-// answers most of their heartbeats from the follower's last answer
-// (heartbeats.reused). One that finds no fresh answer calls beat, which
-// puts the heartbeat in the next frame to that peer, together with every
-// shard whose Raft heartbeated the peer in the last beatRecent and still
-// leads at that term, and waits for the reply. The reply's answers are
-// real answers of each follower's Raft, stamped with the time the frame
-// was sent, and refresh every carried shard's reuse and catch-up state. So
-// about one frame per peer goes out every HeartbeatReuse, whatever the
-// number of shards.
+// Sending. One sender goroutine per peer sends a frame every tick (nine
+// tenths of HeartbeatReuse), carrying every shard whose Raft heartbeated
+// the peer in the last beatRecent and still leads at that term, for as
+// long as there is one. The reply's answers are real answers of each
+// follower's Raft, stamped with the time the frame was sent, and refresh
+// every carried shard's reuse and catch-up state. Raft's heartbeat
+// goroutines keep running, at a slower pace while their shard leads
+// (Shard.paceHeartbeats), and the shard transport answers them from the
+// last frame's answer (heartbeats.reused). One that finds no fresh answer
+// (the shard's first heartbeat to the peer, a frame late or failed) calls
+// beat, which puts the heartbeat in the frame being sent or the next one
+// and waits for the reply. So one frame per peer goes out every tick,
+// whatever the number of shards, and each follower hears from its leaders
+// that often.
 //
 // Receiving. Each item is handed to the shard's Raft through the heartbeat
 // fast path raft gives its transport (SetHeartbeatHandler), as its own
@@ -97,6 +101,7 @@ type beatHub struct {
 	logger  hclog.Logger
 	localID raft.ServerID
 	timeout time.Duration // one frame's dial, write and reply
+	tick    time.Duration // a peer's frames go this often
 	recent  time.Duration // a shard is carried while its Raft heartbeated the peer this recently
 	backoff time.Duration // the first pause after a failed frame
 
@@ -127,8 +132,11 @@ func (m *beatMember) leads(term uint64) bool {
 // newBeatHub serves coalesced heartbeats on mux's beatShard stream for the
 // node whose Raft server id is localID. heartbeatTimeout is the shards':
 // a frame may take half of it, a shard is carried for half of it after
-// its last heartbeat, and frames pause for it after a failure.
-func newBeatHub(mux *Mux, localID raft.ServerID, heartbeatTimeout time.Duration, logger hclog.Logger) (*beatHub, error) {
+// its last heartbeat, and frames pause for it after a failure. reuse is
+// how long the shards reuse a frame's answers (Config.HeartbeatReuse):
+// frames go every nine tenths of it, so that the next frame's answers
+// come before the last ones are too old.
+func newBeatHub(mux *Mux, localID raft.ServerID, heartbeatTimeout, reuse time.Duration, logger hclog.Logger) (*beatHub, error) {
 	layer, err := mux.Listen(beatShard)
 	if err != nil {
 		return nil, err
@@ -139,6 +147,7 @@ func newBeatHub(mux *Mux, localID raft.ServerID, heartbeatTimeout time.Duration,
 		logger:  logger,
 		localID: localID,
 		timeout: heartbeatTimeout / 2,
+		tick:    reuse * 9 / 10,
 		recent:  heartbeatTimeout / 2,
 		backoff: heartbeatTimeout,
 
@@ -309,15 +318,19 @@ func (p *beatPeer) join(shard int32, b recentBeat) *beatRound {
 	return p.next
 }
 
-// run sends each round as the heartbeats that join it arrive, until the
-// hub closes.
+// run sends a frame every tick while shards heartbeat the peer, and at
+// once when a heartbeat that found no fresh answer waits for one, until
+// the hub closes.
 func (p *beatPeer) run() {
 	h := p.hub
 	defer h.wg.Done()
 	defer p.closeConn()
+	tick := time.NewTimer(h.tick)
+	defer tick.Stop()
 	for {
 		select {
 		case <-p.wake:
+		case <-tick.C:
 		case <-h.closeCh:
 			return
 		}
@@ -325,13 +338,12 @@ func (p *beatPeer) run() {
 		r := p.next
 		p.next = nil
 		if r == nil {
-			p.mu.Unlock()
-			continue
+			r = newBeatRound() // the tick's frame
 		}
 		now := time.Now()
 		if now.Before(p.retryAt) {
-			// The frame before failed while r waited: its heartbeats
-			// go one by one.
+			// The frame before failed: heartbeats go one by one until
+			// the pause ends, and the first after it wakes the sender.
 			p.mu.Unlock()
 			close(r.done)
 			continue
@@ -343,10 +355,17 @@ func (p *beatPeer) run() {
 				r.shards[s] = b
 			}
 		}
+		if len(r.shards) == 0 {
+			// No shard heartbeats the peer: no ticks until one does.
+			p.mu.Unlock()
+			close(r.done)
+			continue
+		}
 		p.sending = r
 		p.mu.Unlock()
 
 		p.send(r)
+		tick.Reset(max(h.tick-time.Since(now), 0)) // drops a tick that fired meanwhile
 
 		p.mu.Lock()
 		p.sending = nil
@@ -391,7 +410,7 @@ func (p *beatPeer) send(r *beatRound) {
 	if err != nil {
 		p.failed(err)
 		for _, c := range carried {
-			c.m.beats.answered(c.b.id, sent, &raft.AppendEntriesRequest{Term: c.b.term}, nil, err)
+			c.m.beats.answeredFrame(c.b.id, sent, c.b.term, nil, err)
 		}
 		return
 	}
@@ -405,7 +424,7 @@ func (p *beatPeer) send(r *beatRound) {
 		}
 		h.answers.Add(1)
 		resp := raft.AppendEntriesResponse{Term: a.Term, LastLog: a.LastLog, Success: a.Success}
-		c.m.beats.answered(c.b.id, sent, &raft.AppendEntriesRequest{Term: c.b.term}, &resp, nil)
+		c.m.beats.answeredFrame(c.b.id, sent, c.b.term, &resp, nil)
 		if resp.Success {
 			c.m.match.acked(c.b.id, c.b.term, 0)
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -172,7 +173,7 @@ func TestBeatHubPausesAfterAFailedFrame(t *testing.T) {
 	}
 	mux := NewMux(ln, ln.Addr().String(), testLogger(t))
 	defer mux.Close()
-	h, err := newBeatHub(mux, "1", 200*time.Millisecond, testLogger(t))
+	h, err := newBeatHub(mux, "1", 200*time.Millisecond, 40*time.Millisecond, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,13 +338,19 @@ const testHubTimeout = 2 * time.Second
 // server id id.
 func newTestHub(t *testing.T, id raft.ServerID) (*beatHub, *Mux) {
 	t.Helper()
+	return newTestHubReusing(t, id, testHubTimeout/5)
+}
+
+// newTestHubReusing is newTestHub for shards reusing answers for reuse.
+func newTestHubReusing(t *testing.T, id raft.ServerID, reuse time.Duration) (*beatHub, *Mux) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	mux := NewMux(ln, ln.Addr().String(), testLogger(t))
 	t.Cleanup(func() { _ = mux.Close() })
-	h, err := newBeatHub(mux, id, testHubTimeout, testLogger(t))
+	h, err := newBeatHub(mux, id, testHubTimeout, reuse, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -372,4 +379,42 @@ func singleLeader(t *testing.T) *raft.Raft {
 	t.Cleanup(func() { _ = r.Shutdown().Error() })
 	eventually(t, 5*time.Second, "the single node leads", func() bool { return r.State() == raft.Leader })
 	return r
+}
+
+// Frames go to a peer every tick for a shard that heartbeats it, without
+// its heartbeats asking, so the follower hears every tick whatever raft's
+// pace; once the shard stops heartbeating the peer (for beatRecent), they
+// stop.
+func TestBeatHubSendsAFrameEveryTick(t *testing.T) {
+	sender, smux := newTestHubReusing(t, "1", 20*time.Millisecond)
+	receiver, rmux := newTestHub(t, "2")
+
+	r := singleLeader(t)
+	m := sender.add(5, newHeartbeats(time.Second, testHubTimeout), newMatchTracker())
+	m.raft.Store(r)
+	var delivered atomic.Int64
+	handler := func(rpc raft.RPC) {
+		delivered.Add(1)
+		req := rpc.Command.(*raft.AppendEntriesRequest)
+		rpc.Respond(&raft.AppendEntriesResponse{Term: req.Term, Success: true}, nil)
+	}
+	receiver.add(5, newHeartbeats(time.Second, testHubTimeout), newMatchTracker()).handler.Store(&handler)
+
+	req := &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ID: []byte("1"), Addr: []byte(smux.advertise)}, Term: r.CurrentTerm()}
+	var resp raft.AppendEntriesResponse
+	if !sender.beat(m, 5, "2", raft.ServerAddress(rmux.advertise), req, &resp) {
+		t.Fatal("the heartbeat was not answered in a frame")
+	}
+	// One heartbeat, then none: the shard is carried for beatRecent.
+	time.Sleep(sender.recent)
+	got := delivered.Load()
+	if want := int64(sender.recent / sender.tick / 2); got < want {
+		t.Fatalf("%d heartbeats delivered in the %v after one heartbeat, want at least %d (a frame every %v)", got, sender.recent, want, sender.tick)
+	}
+	time.Sleep(3 * sender.tick)
+	quiet := delivered.Load()
+	time.Sleep(5 * sender.tick)
+	if late := delivered.Load() - quiet; late != 0 {
+		t.Fatalf("%d frames went for a shard that stopped heartbeating the peer", late)
+	}
 }

@@ -187,17 +187,27 @@ type Config struct {
 	// voter down) waits up to twice it after a broken connection, which is
 	// why it is not longer.
 	GroupCommitTimeout time.Duration
-	// HeartbeatReuse is how long a follower's successful answer to a
-	// shard leader's heartbeat (or replication) answers the next
-	// heartbeats to it without a send (see heartbeats.go). Zero means 2/10
-	// of HeartbeatTimeout (100ms by default; less when LeaderLeaseTimeout
-	// leaves less room, see validate), which sends about one idle heartbeat
-	// in two; negative sends every one. At most a quarter of
-	// HeartbeatTimeout, and below HeartbeatTimeout - LeaderLeaseTimeout.
-	// While it is on, the heartbeats that are sent go coalesced, one
-	// frame per peer for every shard (beathub.go); negative turns that
-	// off too.
+	// HeartbeatReuse is how long a follower's successful answer in a
+	// frame of coalesced heartbeats answers a shard leader's next
+	// heartbeats to it without a send (see heartbeats.go). Frames go to
+	// each peer every nine tenths of it, for every shard (beathub.go).
+	// Zero means a quarter of HeartbeatTimeout (125ms by default; less
+	// when LeaderLeaseTimeout leaves less room, see validate); negative
+	// sends every heartbeat one by one, and turns frames and
+	// LeaderHeartbeatTimeout off. At most a quarter of HeartbeatTimeout,
+	// and below HeartbeatTimeout - LeaderLeaseTimeout.
 	HeartbeatReuse time.Duration
+	// LeaderHeartbeatTimeout is the HeartbeatTimeout a shard's Raft runs
+	// with while it leads (Shard.paceHeartbeats): hashicorp/raft's leader
+	// heartbeats each follower every tenth to fifth of its own
+	// HeartbeatTimeout, and with frames carrying the followers' contact
+	// (HeartbeatReuse) those heartbeats only refresh the leader's lease
+	// and are answered at home. Zero means the longest validate allows, at
+	// most twice HeartbeatTimeout (833ms by default, heartbeats every
+	// 83–167ms instead of 50–100ms); it is HeartbeatTimeout when
+	// HeartbeatReuse is off. Its fifth must leave a third of
+	// LeaderLeaseTimeout for a late timer: at most 10/3 of the lease.
+	LeaderHeartbeatTimeout time.Duration
 
 	// SnapshotInterval (wall-clock duration) is how often each shard checks
 	// whether to snapshot (staggered randomly up to twice this). Default 120s.
@@ -313,6 +323,13 @@ func (c Config) withDefaults() Config {
 			c.HeartbeatReuse = -1
 		}
 	}
+	switch {
+	case c.LeaderHeartbeatTimeout != 0:
+	case c.HeartbeatReuse < 0:
+		c.LeaderHeartbeatTimeout = c.HeartbeatTimeout
+	default:
+		c.LeaderHeartbeatTimeout = max(c.HeartbeatTimeout, min(2*c.HeartbeatTimeout, c.LeaderLeaseTimeout*10/3))
+	}
 	if c.GroupCommitTimeout == 0 {
 		c.GroupCommitTimeout = d.GroupCommitTimeout
 	}
@@ -419,14 +436,22 @@ func (c *Config) Validate() error {
 	if cc.SnapshotRetain < 1 {
 		return bad("SnapshotRetain %d must be at least 1", cc.SnapshotRetain)
 	}
-	// A follower hears from its leader at least every HeartbeatReuse plus
-	// the heartbeat interval (up to a fifth of HeartbeatTimeout); under
+	// A follower hears from its leader every nine tenths of
+	// HeartbeatReuse plus a round trip in frames, or, for a shard frames
+	// leave out, at raft's leader's heartbeat interval (up to a fifth of
+	// LeaderHeartbeatTimeout, at most 2/5 of HeartbeatTimeout); under
 	// half of HeartbeatTimeout, with room for a round trip, it is not
 	// taken for cut off (Shard.Settling). And a partitioned leader steps
 	// down after LeaderLeaseTimeout plus HeartbeatReuse, which must come
 	// before a newer leader can be elected (HeartbeatTimeout).
 	if cc.HeartbeatReuse > 0 && (cc.HeartbeatReuse > cc.HeartbeatTimeout/4 || cc.HeartbeatReuse+cc.LeaderLeaseTimeout >= cc.HeartbeatTimeout) {
 		return bad("HeartbeatReuse %v must be at most a quarter of HeartbeatTimeout %v, and below it minus LeaderLeaseTimeout %v", cc.HeartbeatReuse, cc.HeartbeatTimeout, cc.LeaderLeaseTimeout)
+	}
+	// The lease counts each follower's last answer to raft's own
+	// heartbeats, which come at most a fifth of LeaderHeartbeatTimeout
+	// apart: a third of the lease is left for a late timer.
+	if l := cc.LeaderHeartbeatTimeout; l < cc.HeartbeatTimeout || l > cc.HeartbeatTimeout && (l > 2*cc.HeartbeatTimeout || l > cc.LeaderLeaseTimeout*10/3) {
+		return bad("LeaderHeartbeatTimeout %v must be at least HeartbeatTimeout %v, and longer only up to twice it and 10/3 of LeaderLeaseTimeout %v", l, cc.HeartbeatTimeout, cc.LeaderLeaseTimeout)
 	}
 	if cc.GroupCommitTimeout < time.Millisecond {
 		return bad("GroupCommitTimeout %v must be at least 1ms", cc.GroupCommitTimeout)

@@ -9,47 +9,59 @@ import (
 )
 
 // heartbeatReuse is the default share of HeartbeatTimeout
-// (Config.HeartbeatReuse) for which a follower's answer may answer a shard
-// leader's next heartbeats to it instead of their crossing the network
-// (see heartbeats).
+// (Config.HeartbeatReuse) for which a follower's answer in a frame of
+// coalesced heartbeats answers a shard leader's next heartbeats to it
+// instead of their crossing the network (see heartbeats).
 //
 // hashicorp/raft heartbeats every follower at a random interval between a
-// tenth and a fifth of HeartbeatTimeout (50–100 ms by default), for every
-// shard: with 50 shards at replication factor 3 that is about 1,300 RPCs a
-// second across three idle nodes, each a msgpack round trip that wakes
-// four goroutines, and the bulk of what an idle cluster costs. Reusing
-// answers for 2/10 of it sends about one heartbeat in two. A follower then
-// hears from its leader at least every 2/10 + 2/10 of HeartbeatTimeout
-// (200 ms), plus a round trip and timer lateness: within the half of it
-// after which kcoord calls a follower cut off from its leader
-// (Shard.Settling, LeaderOf), and far within its own election timeout.
-// Config.Validate keeps a HeartbeatReuse of one's own to those bounds.
-const heartbeatReuse = 2.0 / 10
+// tenth and a fifth of HeartbeatTimeout, for every shard: with 50 shards
+// at replication factor 3 that is about 1,300 RPCs a second across three
+// idle nodes, each a msgpack round trip that wakes four goroutines, and
+// the bulk of what an idle cluster costs. Instead the beatHub sends one
+// frame per peer every beatTick (nine tenths of this), carrying every
+// shard that heartbeats the peer, and raft's heartbeats take their
+// answers. A follower then hears from its leader every beatTick plus a
+// round trip (about 115 ms by default): within the half of
+// HeartbeatTimeout after which kcoord calls a follower cut off from its
+// leader (Shard.Settling, LeaderOf), and far within its own election
+// timeout. Config.Validate keeps a HeartbeatReuse of one's own to those
+// bounds.
+const heartbeatReuse = 1.0 / 4
 
 // probeReuseFor bounds how long idle replication probes to a follower
 // are answered from its last answer to the same probe (heartbeats.reused):
 // one is sent for real at least this often. A follower that restarted
 // loses its commit index, and relearns it from the next probe; a broken
-// connection ends probe reuse at once (answered), so this is only a bound
-// for a restart that no send to that follower noticed.
-const probeReuseFor = 5 * time.Second
+// connection ends probe reuse at once (answered, answeredFrame), and the
+// beatHub's frames, every beatTick, break on a restarted follower's
+// closed connection, so this is only a bound for a restart that no send
+// to that follower noticed. Each real probe wakes half a dozen goroutines
+// on two nodes; at 5 s these were a tenth of an idle cluster's wakeups.
+const probeReuseFor = 30 * time.Second
 
 // heartbeats thins a shard leader's heartbeats and idle replication
 // probes. hashicorp/raft's heartbeat goroutine uses an answer for two
 // things only: it refreshes the follower's last contact (the leader lease
 // counts it) and counts towards VerifyLeader rounds; it ignores the
-// answer's term. So when a real heartbeat or replication to the same
-// follower succeeded, in the same term, less than reuse ago, the transport
-// answers the next heartbeat with it at once. A heartbeat that finds no
-// such answer goes out in the next frame of coalesced heartbeats to that
-// peer (beatHub), whose answers refresh every shard's in it.
+// answer's term. So when the follower's Raft answered a frame of coalesced
+// heartbeats (beatHub) with a success, in the same term, for a frame sent
+// less than reuse ago, the transport answers the next heartbeat with it at
+// once. A heartbeat that finds no such answer goes out in the next frame
+// to that peer, or one by one when frames cannot carry it. Only a frame's
+// answer is reused for a heartbeat: frames go every beatTick whatever
+// raft's heartbeats do, so reusing one never leaves the follower unheard
+// for longer than that. A shard that frames leave out (a fault, a failed
+// frame, a peer without a beat stream) sends each of raft's heartbeats,
+// and its follower hears at raft's own pace (Shard.paceHeartbeats: at
+// most a fifth of HeartbeatTimeout apart).
 //
 // A probe is what raft's replication goroutine sends a follower every
 // CommitTimeout when no entry came: no entries, the last log position and
 // the commit index, so the follower learns that index. When the follower
 // already took the same probe (same term, position and commit index) and
-// answered something real less than reuse ago, the probe tells it nothing
-// new, and its last answer answers it, for up to probeReuseFor.
+// answered something real (a frame included) less than reuse ago, the
+// probe tells it nothing new, and its last answer answers it, for up to
+// probeReuseFor.
 //
 // What it must not weaken:
 //   - Leadership confirmations (Shard.confirmRound): while one is in
@@ -97,11 +109,14 @@ type heartbeats struct {
 	probes map[raft.ServerID]probeAnswer
 }
 
-// heartbeatAnswer is a follower's last real answer to a heartbeat.
+// heartbeatAnswer is a follower's last real answer in a term: when the
+// request it answered was sent, the answer, and when the last frame the
+// follower answered in that term was sent (zero if none).
 type heartbeatAnswer struct {
-	term uint64
-	at   time.Time
-	resp raft.AppendEntriesResponse
+	term     uint64
+	at       time.Time
+	resp     raft.AppendEntriesResponse
+	framedAt time.Time
 }
 
 // probeAnswer is a follower's last successful answer to an idle probe
@@ -161,6 +176,9 @@ func (h *heartbeats) reused(id raft.ServerID, req *raft.AppendEntriesRequest, re
 		return false
 	}
 	if beat {
+		if a.framedAt.IsZero() || now.Sub(a.framedAt) >= h.reuse {
+			return false
+		}
 		*resp = a.resp
 		return true
 	}
@@ -173,17 +191,29 @@ func (h *heartbeats) reused(id raft.ServerID, req *raft.AppendEntriesRequest, re
 	return true
 }
 
-// answered records the answer to an AppendEntries that was sent. A
-// heartbeat's success becomes reusable; so does a replication's, as a
-// heartbeat's answer (the follower heard from its leader just as well), so
-// under load hardly any heartbeat is sent. A heartbeat's failure or any
-// error ends reuse until the next success; a replication the follower
-// refused (a log mismatch) is no answer to reuse either way, and ends the
-// reuse of probes.
+// answered records the answer to an AppendEntries that was sent one by
+// one. A success (a heartbeat's or a replication's: the follower heard
+// from its leader just as well) is the follower's last answer, which
+// probes' reuse asks for; it keeps the term's last frame answer, which
+// heartbeats' reuse asks for. A heartbeat's failure or any error ends
+// reuse until the next success; a replication the follower refused (a log
+// mismatch) is no answer to reuse either way, and ends the reuse of
+// probes.
 //
 // sent is when req was sent: the follower handled it between then and its
 // answer's arrival, so the answer's age counts from then.
 func (h *heartbeats) answered(id raft.ServerID, sent time.Time, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse, err error) {
+	h.record(id, sent, req, resp, err, false)
+}
+
+// answeredFrame records the follower's answer to the shard's heartbeat in
+// a frame sent at sent (or the frame's failure, err), which heartbeats
+// may reuse.
+func (h *heartbeats) answeredFrame(id raft.ServerID, sent time.Time, term uint64, resp *raft.AppendEntriesResponse, err error) {
+	h.record(id, sent, &raft.AppendEntriesRequest{Term: term}, resp, err, true)
+}
+
+func (h *heartbeats) record(id raft.ServerID, sent time.Time, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse, err error, framed bool) {
 	beat := isHeartbeat(req)
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -193,7 +223,14 @@ func (h *heartbeats) answered(id raft.ServerID, sent time.Time, req *raft.Append
 		delete(h.probes, id)
 		return
 	case beat || resp.Success:
-		h.last[id] = heartbeatAnswer{term: req.Term, at: sent, resp: answerCopy(resp)}
+		a := heartbeatAnswer{term: req.Term, at: sent, resp: answerCopy(resp)}
+		if old, ok := h.last[id]; ok && old.term == req.Term {
+			a.framedAt = old.framedAt
+		}
+		if framed {
+			a.framedAt = sent
+		}
+		h.last[id] = a
 	}
 	switch {
 	case beat:

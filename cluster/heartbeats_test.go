@@ -18,7 +18,7 @@ func TestHeartbeatsReuseOnlyAFreshSuccessOfTheSameTerm(t *testing.T) {
 	if h.reused(f1, beat(3), &resp) {
 		t.Fatal("reused before any answer")
 	}
-	h.answered(f1, time.Now(), beat(3), ok, nil)
+	h.answeredFrame(f1, time.Now(), 3, ok, nil)
 	if !h.reused(f1, beat(3), &resp) || resp.LastLog != ok.LastLog || !resp.Success {
 		t.Fatalf("fresh success not reused: %+v", resp)
 	}
@@ -49,22 +49,32 @@ func TestHeartbeatsReuseOnlyAFreshSuccessOfTheSameTerm(t *testing.T) {
 	if h.reused(f1, beat(3), &resp) {
 		t.Fatal("reused after the follower refused a heartbeat")
 	}
-	h.answered(f1, time.Now(), beat(3), ok, nil)
+	h.answeredFrame(f1, time.Now(), 3, ok, nil)
 	h.answered(f1, time.Now(), beat(3), &raft.AppendEntriesResponse{}, errors.New("connection refused"))
 	if h.reused(f1, beat(3), &resp) {
 		t.Fatal("reused after a heartbeat failed")
 	}
-
-	// A replication the follower took counts as its answer; one it
-	// refused (a log mismatch) does not, nor does it end reuse.
-	h = newHeartbeats(300*time.Millisecond, time.Second)
-	h.answered(f2, time.Now(), entries, &raft.AppendEntriesResponse{Term: 3, LastLog: 9}, nil)
-	if h.reused(f2, beat(3), &resp) {
-		t.Fatal("a refused replication reused as a heartbeat's answer")
+	h.answeredFrame(f1, time.Now(), 3, ok, nil)
+	h.answeredFrame(f1, time.Now(), 3, nil, errors.New("i/o timeout"))
+	if h.reused(f1, beat(3), &resp) {
+		t.Fatal("reused after a frame failed")
 	}
+
+	// Only a frame's answer answers a heartbeat: frames go every tick,
+	// while an answer sent one by one, a heartbeat's or a replication's,
+	// says nothing of when the follower hears next. A replication the
+	// follower took keeps the term's frame answer reusable; one it
+	// refused (a log mismatch) does not end that reuse either.
+	h = newHeartbeats(300*time.Millisecond, time.Second)
+	h.answered(f2, time.Now(), beat(3), ok, nil)
+	h.answered(f2, time.Now(), entries, &raft.AppendEntriesResponse{Term: 3, LastLog: 9, Success: true}, nil)
+	if h.reused(f2, beat(3), &resp) {
+		t.Fatal("an answer sent one by one reused as a heartbeat's answer")
+	}
+	h.answeredFrame(f2, time.Now(), 3, ok, nil)
 	h.answered(f2, time.Now(), entries, &raft.AppendEntriesResponse{Term: 3, LastLog: 9, Success: true}, nil)
 	if !h.reused(f2, beat(3), &resp) || !resp.Success {
-		t.Fatal("a replication the follower took not reused as a heartbeat's answer")
+		t.Fatal("a replication the follower took ended the reuse of a frame's answer")
 	}
 	h.answered(f2, time.Now(), entries, &raft.AppendEntriesResponse{Term: 3, LastLog: 8}, nil)
 	if !h.reused(f2, beat(3), &resp) {
@@ -74,10 +84,15 @@ func TestHeartbeatsReuseOnlyAFreshSuccessOfTheSameTerm(t *testing.T) {
 	if h.reused(f2, beat(3), &resp) {
 		t.Fatal("reused after a replication failed")
 	}
+	h.answeredFrame(f2, time.Now().Add(-400*time.Millisecond), 3, ok, nil)
+	h.answered(f2, time.Now(), beat(3), ok, nil)
+	if h.reused(f2, beat(3), &resp) {
+		t.Fatal("a fresh answer sent one by one revived a frame's answer older than the reuse window")
+	}
 
 	// Nothing is reused from a leadership transfer's start until a
 	// heartbeat timeout after it ended.
-	h.answered(f2, time.Now(), beat(3), ok, nil)
+	h.answeredFrame(f2, time.Now(), 3, ok, nil)
 	if !h.reused(f2, beat(3), &resp) {
 		t.Fatal("fresh success not reused")
 	}
@@ -88,22 +103,23 @@ func TestHeartbeatsReuseOnlyAFreshSuccessOfTheSameTerm(t *testing.T) {
 
 	// An answer's age counts from when its request was sent.
 	h = newHeartbeats(300*time.Millisecond, time.Second)
-	h.answered(f1, time.Now().Add(-400*time.Millisecond), beat(3), ok, nil)
+	h.answeredFrame(f1, time.Now().Add(-400*time.Millisecond), 3, ok, nil)
 	if h.reused(f1, beat(3), &resp) {
-		t.Fatal("reused the answer to a heartbeat sent longer ago than the reuse window")
+		t.Fatal("reused the answer to a frame sent longer ago than the reuse window")
 	}
 
 	// A reused answer shares no memory with the answer it copies: raft
 	// decodes each goroutine's next answer into the same struct.
 	h = newHeartbeats(300*time.Millisecond, time.Second)
 	decoded := &raft.AppendEntriesResponse{RPCHeader: raft.RPCHeader{ID: []byte("3"), Addr: []byte("127.0.0.1:1")}, Term: 3, Success: true}
+	h.answeredFrame(f2, time.Now(), 3, ok, nil)
 	h.answered(f2, time.Now(), entries, decoded, nil)
 	if !h.reused(f2, beat(3), &resp) || resp.RPCHeader.ID != nil || resp.RPCHeader.Addr != nil {
 		t.Fatalf("a reused answer carries the decoded header's slices: %+v", resp.RPCHeader)
 	}
 
 	h = newHeartbeats(15*time.Millisecond, 50*time.Millisecond)
-	h.answered(f1, time.Now(), beat(3), ok, nil)
+	h.answeredFrame(f1, time.Now(), 3, ok, nil)
 	time.Sleep(20 * time.Millisecond)
 	if h.reused(f1, beat(3), &resp) {
 		t.Fatal("an answer older than the reuse window was reused")

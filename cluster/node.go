@@ -180,7 +180,7 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	go n.serveAdmin(n.admin)
 	if cfg.HeartbeatReuse > 0 {
-		if n.beatHub, err = newBeatHub(mux, serverID(cfg.NodeID), cfg.HeartbeatTimeout, logger.Named("beats")); err != nil {
+		if n.beatHub, err = newBeatHub(mux, serverID(cfg.NodeID), cfg.HeartbeatTimeout, cfg.HeartbeatReuse, logger.Named("beats")); err != nil {
 			_ = mux.Close()
 			return nil, err
 		}
@@ -461,25 +461,26 @@ func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Sha
 		trans.beat.raft.Store(r)
 	}
 	s = &Shard{
-		ID:           id,
-		Raft:         r,
-		FSM:          fsm,
-		logger:       n.logger,
-		localID:      rc.LocalID,
-		leaseTimeout: rc.LeaderLeaseTimeout,
-		heartbeat:    rc.HeartbeatTimeout,
-		election:     rc.ElectionTimeout,
-		deaths:       n.mux.deaths,
-		routing:      n.routing,
-		store:        st.store,
-		trans:        trans,
-		match:        match,
-		beats:        beats,
-		notifyCh:     notifyCh,
-		leaderDone:   make(chan struct{}),
-		bootstrapped: bootstrapped,
-		hadState:     st.existing,
-		pending:      make(map[*shardFuture]struct{}),
+		ID:              id,
+		Raft:            r,
+		FSM:             fsm,
+		logger:          n.logger,
+		localID:         rc.LocalID,
+		leaseTimeout:    rc.LeaderLeaseTimeout,
+		heartbeat:       rc.HeartbeatTimeout,
+		election:        rc.ElectionTimeout,
+		leaderHeartbeat: cfg.LeaderHeartbeatTimeout,
+		deaths:          n.mux.deaths,
+		routing:         n.routing,
+		store:           st.store,
+		trans:           trans,
+		match:           match,
+		beats:           beats,
+		notifyCh:        notifyCh,
+		leaderDone:      make(chan struct{}),
+		bootstrapped:    bootstrapped,
+		hadState:        st.existing,
+		pending:         make(map[*shardFuture]struct{}),
 	}
 	s.stopObserver = s.registerLeaderObserver()
 	go s.leadershipLoop(func(id int32, leader bool) {

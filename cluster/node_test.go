@@ -379,6 +379,25 @@ func TestConfigValidate(t *testing.T) {
 			t.Errorf("HeartbeatReuse %v: Validate() = %v, want an error naming HeartbeatReuse", reuse, err)
 		}
 	}
+	// A leader's heartbeat pace that would outrun its lease, or leave a
+	// shard frames leave out unheard for half the heartbeat timeout, is
+	// refused by its own name; the default is within both.
+	if d := base.withDefaults(); d.LeaderHeartbeatTimeout <= d.HeartbeatTimeout || d.LeaderHeartbeatTimeout > d.LeaderLeaseTimeout*10/3 {
+		t.Errorf("default LeaderHeartbeatTimeout %v: want above HeartbeatTimeout %v and within 10/3 of the lease %v", d.LeaderHeartbeatTimeout, d.HeartbeatTimeout, d.LeaderLeaseTimeout)
+	}
+	for name, pace := range map[string]func(*Config){
+		"below HeartbeatTimeout": func(c *Config) { c.LeaderHeartbeatTimeout = c.HeartbeatTimeout - time.Millisecond },
+		"past the lease":         func(c *Config) { c.LeaderHeartbeatTimeout = c.LeaderLeaseTimeout*10/3 + time.Millisecond },
+		"past twice HeartbeatTimeout": func(c *Config) {
+			c.LeaderLeaseTimeout, c.LeaderHeartbeatTimeout = 350*time.Millisecond, 2*c.HeartbeatTimeout+time.Millisecond
+		},
+	} {
+		paced := base
+		pace(&paced)
+		if err := paced.Validate(); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "LeaderHeartbeatTimeout") {
+			t.Errorf("LeaderHeartbeatTimeout %s: Validate() = %v, want an error naming LeaderHeartbeatTimeout", name, err)
+		}
+	}
 	// A group commit timeout below raft's floor is refused by its own name.
 	short := base
 	short.GroupCommitTimeout = time.Microsecond

@@ -24,22 +24,27 @@ type Shard struct {
 	logger       hclog.Logger
 	localID      raft.ServerID
 	leaseTimeout time.Duration
-	heartbeat    time.Duration // HeartbeatTimeout: the leader heartbeats every tenth to fifth of it (heartbeats.go thins them)
+	heartbeat    time.Duration // HeartbeatTimeout: a follower elects after it without contact
 	election     time.Duration // ElectionTimeout
-	deaths       *peerDeaths   // the node's record of proven-dead peers
-	routing      *signal       // the node's routing-change broadcast (RoutingChanges)
-	stopObserver func()        // ends the leader observer (registerLeaderObserver)
-	store        shardLogStore
-	trans        shardTransport
-	match        *matchTracker // what each peer acknowledged (placement's catch-up check)
-	beats        *heartbeats   // the transport's heartbeat thinning (confirmRound brackets it)
-	reported     configReport  // the configurations this node reported as leader
-	notifyCh     chan bool
-	leaderDone   chan struct{}
-	bootstrapped bool // this start bootstrapped the shard
-	hadState     bool // the shard had Raft state when this start opened it
-	shutdownOnce sync.Once
-	shutdownErr  error
+	// leaderHeartbeat is LeaderHeartbeatTimeout, the leader's own
+	// HeartbeatTimeout: it heartbeats every tenth to fifth of it
+	// (paceHeartbeats, and heartbeats.go answers most at home).
+	leaderHeartbeat time.Duration
+	reloadMu        sync.Mutex  // orders the ReloadConfig calls (paceHeartbeats, nudgeElection)
+	deaths          *peerDeaths // the node's record of proven-dead peers
+	routing         *signal     // the node's routing-change broadcast (RoutingChanges)
+	stopObserver    func()      // ends the leader observer (registerLeaderObserver)
+	store           shardLogStore
+	trans           shardTransport
+	match           *matchTracker // what each peer acknowledged (placement's catch-up check)
+	beats           *heartbeats   // the transport's heartbeat thinning (confirmRound brackets it)
+	reported        configReport  // the configurations this node reported as leader
+	notifyCh        chan bool
+	leaderDone      chan struct{}
+	bootstrapped    bool // this start bootstrapped the shard
+	hadState        bool // the shard had Raft state when this start opened it
+	shutdownOnce    sync.Once
+	shutdownErr     error
 
 	pendingMu sync.Mutex
 	pending   map[*shardFuture]struct{} // futures not answered yet
@@ -268,6 +273,7 @@ func (s *Shard) leadershipLoop(onLeadership func(int32, bool)) {
 			s.leaderships.Add(1)
 		}
 		s.logger.Debug("shard leadership changed", "shard", s.ID, "leader", isLeader, "term", l.Term, "epoch", l.Epoch)
+		s.paceHeartbeats(isLeader)
 		s.routing.fire()
 		if onLeadership != nil {
 			onLeadership(s.ID, isLeader)
@@ -286,9 +292,12 @@ func (s *Shard) handedOffRecently() bool {
 // only voter start its election now rather than after 1-2 heartbeat
 // timeouts. It lowers HeartbeatTimeout through ReloadConfig, which makes a
 // follower re-check its heartbeat timer at once (it has never heard from a
-// leader, so it starts an election), then restores it. At worst (if Raft
-// ignored the nudge) the election happens at the normal time.
+// leader, so it starts an election), then sets the pace of the role it
+// then has (paceHeartbeats). At worst (if Raft ignored the nudge) the
+// election happens at the normal time.
 func (s *Shard) nudgeElection() {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
 	if s.Raft.State() != raft.Follower {
 		return
 	}
@@ -317,9 +326,7 @@ func (s *Shard) nudgeElection() {
 		s.logger.Debug("election nudge failed", "shard", s.ID, "error", err)
 		return
 	}
-	if err := s.Raft.ReloadConfig(rc); err != nil {
-		s.logger.Warn("restoring heartbeat timeout after election nudge failed", "shard", s.ID, "error", err)
-	}
+	s.reloadTimeouts(s.IsLeader())
 }
 
 // shutdown stops the shard's Raft and its transport, waits for Raft's
