@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kcoord/kcoord/transport"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -37,8 +39,9 @@ func residentMB(pid int) (float64, error) {
 // BenchmarkLargeState measures a three-process cluster (50 shards, RF 3)
 // holding 100 k groups × 10 partitions of committed offsets (1 M offsets,
 // every one on every node): each node's resident memory after the fill,
-// and the time a node restarted with SIGTERM takes to be ready again. One
-// iteration is the whole scenario:
+// the time a node restarted with SIGTERM takes to be ready again, and a
+// failover (procFailover) at that size beside one of the same cluster
+// before the fill, as its baseline. One iteration is the whole scenario:
 //
 //	go test ./e2e -run '^$' -bench LargeState -benchtime 1x -timeout 20m
 func BenchmarkLargeState(b *testing.B) {
@@ -53,6 +56,7 @@ func BenchmarkLargeState(b *testing.B) {
 		seeds := []string{procs[0].kafka, procs[1].kafka, procs[2].kafka}
 		const topic = "large"
 		topicID := createTopic(ctx, b, newAdmin(b, seeds[0]), topic, partitions)
+		emptyFailover := procFailover(ctx, b, procs, "empty-failover", topic)
 
 		start := time.Now()
 		var wg sync.WaitGroup
@@ -102,11 +106,63 @@ func BenchmarkLargeState(b *testing.B) {
 		t0 := time.Now()
 		procs[2].start(ctx)
 		restart := time.Since(t0)
+		largeFailover := procFailover(ctx, b, procs, "large-7", topic)
 
-		b.Logf("filled %d groups × %d partitions in %v (%.0f group commits/s); resident memory per node %.0f / %.0f / %.0f MiB; node 3 ready %v after its restart",
-			groups, partitions, fill.Round(time.Millisecond), groups/fill.Seconds(), rss[0], rss[1], rss[2], restart.Round(time.Millisecond))
+		b.Logf("filled %d groups × %d partitions in %v (%.0f group commits/s); resident memory per node %.0f / %.0f / %.0f MiB; node 3 ready %v after its restart; failover %v full against %v empty (%.2f×)",
+			groups, partitions, fill.Round(time.Millisecond), groups/fill.Seconds(), rss[0], rss[1], rss[2], restart.Round(time.Millisecond),
+			largeFailover.Round(time.Millisecond), emptyFailover.Round(time.Millisecond), largeFailover.Seconds()/emptyFailover.Seconds())
 		b.ReportMetric(max(rss[0], rss[1], rss[2]), "max-rss-MiB")
 		b.ReportMetric(restart.Seconds(), "restart-s")
 		b.ReportMetric(groups/fill.Seconds(), "fill-groups/s")
+		b.ReportMetric(largeFailover.Seconds()/emptyFailover.Seconds(), "failover-x-empty")
 	}
+}
+
+// procFailover kills -9 the process coordinating group and returns the
+// time from the kill until a commit to group, sent through a surviving
+// node's FindCoordinator answer, is accepted; then it restarts the killed
+// node and waits until it is ready.
+func procFailover(ctx context.Context, b *testing.B, procs []*kcoordProc, group, topic string) time.Duration {
+	b.Helper()
+	for tryRawCommit(ctx, procs[0].kafka, group, "", -1, topic, 0) != nil {
+		if ctx.Err() != nil {
+			b.Fatalf("no commit to %s before the failover", group)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	id, err := coordinatorID(ctx, procs[0].kafka, group)
+	if err != nil {
+		b.Fatal(err)
+	}
+	victim := procs[id-1]
+	survivor := procs[int(id)%len(procs)].kafka
+	start := time.Now()
+	victim.kill9()
+	for tryRawCommit(ctx, survivor, group, "", -1, topic, 0) != nil {
+		if ctx.Err() != nil {
+			b.Fatalf("no failover of %s", group)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	took := time.Since(start)
+	victim.start(ctx)
+	return took
+}
+
+// coordinatorID is the node id FindCoordinator at addr names for group.
+func coordinatorID(ctx context.Context, addr, group string) (int32, error) {
+	c, err := transport.Dial(ctx, addr)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKey = group
+	fc.SetVersion(3)
+	r, err := c.Do(ctx, fc)
+	if err != nil {
+		return 0, err
+	}
+	resp := r.(*kmsg.FindCoordinatorResponse)
+	return resp.NodeID, kerr.ErrorForCode(resp.ErrorCode)
 }
