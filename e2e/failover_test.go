@@ -212,20 +212,8 @@ func rawCommitUntilAccepted(ctx context.Context, t *testing.T, survivor, group, 
 func tryRawCommit(ctx context.Context, survivor, group, memberID string, generation int32, topic string, partition int32) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
-	c, err := transport.Dial(ctx, survivor)
+	found, err := findCoordinator(ctx, survivor, group)
 	if err != nil {
-		return err
-	}
-	defer c.Close()
-	fc := kmsg.NewPtrFindCoordinatorRequest()
-	fc.CoordinatorKey = group
-	fc.SetVersion(3)
-	r, err := c.Do(ctx, fc)
-	if err != nil {
-		return err
-	}
-	found := r.(*kmsg.FindCoordinatorResponse)
-	if err := kerr.ErrorForCode(found.ErrorCode); err != nil {
 		return err
 	}
 	cc, err := transport.Dial(ctx, net.JoinHostPort(found.Host, strconv.Itoa(int(found.Port))))
@@ -242,11 +230,30 @@ func tryRawCommit(ctx context.Context, survivor, group, memberID string, generat
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	req.SetVersion(8)
-	r, err = cc.Do(ctx, req)
+	r, err := cc.Do(ctx, req)
 	if err != nil {
 		return err
 	}
 	return kerr.ErrorForCode(r.(*kmsg.OffsetCommitResponse).Topics[0].Partitions[0].ErrorCode)
+}
+
+// findCoordinator asks addr which node coordinates group (FindCoordinator
+// v3), and returns its answer or its error code as an error.
+func findCoordinator(ctx context.Context, addr, group string) (*kmsg.FindCoordinatorResponse, error) {
+	c, err := transport.Dial(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	fc := kmsg.NewPtrFindCoordinatorRequest()
+	fc.CoordinatorKey = group
+	fc.SetVersion(3)
+	r, err := c.Do(ctx, fc)
+	if err != nil {
+		return nil, err
+	}
+	found := r.(*kmsg.FindCoordinatorResponse)
+	return found, kerr.ErrorForCode(found.ErrorCode)
 }
 
 // dialWatch notices franz-go ending a group session because a heartbeat

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kcoord/kcoord/transport"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -151,18 +150,9 @@ func procFailover(ctx context.Context, b *testing.B, procs []*kcoordProc, group,
 
 // coordinatorID is the node id FindCoordinator at addr names for group.
 func coordinatorID(ctx context.Context, addr, group string) (int32, error) {
-	c, err := transport.Dial(ctx, addr)
+	found, err := findCoordinator(ctx, addr, group)
 	if err != nil {
 		return 0, err
 	}
-	defer c.Close()
-	fc := kmsg.NewPtrFindCoordinatorRequest()
-	fc.CoordinatorKey = group
-	fc.SetVersion(3)
-	r, err := c.Do(ctx, fc)
-	if err != nil {
-		return 0, err
-	}
-	resp := r.(*kmsg.FindCoordinatorResponse)
-	return resp.NodeID, kerr.ErrorForCode(resp.ErrorCode)
+	return found.NodeID, nil
 }
