@@ -135,8 +135,11 @@ func (m *beatMember) leads(term uint64) bool {
 // its last heartbeat, and frames pause for it after a failure. reuse is
 // how long the shards reuse a frame's answers (Config.HeartbeatReuse):
 // frames go every nine tenths of it, so that the next frame's answers
-// come before the last ones are too old.
-func newBeatHub(mux *Mux, localID raft.ServerID, heartbeatTimeout, reuse time.Duration, logger hclog.Logger) (*beatHub, error) {
+// come before the last ones are too old. leaderHeartbeat is the shards'
+// LeaderHeartbeatTimeout: a shard stays carried for a fifth of it (raft's
+// longest heartbeat interval) plus reuse after its last heartbeat, and at
+// least half of heartbeatTimeout.
+func newBeatHub(mux *Mux, localID raft.ServerID, heartbeatTimeout, reuse, leaderHeartbeat time.Duration, logger hclog.Logger) (*beatHub, error) {
 	layer, err := mux.Listen(beatShard)
 	if err != nil {
 		return nil, err
@@ -148,7 +151,7 @@ func newBeatHub(mux *Mux, localID raft.ServerID, heartbeatTimeout, reuse time.Du
 		localID: localID,
 		timeout: heartbeatTimeout / 2,
 		tick:    reuse * 9 / 10,
-		recent:  heartbeatTimeout / 2,
+		recent:  max(heartbeatTimeout/2, leaderHeartbeat/5+reuse),
 		backoff: heartbeatTimeout,
 
 		hubTable: newHubTable[beatMember, beatPeer](),
@@ -257,6 +260,7 @@ type beatPeer struct {
 	sending  *beatRound
 	retryAt  time.Time // frames pause until then after failures
 	failures int
+	idle     bool // the sender stopped ticking: no shard heartbeated the peer lately
 
 	// The sender's connection, owned by run.
 	conn net.Conn
@@ -289,7 +293,21 @@ func newBeatRound() *beatRound {
 func (p *beatPeer) seen(shard int32, b recentBeat) {
 	p.mu.Lock()
 	p.recent[shard] = b
+	p.resume()
 	p.mu.Unlock()
+}
+
+// resume wakes a sender that stopped ticking, so that the shard just
+// recorded is carried from the next tick. With p.mu held.
+func (p *beatPeer) resume() {
+	if !p.idle {
+		return
+	}
+	p.idle = false
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
 }
 
 // join records shard's heartbeat b and returns the round that will carry
@@ -302,6 +320,7 @@ func (p *beatPeer) join(shard int32, b recentBeat) *beatRound {
 		return nil
 	}
 	p.recent[shard] = b
+	p.idle = false
 	if s := p.sending; s != nil {
 		if c, ok := s.shards[shard]; ok && c.term == b.term {
 			return s
@@ -337,6 +356,10 @@ func (p *beatPeer) run() {
 		p.mu.Lock()
 		r := p.next
 		p.next = nil
+		select {
+		case <-p.wake: // a wake queued meanwhile asked for this very round
+		default:
+		}
 		if r == nil {
 			r = newBeatRound() // the tick's frame
 		}
@@ -356,7 +379,9 @@ func (p *beatPeer) run() {
 			}
 		}
 		if len(r.shards) == 0 {
-			// No shard heartbeats the peer: no ticks until one does.
+			// No shard heartbeats the peer: no ticks until one does
+			// (seen or join wakes the sender).
+			p.idle = true
 			p.mu.Unlock()
 			close(r.done)
 			continue

@@ -173,7 +173,7 @@ func TestBeatHubPausesAfterAFailedFrame(t *testing.T) {
 	}
 	mux := NewMux(ln, ln.Addr().String(), testLogger(t))
 	defer mux.Close()
-	h, err := newBeatHub(mux, "1", 200*time.Millisecond, 40*time.Millisecond, testLogger(t))
+	h, err := newBeatHub(mux, "1", 200*time.Millisecond, 40*time.Millisecond, 200*time.Millisecond, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,9 +336,11 @@ const testHubTimeout = 2 * time.Second
 
 // newTestHub is a hub on a Mux of its own on loopback, for the Raft
 // server id id.
+// Its tick is longer than the tests that use it, so every frame they see
+// is one a heartbeat asked for.
 func newTestHub(t *testing.T, id raft.ServerID) (*beatHub, *Mux) {
 	t.Helper()
-	return newTestHubReusing(t, id, testHubTimeout/5)
+	return newTestHubReusing(t, id, testHubTimeout)
 }
 
 // newTestHubReusing is newTestHub for shards reusing answers for reuse.
@@ -350,7 +352,7 @@ func newTestHubReusing(t *testing.T, id raft.ServerID, reuse time.Duration) (*be
 	}
 	mux := NewMux(ln, ln.Addr().String(), testLogger(t))
 	t.Cleanup(func() { _ = mux.Close() })
-	h, err := newBeatHub(mux, id, testHubTimeout, reuse, testLogger(t))
+	h, err := newBeatHub(mux, id, testHubTimeout, reuse, testHubTimeout, testLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,5 +418,15 @@ func TestBeatHubSendsAFrameEveryTick(t *testing.T) {
 	time.Sleep(5 * sender.tick)
 	if late := delivered.Load() - quiet; late != 0 {
 		t.Fatalf("%d frames went for a shard that stopped heartbeating the peer", late)
+	}
+	// A heartbeat answered from a fresh frame answer, which sends
+	// nothing itself, starts the ticks again.
+	m.beats.answeredFrame("2", time.Now(), req.Term, &raft.AppendEntriesResponse{Term: req.Term, Success: true}, nil)
+	if !sender.beat(m, 5, "2", raft.ServerAddress(rmux.advertise), req, &resp) {
+		t.Fatal("a heartbeat with a fresh frame answer was not reused")
+	}
+	time.Sleep(5 * sender.tick)
+	if delivered.Load() == quiet {
+		t.Fatal("no frame went after a reused heartbeat of a shard that had stopped heartbeating the peer")
 	}
 }

@@ -319,7 +319,7 @@ func (c Config) withDefaults() Config {
 		// close to the heartbeat timeout leaves less room, none turns it
 		// off.
 		c.HeartbeatReuse = min(time.Duration(float64(c.HeartbeatTimeout)*heartbeatReuse), (c.HeartbeatTimeout-c.LeaderLeaseTimeout)/2)
-		if c.HeartbeatReuse <= 0 {
+		if c.HeartbeatReuse < minHeartbeatReuse {
 			c.HeartbeatReuse = -1
 		}
 	}
@@ -444,8 +444,8 @@ func (c *Config) Validate() error {
 	// taken for cut off (Shard.Settling). And a partitioned leader steps
 	// down after LeaderLeaseTimeout plus HeartbeatReuse, which must come
 	// before a newer leader can be elected (HeartbeatTimeout).
-	if cc.HeartbeatReuse > 0 && (cc.HeartbeatReuse > cc.HeartbeatTimeout/4 || cc.HeartbeatReuse+cc.LeaderLeaseTimeout >= cc.HeartbeatTimeout) {
-		return bad("HeartbeatReuse %v must be at most a quarter of HeartbeatTimeout %v, and below it minus LeaderLeaseTimeout %v", cc.HeartbeatReuse, cc.HeartbeatTimeout, cc.LeaderLeaseTimeout)
+	if cc.HeartbeatReuse > 0 && (cc.HeartbeatReuse < minHeartbeatReuse || cc.HeartbeatReuse > cc.HeartbeatTimeout/4 || cc.HeartbeatReuse+cc.LeaderLeaseTimeout >= cc.HeartbeatTimeout) {
+		return bad("HeartbeatReuse %v must be at least %v (frames go every nine tenths of it), at most a quarter of HeartbeatTimeout %v, and below it minus LeaderLeaseTimeout %v", cc.HeartbeatReuse, minHeartbeatReuse, cc.HeartbeatTimeout, cc.LeaderLeaseTimeout)
 	}
 	// The lease counts each follower's last answer to raft's own
 	// heartbeats, which come at most a fifth of LeaderHeartbeatTimeout
@@ -469,6 +469,12 @@ func (c *Config) Validate() error {
 
 // raftConfig is the hashicorp/raft configuration of one shard. NotifyCh is
 // left for the caller.
+// minHeartbeatReuse is the shortest HeartbeatReuse: frames of coalesced
+// heartbeats go to every peer every nine tenths of it, and below a few
+// milliseconds they would go nonstop. A default that would be shorter (a
+// lease close to HeartbeatTimeout) turns reuse and frames off.
+const minHeartbeatReuse = 5 * time.Millisecond
+
 func (c *Config) raftConfig(shard int32) *raft.Config {
 	rc := raft.DefaultConfig()
 	rc.LocalID = serverID(c.NodeID)

@@ -180,7 +180,7 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	go n.serveAdmin(n.admin)
 	if cfg.HeartbeatReuse > 0 {
-		if n.beatHub, err = newBeatHub(mux, serverID(cfg.NodeID), cfg.HeartbeatTimeout, cfg.HeartbeatReuse, logger.Named("beats")); err != nil {
+		if n.beatHub, err = newBeatHub(mux, serverID(cfg.NodeID), cfg.HeartbeatTimeout, cfg.HeartbeatReuse, cfg.LeaderHeartbeatTimeout, logger.Named("beats")); err != nil {
 			_ = mux.Close()
 			return nil, err
 		}

@@ -372,7 +372,7 @@ func TestConfigValidate(t *testing.T) {
 	// Heartbeat reuse that would leave a follower silent for half its
 	// timeout, or a partitioned leader leading past a newer one's
 	// election, is refused by its own name.
-	for _, reuse := range []time.Duration{base.HeartbeatTimeout/4 + time.Millisecond, base.HeartbeatTimeout - base.LeaderLeaseTimeout} {
+	for _, reuse := range []time.Duration{time.Nanosecond, base.HeartbeatTimeout/4 + time.Millisecond, base.HeartbeatTimeout - base.LeaderLeaseTimeout} {
 		long := base
 		long.HeartbeatReuse = reuse
 		if err := long.Validate(); !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "HeartbeatReuse") {

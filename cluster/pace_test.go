@@ -19,6 +19,9 @@ func watchContact(t *testing.T, nodes []*testNode, leaders map[int32]leaderEntry
 			for _, tn := range followersOf(nodes, e.Node) {
 				s := tn.Shard(id)
 				since := time.Since(s.Raft.LastContact())
+				if processPauses().recent() {
+					continue // this process stalled (a loaded machine): no one's silence
+				}
 				longest = max(longest, since)
 				if since > s.heartbeat/2 {
 					t.Fatalf("node %d last heard from shard %d's leader %v ago, over half the heartbeat timeout %v", tn.ID(), id, since, s.heartbeat)
