@@ -25,13 +25,14 @@ func (s *Shard) paceHeartbeats(leader bool) {
 
 // reloadTimeouts does paceHeartbeats' work with reloadMu held.
 func (s *Shard) reloadTimeouts(leader bool) {
-	want := s.Raft.ReloadableConfig()
+	have := s.Raft.ReloadableConfig()
+	want := have
 	want.HeartbeatTimeout, want.ElectionTimeout = s.heartbeat, s.election
 	if leader {
 		want.HeartbeatTimeout = max(s.heartbeat, s.leaderHeartbeat)
 		want.ElectionTimeout = max(s.election, want.HeartbeatTimeout)
 	}
-	if have := s.Raft.ReloadableConfig(); have == want {
+	if have == want {
 		return
 	}
 	if err := s.Raft.ReloadConfig(want); err != nil {
