@@ -16,6 +16,7 @@ const (
 	claimsNone        claimMode = iota // range, roundrobin: ownership does not matter
 	claimsEager                        // sticky: the assignment in the user data
 	claimsCooperative                  // cooperative-sticky: owned partitions and their generation
+	claimsTarget                       // uniform (server side): each member's current target, one generation
 )
 
 // builder makes an input in two steps, as a franz-go leader learns the group:

@@ -7,6 +7,10 @@ var (
 	// Registry.Strategy for a name nothing was registered under.
 	ErrUnknownAssignor = errors.New("assignors: unknown assignor")
 
+	// ErrUnknownServerAssignor is returned by ServerAssignorNamed for a
+	// name that is not a built-in server assignor.
+	ErrUnknownServerAssignor = errors.New("assignors: unknown server assignor")
+
 	// ErrDuplicateAssignor is returned by Registry.Register for a name
 	// that is already taken.
 	ErrDuplicateAssignor = errors.New("assignors: assignor name already registered")
