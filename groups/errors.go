@@ -50,6 +50,10 @@ var (
 	// ErrGroupSubscribedToTopic means OffsetDelete named a topic the
 	// group's members consume. Kafka: GROUP_SUBSCRIBED_TO_TOPIC.
 	ErrGroupSubscribedToTopic = errors.New("group is subscribed to the topic")
+	// ErrFencedMemberEpoch means a consumer-protocol member's epoch is not
+	// one the coordinator accepts from it: it must give up its partitions
+	// and rejoin at epoch 0. Kafka: FENCED_MEMBER_EPOCH.
+	ErrFencedMemberEpoch = errors.New("fenced member epoch")
 	// ErrTimeout means a Raft write did not commit within
 	// offsets.commit.timeout.ms. Kafka: REQUEST_TIMED_OUT.
 	ErrTimeout = errors.New("write timed out")
