@@ -37,6 +37,10 @@ const (
 	NodeDrainType CommandType = 9
 	// PlacementSetType sets the desired voters of shards.
 	PlacementSetType CommandType = 10
+	// ConsumerGroupWriteType changes a consumer-protocol group (KIP-848):
+	// its epochs and its members' subscriptions, targets and
+	// reconciliation.
+	ConsumerGroupWriteType CommandType = 11
 )
 
 // String names the command type for logs.
@@ -62,6 +66,8 @@ func (t CommandType) String() string {
 		return "NodeDrain"
 	case PlacementSetType:
 		return "PlacementSet"
+	case ConsumerGroupWriteType:
+		return "ConsumerGroupWrite"
 	}
 	return fmt.Sprintf("CommandType(%d)", uint8(t))
 }
@@ -272,6 +278,8 @@ func newCommand(typ CommandType) (Command, error) {
 		return new(NodeDrain), nil
 	case PlacementSetType:
 		return new(PlacementSet), nil
+	case ConsumerGroupWriteType:
+		return new(ConsumerGroupWrite), nil
 	}
 	return nil, fmt.Errorf("%w: %s", ErrUnknownCommand, typ)
 }

@@ -18,6 +18,13 @@ var (
 	ErrGroupNotEmpty = errors.New("group is not empty")
 	// ErrGroupNotFound is Apply's answer to deleting a group that does not exist.
 	ErrGroupNotFound = errors.New("group not found")
+	// ErrGroupTypeConflict is Apply's answer to a consumer-group write for
+	// a group id that a classic group with members holds.
+	ErrGroupTypeConflict = errors.New("group id is held by a group of the other protocol")
+	// ErrInvalidConsumerGroupWrite is Apply's answer to a consumer-group
+	// write that contradicts itself or names parts of members that are
+	// not in the group. Only a writer's bug makes one.
+	ErrInvalidConsumerGroupWrite = errors.New("invalid consumer group write")
 	// ErrTopicExists is Apply's answer to creating a topic that exists.
 	ErrTopicExists = errors.New("topic already exists")
 	// ErrTopicNotFound is Apply's answer to deleting a topic that does not exist.

@@ -34,7 +34,7 @@ func fuzzEntries(input []byte) [][]byte {
 // businessErrors are the answers Apply may give a command it decoded.
 var businessErrors = []error{
 	ErrGroupNotEmpty, ErrGroupNotFound, ErrTopicExists, ErrTopicNotFound,
-	ErrClusterIDMismatch, ErrForeignCommand,
+	ErrClusterIDMismatch, ErrForeignCommand, ErrGroupTypeConflict, ErrInvalidConsumerGroupWrite,
 }
 
 // fuzzFSM is a raft.FSM the fuzz targets drive, with its state readable
@@ -60,11 +60,17 @@ func (f *ShardFSM) fuzzState() any {
 		offsets[id] = make(map[TopicPartition]Offset, m.len())
 		m.each(func(tp TopicPartition, o Offset) { offsets[id][tp] = o })
 	}
+	consumerGroups := make(map[string]ConsumerGroup, len(f.consumerGroups))
+	for id, g := range f.consumerGroups {
+		clearEmpty(reflect.ValueOf(&g).Elem())
+		consumerGroups[id] = g
+	}
 	return struct {
-		ClusterID string
-		Groups    map[string]Group
-		Offsets   map[string]map[TopicPartition]Offset
-	}{f.clusterID, groups, offsets}
+		ClusterID      string
+		Groups         map[string]Group
+		ConsumerGroups map[string]ConsumerGroup
+		Offsets        map[string]map[TopicPartition]Offset
+	}{f.clusterID, groups, consumerGroups, offsets}
 }
 
 func (f *MetaFSM) fuzzState() any {

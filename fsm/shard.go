@@ -24,8 +24,11 @@ type ShardFSM struct {
 
 	mu        sync.RWMutex
 	clusterID string
-	groups    map[string]Group
-	offsets   map[string]*groupOffsets // never holds an empty one
+	groups    map[string]Group // classic groups
+	// consumerGroups are the consumer-protocol groups; an id is in groups
+	// or here, never both.
+	consumerGroups map[string]ConsumerGroup
+	offsets        map[string]*groupOffsets // never holds an empty one
 }
 
 var _ raft.FSM = (*ShardFSM)(nil)
@@ -36,10 +39,11 @@ func NewShardFSM(shard int32, logger hclog.Logger) *ShardFSM {
 		logger = hclog.NewNullLogger()
 	}
 	return &ShardFSM{
-		shard:   shard,
-		logger:  logger,
-		groups:  make(map[string]Group),
-		offsets: make(map[string]*groupOffsets),
+		shard:          shard,
+		logger:         logger,
+		groups:         make(map[string]Group),
+		consumerGroups: make(map[string]ConsumerGroup),
+		offsets:        make(map[string]*groupOffsets),
 	}
 }
 
@@ -68,6 +72,8 @@ func (f *ShardFSM) Apply(l *raft.Log) any {
 		f.applyOffsetDelete(c)
 	case *ClusterStamp:
 		return stampClusterID(&f.clusterID, c)
+	case *ConsumerGroupWrite:
+		return f.applyConsumerGroupWrite(c)
 	default:
 		f.logger.Error("refused a metadata command in a shard's log", "shard", f.shard, "index", l.Index, "command", cmd.CommandType())
 		return fmt.Errorf("%w: %s in shard %d's log", ErrForeignCommand, cmd.CommandType(), f.shard)
@@ -76,21 +82,25 @@ func (f *ShardFSM) Apply(l *raft.Log) any {
 }
 
 func (f *ShardFSM) applyGroupDelete(c *GroupDelete) any {
-	g, ok := f.groups[c.GroupID]
-	if !ok {
+	g, classic := f.groups[c.GroupID]
+	cg, consumer := f.consumerGroups[c.GroupID]
+	switch {
+	case classic && !g.Empty(), consumer && !cg.Empty():
+		return ErrGroupNotEmpty
+	case !classic && !consumer:
 		if _, hasOffsets := f.offsets[c.GroupID]; !hasOffsets {
 			return ErrGroupNotFound
 		}
-	} else if !g.Empty() {
-		return ErrGroupNotEmpty
 	}
 	delete(f.groups, c.GroupID)
+	delete(f.consumerGroups, c.GroupID)
 	delete(f.offsets, c.GroupID)
 	return nil
 }
 
 func (f *ShardFSM) applyOffsetCommit(c *OffsetCommit) {
-	if _, ok := f.groups[c.GroupID]; !ok {
+	_, classic := f.groups[c.GroupID]
+	if _, consumer := f.consumerGroups[c.GroupID]; !classic && !consumer {
 		f.groups[c.GroupID] = Group{ID: c.GroupID, State: StateEmpty, StateTimestamp: c.Timestamp}
 	}
 	if len(c.Offsets) == 0 {
@@ -190,6 +200,9 @@ func (f *ShardFSM) Snapshot() (raft.FSMSnapshot, error) {
 	for _, g := range f.groups {
 		s.Groups = append(s.Groups, g)
 	}
+	for _, g := range f.consumerGroups {
+		s.ConsumerGroups = append(s.ConsumerGroups, g)
+	}
 	for group, m := range f.offsets {
 		m.each(func(tp TopicPartition, o Offset) {
 			s.Offsets = append(s.Offsets, snapshotOffset{Group: group, TopicPartition: tp, Offset: o})
@@ -209,6 +222,10 @@ func (f *ShardFSM) Restore(rc io.ReadCloser) error {
 	groups := make(map[string]Group, len(s.Groups))
 	for _, g := range s.Groups {
 		groups[g.ID] = g
+	}
+	consumerGroups := make(map[string]ConsumerGroup, len(s.ConsumerGroups))
+	for _, g := range s.ConsumerGroups {
+		consumerGroups[g.ID] = g
 	}
 	// Persist writes offsets sorted; a JSON snapshot of an older release
 	// may not be, so they are grouped (stably: sortBatch then keeps a later
@@ -230,9 +247,9 @@ func (f *ShardFSM) Restore(rc io.ReadCloser) error {
 		i = j
 	}
 	f.mu.Lock()
-	f.clusterID, f.groups, f.offsets = s.ClusterID, groups, offsets
+	f.clusterID, f.groups, f.consumerGroups, f.offsets = s.ClusterID, groups, consumerGroups, offsets
 	f.mu.Unlock()
-	f.logger.Info("restored snapshot", "shard", f.shard, "groups", len(groups), "offset_groups", len(offsets))
+	f.logger.Info("restored snapshot", "shard", f.shard, "groups", len(groups), "consumer_groups", len(consumerGroups), "offset_groups", len(offsets))
 	return nil
 }
 
@@ -242,6 +259,9 @@ type shardSnapshot struct {
 	ClusterID string           `json:"cluster_id,omitempty" codec:"cluster_id"`
 	Groups    []Group          `json:"groups" codec:"groups"`
 	Offsets   []snapshotOffset `json:"offsets" codec:"offsets"`
+	// ConsumerGroups came after JSON snapshots; a snapshot without them
+	// restores none.
+	ConsumerGroups []ConsumerGroup `json:"-" codec:"consumer_groups,omitempty"`
 }
 
 // snapshotOffset is one committed offset in a shardSnapshot. JSON and
@@ -256,6 +276,7 @@ type snapshotOffset struct {
 // write equal snapshots) and streams it into sink.
 func (s *shardSnapshot) Persist(sink raft.SnapshotSink) error {
 	sort.Slice(s.Groups, func(i, j int) bool { return s.Groups[i].ID < s.Groups[j].ID })
+	sort.Slice(s.ConsumerGroups, func(i, j int) bool { return s.ConsumerGroups[i].ID < s.ConsumerGroups[j].ID })
 	sort.Slice(s.Offsets, func(i, j int) bool {
 		a, b := s.Offsets[i], s.Offsets[j]
 		if a.Group != b.Group {

@@ -1,0 +1,280 @@
+package fsm
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// ConsumerGroup is a consumer-protocol group (KIP-848) as a shard stores it:
+// the group epoch, the epoch of its target assignment, and its members,
+// each with its subscription, its part of the target and where its
+// reconciliation stands. It is what Kafka keeps in its ConsumerGroup*
+// records; the coordinator derives everything else (timers, the inverted
+// assignment) from it when it loads the shard.
+type ConsumerGroup struct {
+	ID string `codec:"id"`
+	// Epoch is the group epoch, raised by every change of membership or
+	// subscription; TargetEpoch the group epoch the target was computed at.
+	Epoch       int32 `codec:"epoch"`
+	TargetEpoch int32 `codec:"target_epoch"`
+	// StateTimestamp is when membership last changed, in Unix milliseconds
+	// (offset retention of an empty group counts from it).
+	StateTimestamp int64 `codec:"state_ts"`
+	// Members, sorted by id.
+	Members []ConsumerMember `codec:"members,omitempty"`
+}
+
+// Empty reports whether the group has no members.
+func (g *ConsumerGroup) Empty() bool { return len(g.Members) == 0 }
+
+// Member returns the member with that id.
+func (g *ConsumerGroup) Member(id string) (ConsumerMember, bool) {
+	i, ok := slices.BinarySearchFunc(g.Members, id, func(m ConsumerMember, id string) int { return cmp.Compare(m.ID, id) })
+	if !ok {
+		return ConsumerMember{}, false
+	}
+	return g.Members[i], true
+}
+
+// ConsumerMember is one member of a ConsumerGroup: Kafka's
+// ConsumerGroupMemberMetadata, ConsumerGroupTargetAssignmentMember and
+// ConsumerGroupCurrentMemberAssignment records in one.
+type ConsumerMember struct {
+	ID string `codec:"id"`
+	// Subscription is what the member last asked for.
+	Subscription ConsumerSubscription `codec:"subscription"`
+	// Target is the member's part of the group's target assignment.
+	Target []ConsumerPartitions `codec:"target,omitempty"`
+	// Assignment is the member's reconciliation.
+	Assignment ConsumerAssignment `codec:"assignment"`
+}
+
+// ConsumerSubscription is a member's metadata (Kafka's
+// ConsumerGroupMemberMetadataValue).
+type ConsumerSubscription struct {
+	InstanceID string `codec:"instance_id,omitempty"`
+	RackID     string `codec:"rack_id,omitempty"`
+	ClientID   string `codec:"client_id"`
+	ClientHost string `codec:"client_host"`
+	// Topics are the subscribed topic names and TopicRegex the subscribed
+	// regular expression, as the member gave them.
+	Topics             []string `codec:"topics,omitempty"`
+	TopicRegex         string   `codec:"topic_regex,omitempty"`
+	ServerAssignor     string   `codec:"server_assignor,omitempty"`
+	RebalanceTimeoutMs int32    `codec:"rebalance_timeout_ms"`
+}
+
+// ConsumerAssignment is where a member's reconciliation stands (Kafka's
+// ConsumerGroupCurrentMemberAssignmentValue).
+type ConsumerAssignment struct {
+	// State is the coordinator's reconciliation state number (stable,
+	// unrevoked partitions, unreleased partitions); the fsm stores it as
+	// given.
+	State         uint8 `codec:"state"`
+	Epoch         int32 `codec:"epoch"`
+	PreviousEpoch int32 `codec:"previous_epoch"`
+	// Assigned is what the member may consume; PendingRevocation what it
+	// must still give back.
+	Assigned          []ConsumerPartitions `codec:"assigned,omitempty"`
+	PendingRevocation []ConsumerPartitions `codec:"pending_revocation,omitempty"`
+}
+
+// ConsumerPartitions are partitions of one topic, by topic id, as the
+// consumer protocol names topics.
+type ConsumerPartitions struct {
+	TopicID    [16]byte `codec:"topic_id"`
+	Partitions []int32  `codec:"partitions"`
+}
+
+// ConsumerGroupWrite is the body of ConsumerGroupWriteType: one atomic change
+// to a consumer group, as one heartbeat, expiry or leave produces it. The
+// coordinator computes it under the group's lock from the state it read;
+// Apply stores it as given. Changes:
+//   - Epoch and TargetEpoch, when not 0, replace the group's;
+//   - Leaves removes those members;
+//   - Subscriptions, Targets and Assignments replace those parts of the
+//     members they name, adding a member that is new (a new member comes
+//     with its subscription).
+//
+// A member may not be both in Leaves and in a part, nor twice in one part,
+// and a new member must come with a subscription: such a write is refused
+// with ErrInvalidConsumerGroupWrite and changes nothing. The first write to
+// a group id creates the group; a classic group of that id with members
+// refuses it (ErrGroupTypeConflict), and an empty one is replaced, its
+// committed offsets kept (Kafka upgrades an empty classic group so).
+type ConsumerGroupWrite struct {
+	GroupID string `codec:"group_id"`
+	// Timestamp is the leader's clock when the write was made, Unix
+	// milliseconds; it becomes the group's StateTimestamp when members
+	// join or leave.
+	Timestamp     int64                     `codec:"ts"`
+	Epoch         int32                     `codec:"epoch,omitempty"`
+	TargetEpoch   int32                     `codec:"target_epoch,omitempty"`
+	Leaves        []string                  `codec:"leaves,omitempty"`
+	Subscriptions []ConsumerSubscriptionPut `codec:"subscriptions,omitempty"`
+	Targets       []ConsumerTargetPut       `codec:"targets,omitempty"`
+	Assignments   []ConsumerAssignmentPut   `codec:"assignments,omitempty"`
+}
+
+// ConsumerSubscriptionPut sets one member's subscription.
+type ConsumerSubscriptionPut struct {
+	MemberID     string               `codec:"member_id"`
+	Subscription ConsumerSubscription `codec:"subscription"`
+}
+
+// ConsumerTargetPut sets one member's part of the target.
+type ConsumerTargetPut struct {
+	MemberID   string               `codec:"member_id"`
+	Partitions []ConsumerPartitions `codec:"partitions,omitempty"`
+}
+
+// ConsumerAssignmentPut sets one member's reconciliation.
+type ConsumerAssignmentPut struct {
+	MemberID   string             `codec:"member_id"`
+	Assignment ConsumerAssignment `codec:"assignment"`
+}
+
+// CommandType implements Command.
+func (ConsumerGroupWrite) CommandType() CommandType { return ConsumerGroupWriteType }
+
+// applyConsumerGroupWrite applies c under f.mu and returns Apply's
+// response.
+func (f *ShardFSM) applyConsumerGroupWrite(c *ConsumerGroupWrite) any {
+	if err := c.validate(); err != nil {
+		return err
+	}
+	g, exists := f.consumerGroups[c.GroupID]
+	if !exists {
+		if classic, ok := f.groups[c.GroupID]; ok && !classic.Empty() {
+			return fmt.Errorf("%w: %q has %d classic members", ErrGroupTypeConflict, c.GroupID, len(classic.Members))
+		}
+		g = ConsumerGroup{ID: c.GroupID, StateTimestamp: c.Timestamp}
+	}
+	members := make(map[string]ConsumerMember, len(g.Members)+len(c.Subscriptions))
+	for _, m := range g.Members {
+		members[m.ID] = m
+	}
+	joinedOrLeft := false
+	for _, id := range c.Leaves {
+		if _, ok := members[id]; ok {
+			delete(members, id)
+			joinedOrLeft = true
+		}
+	}
+	for _, s := range c.Subscriptions {
+		m, ok := members[s.MemberID]
+		if !ok {
+			m.ID, joinedOrLeft = s.MemberID, true
+		}
+		m.Subscription = s.Subscription
+		members[s.MemberID] = m
+	}
+	for _, t := range c.Targets {
+		m, ok := members[t.MemberID]
+		if !ok {
+			return fmt.Errorf("%w: target of %q, which is not a member", ErrInvalidConsumerGroupWrite, t.MemberID)
+		}
+		m.Target = t.Partitions
+		members[t.MemberID] = m
+	}
+	for _, a := range c.Assignments {
+		m, ok := members[a.MemberID]
+		if !ok {
+			return fmt.Errorf("%w: assignment of %q, which is not a member", ErrInvalidConsumerGroupWrite, a.MemberID)
+		}
+		m.Assignment = a.Assignment
+		members[a.MemberID] = m
+	}
+
+	next := ConsumerGroup{ID: g.ID, Epoch: g.Epoch, TargetEpoch: g.TargetEpoch, StateTimestamp: g.StateTimestamp}
+	if c.Epoch != 0 {
+		next.Epoch = c.Epoch
+	}
+	if c.TargetEpoch != 0 {
+		next.TargetEpoch = c.TargetEpoch
+	}
+	if joinedOrLeft {
+		next.StateTimestamp = c.Timestamp
+	}
+	next.Members = make([]ConsumerMember, 0, len(members))
+	for _, m := range members {
+		next.Members = append(next.Members, m)
+	}
+	slices.SortFunc(next.Members, func(a, b ConsumerMember) int { return cmp.Compare(a.ID, b.ID) })
+	delete(f.groups, c.GroupID) // an empty classic group, upgraded
+	f.consumerGroups[c.GroupID] = next
+	return nil
+}
+
+// validate checks what Apply can check without the state.
+func (c *ConsumerGroupWrite) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConsumerGroupWrite}, args...)...)
+	}
+	if c.GroupID == "" {
+		return bad("no group id")
+	}
+	leaving := make(map[string]bool, len(c.Leaves))
+	for _, id := range c.Leaves {
+		leaving[id] = true
+	}
+	check := func(part string, ids func(yield func(string) bool)) error {
+		seen := map[string]bool{}
+		for id := range ids {
+			if leaving[id] {
+				return bad("%q both leaves and has its %s set", id, part)
+			}
+			if seen[id] {
+				return bad("%q has its %s set twice", id, part)
+			}
+			seen[id] = true
+		}
+		return nil
+	}
+	if err := check("subscription", func(yield func(string) bool) {
+		for _, s := range c.Subscriptions {
+			if !yield(s.MemberID) {
+				return
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	if err := check("target", func(yield func(string) bool) {
+		for _, t := range c.Targets {
+			if !yield(t.MemberID) {
+				return
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	return check("assignment", func(yield func(string) bool) {
+		for _, a := range c.Assignments {
+			if !yield(a.MemberID) {
+				return
+			}
+		}
+	})
+}
+
+// ConsumerGroup returns the stored consumer group with that id.
+func (f *ShardFSM) ConsumerGroup(id string) (ConsumerGroup, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	g, ok := f.consumerGroups[id]
+	return g, ok
+}
+
+// ConsumerGroups returns every stored consumer group, sorted by id.
+func (f *ShardFSM) ConsumerGroups() []ConsumerGroup {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make([]ConsumerGroup, 0, len(f.consumerGroups))
+	for _, g := range f.consumerGroups {
+		out = append(out, g)
+	}
+	slices.SortFunc(out, func(a, b ConsumerGroup) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
