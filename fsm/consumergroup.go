@@ -170,21 +170,11 @@ func (f *ShardFSM) applyConsumerGroupWrite(c *ConsumerGroupWrite) any {
 		m.Subscription = s.Subscription
 		members[s.MemberID] = m
 	}
-	for _, t := range c.Targets {
-		m, ok := members[t.MemberID]
-		if !ok {
-			return fmt.Errorf("%w: target of %q, which is not a member", ErrInvalidConsumerGroupWrite, t.MemberID)
-		}
-		m.Target = t.Partitions
-		members[t.MemberID] = m
+	if err := setParts(members, "target", c.Targets, func(m *ConsumerMember, t ConsumerTargetPut) { m.Target = t.Partitions }); err != nil {
+		return err
 	}
-	for _, a := range c.Assignments {
-		m, ok := members[a.MemberID]
-		if !ok {
-			return fmt.Errorf("%w: assignment of %q, which is not a member", ErrInvalidConsumerGroupWrite, a.MemberID)
-		}
-		m.Assignment = a.Assignment
-		members[a.MemberID] = m
+	if err := setParts(members, "assignment", c.Assignments, func(m *ConsumerMember, a ConsumerAssignmentPut) { m.Assignment = a.Assignment }); err != nil {
+		return err
 	}
 
 	next := ConsumerGroup{ID: g.ID, Epoch: g.Epoch, TargetEpoch: g.TargetEpoch, StateTimestamp: g.StateTimestamp}
@@ -207,56 +197,62 @@ func (f *ShardFSM) applyConsumerGroupWrite(c *ConsumerGroupWrite) any {
 	return nil
 }
 
-// validate checks what Apply can check without the state.
-func (c *ConsumerGroupWrite) validate() error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConsumerGroupWrite}, args...)...)
+// consumerPart is one of a ConsumerGroupWrite's per-member parts.
+type consumerPart interface {
+	ConsumerSubscriptionPut | ConsumerTargetPut | ConsumerAssignmentPut
+	memberID() string
+}
+
+func (p ConsumerSubscriptionPut) memberID() string { return p.MemberID }
+func (p ConsumerTargetPut) memberID() string       { return p.MemberID }
+func (p ConsumerAssignmentPut) memberID() string   { return p.MemberID }
+
+// setParts applies one kind of part to members, which must all be there.
+func setParts[P consumerPart](members map[string]ConsumerMember, kind string, parts []P, set func(*ConsumerMember, P)) error {
+	for _, p := range parts {
+		m, ok := members[p.memberID()]
+		if !ok {
+			return fmt.Errorf("%w: %s of %q, which is not a member", ErrInvalidConsumerGroupWrite, kind, p.memberID())
+		}
+		set(&m, p)
+		members[p.memberID()] = m
 	}
+	return nil
+}
+
+// validate checks what Apply can check without the state: a group id, and
+// no member both leaving and updated, or updated twice in one part.
+func (c *ConsumerGroupWrite) validate() error {
 	if c.GroupID == "" {
-		return bad("no group id")
+		return fmt.Errorf("%w: no group id", ErrInvalidConsumerGroupWrite)
 	}
 	leaving := make(map[string]bool, len(c.Leaves))
 	for _, id := range c.Leaves {
 		leaving[id] = true
 	}
-	check := func(part string, ids func(yield func(string) bool)) error {
-		seen := map[string]bool{}
-		for id := range ids {
-			if leaving[id] {
-				return bad("%q both leaves and has its %s set", id, part)
-			}
-			if seen[id] {
-				return bad("%q has its %s set twice", id, part)
-			}
-			seen[id] = true
-		}
-		return nil
-	}
-	if err := check("subscription", func(yield func(string) bool) {
-		for _, s := range c.Subscriptions {
-			if !yield(s.MemberID) {
-				return
-			}
-		}
-	}); err != nil {
+	if err := checkParts(leaving, "subscription", c.Subscriptions); err != nil {
 		return err
 	}
-	if err := check("target", func(yield func(string) bool) {
-		for _, t := range c.Targets {
-			if !yield(t.MemberID) {
-				return
-			}
-		}
-	}); err != nil {
+	if err := checkParts(leaving, "target", c.Targets); err != nil {
 		return err
 	}
-	return check("assignment", func(yield func(string) bool) {
-		for _, a := range c.Assignments {
-			if !yield(a.MemberID) {
-				return
-			}
+	return checkParts(leaving, "assignment", c.Assignments)
+}
+
+// checkParts is validate's check of one kind of part.
+func checkParts[P consumerPart](leaving map[string]bool, kind string, parts []P) error {
+	seen := make(map[string]bool, len(parts))
+	for _, p := range parts {
+		id := p.memberID()
+		if leaving[id] {
+			return fmt.Errorf("%w: %q both leaves and has its %s set", ErrInvalidConsumerGroupWrite, id, kind)
 		}
-	})
+		if seen[id] {
+			return fmt.Errorf("%w: %q has its %s set twice", ErrInvalidConsumerGroupWrite, id, kind)
+		}
+		seen[id] = true
+	}
+	return nil
 }
 
 // ConsumerGroup returns the stored consumer group with that id.

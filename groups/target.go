@@ -1,6 +1,7 @@
 package groups
 
 import (
+	"cmp"
 	"maps"
 	"regexp"
 	"slices"
@@ -148,15 +149,7 @@ func byName(tp topicPartitions, names map[topicID]string) []assignors.TopicParti
 			out = append(out, assignors.TopicPartitions{Topic: name, Partitions: parts})
 		}
 	}
-	slices.SortFunc(out, func(a, b assignors.TopicPartitions) int {
-		switch {
-		case a.Topic < b.Topic:
-			return -1
-		case a.Topic > b.Topic:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b assignors.TopicPartitions) int { return cmp.Compare(a.Topic, b.Topic) })
 	return out
 }
 
