@@ -18,6 +18,13 @@ type ConsumerGroup struct {
 	// subscription; TargetEpoch the group epoch the target was computed at.
 	Epoch       int32 `codec:"epoch"`
 	TargetEpoch int32 `codec:"target_epoch"`
+	// TargetMetadataHash is the coordinator's hash of the subscribed
+	// topics' metadata (ids, partition counts) the target was computed
+	// over: when the topics change under the group (partitions added, a
+	// topic created that a subscription names or matches), the hash no
+	// longer matches and the group needs a new epoch (Kafka 4.1's
+	// metadata hash, KIP-1101).
+	TargetMetadataHash uint64 `codec:"target_metadata_hash,omitempty"`
 	// StateTimestamp is when membership last changed, in Unix milliseconds
 	// (offset retention of an empty group counts from it).
 	StateTimestamp int64 `codec:"state_ts"`
@@ -91,7 +98,9 @@ type ConsumerPartitions struct {
 // to a consumer group, as one heartbeat, expiry or leave produces it. The
 // coordinator computes it under the group's lock from the state it read;
 // Apply stores it as given. Changes:
-//   - Epoch and TargetEpoch, when not 0, replace the group's;
+//   - Epoch, when not 0, replaces the group's; so does TargetEpoch, and
+//     with it TargetMetadataHash (a new target comes with the metadata it
+//     was computed over);
 //   - Leaves removes those members;
 //   - Subscriptions, Targets and Assignments replace those parts of the
 //     members they name, adding a member that is new (a new member comes
@@ -108,13 +117,15 @@ type ConsumerGroupWrite struct {
 	// Timestamp is the leader's clock when the write was made, Unix
 	// milliseconds; it becomes the group's StateTimestamp when members
 	// join or leave.
-	Timestamp     int64                     `codec:"ts"`
-	Epoch         int32                     `codec:"epoch,omitempty"`
-	TargetEpoch   int32                     `codec:"target_epoch,omitempty"`
-	Leaves        []string                  `codec:"leaves,omitempty"`
-	Subscriptions []ConsumerSubscriptionPut `codec:"subscriptions,omitempty"`
-	Targets       []ConsumerTargetPut       `codec:"targets,omitempty"`
-	Assignments   []ConsumerAssignmentPut   `codec:"assignments,omitempty"`
+	Timestamp   int64 `codec:"ts"`
+	Epoch       int32 `codec:"epoch,omitempty"`
+	TargetEpoch int32 `codec:"target_epoch,omitempty"`
+	// TargetMetadataHash goes with TargetEpoch.
+	TargetMetadataHash uint64                    `codec:"target_metadata_hash,omitempty"`
+	Leaves             []string                  `codec:"leaves,omitempty"`
+	Subscriptions      []ConsumerSubscriptionPut `codec:"subscriptions,omitempty"`
+	Targets            []ConsumerTargetPut       `codec:"targets,omitempty"`
+	Assignments        []ConsumerAssignmentPut   `codec:"assignments,omitempty"`
 }
 
 // ConsumerSubscriptionPut sets one member's subscription.
@@ -177,12 +188,12 @@ func (f *ShardFSM) applyConsumerGroupWrite(c *ConsumerGroupWrite) any {
 		return err
 	}
 
-	next := ConsumerGroup{ID: g.ID, Epoch: g.Epoch, TargetEpoch: g.TargetEpoch, StateTimestamp: g.StateTimestamp}
+	next := g
 	if c.Epoch != 0 {
 		next.Epoch = c.Epoch
 	}
 	if c.TargetEpoch != 0 {
-		next.TargetEpoch = c.TargetEpoch
+		next.TargetEpoch, next.TargetMetadataHash = c.TargetEpoch, c.TargetMetadataHash
 	}
 	if joinedOrLeft {
 		next.StateTimestamp = c.Timestamp

@@ -39,11 +39,13 @@ func TestConsumerGroupWritesChangeOnlyWhatTheyName(t *testing.T) {
 	if r := apply(t, f, 1, joinWrite("g", "m2", 1, 1000)); r != nil {
 		t.Fatal(r)
 	}
-	if r := apply(t, f, 2, joinWrite("g", "m1", 2, 2000)); r != nil {
+	w := joinWrite("g", "m1", 2, 2000)
+	w.TargetMetadataHash = 0xfeed
+	if r := apply(t, f, 2, w); r != nil {
 		t.Fatal(r)
 	}
 	g := mustConsumerGroup(t, f, "g")
-	if g.Epoch != 2 || g.TargetEpoch != 2 || g.StateTimestamp != 2000 || len(g.Members) != 2 || g.Members[0].ID != "m1" || g.Members[1].ID != "m2" {
+	if g.Epoch != 2 || g.TargetEpoch != 2 || g.TargetMetadataHash != 0xfeed || g.StateTimestamp != 2000 || len(g.Members) != 2 || g.Members[0].ID != "m1" || g.Members[1].ID != "m2" {
 		t.Fatalf("after two joins: %+v", g)
 	}
 
@@ -70,7 +72,7 @@ func TestConsumerGroupWritesChangeOnlyWhatTheyName(t *testing.T) {
 		t.Fatal(r)
 	}
 	g3 := mustConsumerGroup(t, f, "g")
-	if _, ok := g3.Member("m1"); ok || g3.Epoch != 3 || g3.StateTimestamp != 4000 || len(g3.Members) != 1 {
+	if _, ok := g3.Member("m1"); ok || g3.Epoch != 3 || g3.TargetEpoch != 2 || g3.TargetMetadataHash != 0xfeed || g3.StateTimestamp != 4000 || len(g3.Members) != 1 {
 		t.Fatalf("after m1 left: %+v", g3)
 	}
 }
