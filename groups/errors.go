@@ -50,6 +50,15 @@ var (
 	// ErrGroupSubscribedToTopic means OffsetDelete named a topic the
 	// group's members consume. Kafka: GROUP_SUBSCRIBED_TO_TOPIC.
 	ErrGroupSubscribedToTopic = errors.New("group is subscribed to the topic")
+	// ErrInvalidRequest means a request is malformed in a way Kafka
+	// refuses before looking at any group (a consumer heartbeat without a
+	// member id, a join without a rebalance timeout, ...); it wraps Kafka's
+	// message. Kafka: INVALID_REQUEST.
+	ErrInvalidRequest = errors.New("invalid request")
+	// ErrUnsupportedAssignor means a consumer-protocol member named a
+	// server assignor the coordinator does not have. Kafka:
+	// UNSUPPORTED_ASSIGNOR.
+	ErrUnsupportedAssignor = errors.New("unsupported assignor")
 	// ErrFencedMemberEpoch means a consumer-protocol member's epoch is not
 	// one the coordinator accepts from it: it must give up its partitions
 	// and rejoin at epoch 0. Kafka: FENCED_MEMBER_EPOCH.
