@@ -18,13 +18,15 @@ type ConsumerGroup struct {
 	// subscription; TargetEpoch the group epoch the target was computed at.
 	Epoch       int32 `codec:"epoch"`
 	TargetEpoch int32 `codec:"target_epoch"`
-	// TargetMetadataHash is the coordinator's hash of the subscribed
-	// topics' metadata (ids, partition counts) the target was computed
-	// over: when the topics change under the group (partitions added, a
-	// topic created that a subscription names or matches), the hash no
-	// longer matches and the group needs a new epoch (Kafka 4.1's
-	// metadata hash, KIP-1101).
-	TargetMetadataHash uint64 `codec:"target_metadata_hash,omitempty"`
+	// MetadataHash is the coordinator's hash of the subscribed topics'
+	// metadata (ids, partition counts) at Epoch: when the topics change
+	// under the group (partitions added, a topic created that a
+	// subscription names or matches), the hash no longer matches and the
+	// group needs a new epoch. It goes with the group epoch, not the
+	// target's, as Kafka 4.1 keeps it (ConsumerGroupMetadataValue,
+	// KIP-1101): a target that failed to compute leaves the epoch ahead
+	// of the target, to be retried, not a hash that never matches.
+	MetadataHash uint64 `codec:"metadata_hash,omitempty"`
 	// StateTimestamp is when membership last changed, in Unix milliseconds
 	// (offset retention of an empty group counts from it).
 	StateTimestamp int64 `codec:"state_ts"`
@@ -98,9 +100,9 @@ type ConsumerPartitions struct {
 // to a consumer group, as one heartbeat, expiry or leave produces it. The
 // coordinator computes it under the group's lock from the state it read;
 // Apply stores it as given. Changes:
-//   - Epoch, when not 0, replaces the group's; so does TargetEpoch, and
-//     with it TargetMetadataHash (a new target comes with the metadata it
-//     was computed over);
+//   - Epoch, when not 0, replaces the group's, and with it MetadataHash
+//     (a new epoch comes with the metadata it was taken at); TargetEpoch,
+//     when not 0, replaces the target's;
 //   - Leaves removes those members;
 //   - Subscriptions, Targets and Assignments replace those parts of the
 //     members they name, adding a member that is new (a new member comes
@@ -109,9 +111,12 @@ type ConsumerPartitions struct {
 // A member may not be both in Leaves and in a part, nor twice in one part,
 // and a new member must come with a subscription: such a write is refused
 // with ErrInvalidConsumerGroupWrite and changes nothing. The first write to
-// a group id creates the group; a classic group of that id with members
-// refuses it (ErrGroupTypeConflict), and an empty one is replaced, its
-// committed offsets kept (Kafka upgrades an empty classic group so).
+// a group id creates the group, and it must bring a member (else
+// ErrGroupNotFound); a classic group of that id with members refuses it
+// (ErrGroupTypeConflict), and an empty one is replaced, its committed
+// offsets kept (Kafka upgrades an empty classic group so). A GroupPut of
+// a classic group for an id that is a consumer group is refused with
+// ErrGroupTypeConflict, so an id is never both.
 type ConsumerGroupWrite struct {
 	GroupID string `codec:"group_id"`
 	// Timestamp is the leader's clock when the write was made, Unix
@@ -120,12 +125,12 @@ type ConsumerGroupWrite struct {
 	Timestamp   int64 `codec:"ts"`
 	Epoch       int32 `codec:"epoch,omitempty"`
 	TargetEpoch int32 `codec:"target_epoch,omitempty"`
-	// TargetMetadataHash goes with TargetEpoch.
-	TargetMetadataHash uint64                    `codec:"target_metadata_hash,omitempty"`
-	Leaves             []string                  `codec:"leaves,omitempty"`
-	Subscriptions      []ConsumerSubscriptionPut `codec:"subscriptions,omitempty"`
-	Targets            []ConsumerTargetPut       `codec:"targets,omitempty"`
-	Assignments        []ConsumerAssignmentPut   `codec:"assignments,omitempty"`
+	// MetadataHash goes with Epoch.
+	MetadataHash  uint64                    `codec:"metadata_hash,omitempty"`
+	Leaves        []string                  `codec:"leaves,omitempty"`
+	Subscriptions []ConsumerSubscriptionPut `codec:"subscriptions,omitempty"`
+	Targets       []ConsumerTargetPut       `codec:"targets,omitempty"`
+	Assignments   []ConsumerAssignmentPut   `codec:"assignments,omitempty"`
 }
 
 // ConsumerSubscriptionPut sets one member's subscription.
@@ -157,6 +162,12 @@ func (f *ShardFSM) applyConsumerGroupWrite(c *ConsumerGroupWrite) any {
 	}
 	g, exists := f.consumerGroups[c.GroupID]
 	if !exists {
+		// Only a member joining makes a group: a leave or an expiry
+		// computed before a GroupDelete committed must not bring the
+		// group back.
+		if len(c.Subscriptions) == 0 {
+			return fmt.Errorf("%w: %q", ErrGroupNotFound, c.GroupID)
+		}
 		if classic, ok := f.groups[c.GroupID]; ok && !classic.Empty() {
 			return fmt.Errorf("%w: %q has %d classic members", ErrGroupTypeConflict, c.GroupID, len(classic.Members))
 		}
@@ -190,10 +201,10 @@ func (f *ShardFSM) applyConsumerGroupWrite(c *ConsumerGroupWrite) any {
 
 	next := g
 	if c.Epoch != 0 {
-		next.Epoch = c.Epoch
+		next.Epoch, next.MetadataHash = c.Epoch, c.MetadataHash
 	}
 	if c.TargetEpoch != 0 {
-		next.TargetEpoch, next.TargetMetadataHash = c.TargetEpoch, c.TargetMetadataHash
+		next.TargetEpoch = c.TargetEpoch
 	}
 	if joinedOrLeft {
 		next.StateTimestamp = c.Timestamp
@@ -203,7 +214,9 @@ func (f *ShardFSM) applyConsumerGroupWrite(c *ConsumerGroupWrite) any {
 		next.Members = append(next.Members, m)
 	}
 	slices.SortFunc(next.Members, func(a, b ConsumerMember) int { return cmp.Compare(a.ID, b.ID) })
-	delete(f.groups, c.GroupID) // an empty classic group, upgraded
+	if !exists {
+		delete(f.groups, c.GroupID) // an empty classic group, upgraded
+	}
 	f.consumerGroups[c.GroupID] = next
 	return nil
 }

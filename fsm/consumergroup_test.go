@@ -40,12 +40,12 @@ func TestConsumerGroupWritesChangeOnlyWhatTheyName(t *testing.T) {
 		t.Fatal(r)
 	}
 	w := joinWrite("g", "m1", 2, 2000)
-	w.TargetMetadataHash = 0xfeed
+	w.MetadataHash = 0xfeed
 	if r := apply(t, f, 2, w); r != nil {
 		t.Fatal(r)
 	}
 	g := mustConsumerGroup(t, f, "g")
-	if g.Epoch != 2 || g.TargetEpoch != 2 || g.TargetMetadataHash != 0xfeed || g.StateTimestamp != 2000 || len(g.Members) != 2 || g.Members[0].ID != "m1" || g.Members[1].ID != "m2" {
+	if g.Epoch != 2 || g.TargetEpoch != 2 || g.MetadataHash != 0xfeed || g.StateTimestamp != 2000 || len(g.Members) != 2 || g.Members[0].ID != "m1" || g.Members[1].ID != "m2" {
 		t.Fatalf("after two joins: %+v", g)
 	}
 
@@ -68,11 +68,11 @@ func TestConsumerGroupWritesChangeOnlyWhatTheyName(t *testing.T) {
 	}
 
 	// m1 leaves: its subscription, target and assignment go together.
-	if r := apply(t, f, 4, &ConsumerGroupWrite{GroupID: "g", Timestamp: 4000, Epoch: 3, Leaves: []string{"m1"}}); r != nil {
+	if r := apply(t, f, 4, &ConsumerGroupWrite{GroupID: "g", Timestamp: 4000, Epoch: 3, MetadataHash: 0x5eed, Leaves: []string{"m1"}}); r != nil {
 		t.Fatal(r)
 	}
 	g3 := mustConsumerGroup(t, f, "g")
-	if _, ok := g3.Member("m1"); ok || g3.Epoch != 3 || g3.TargetEpoch != 2 || g3.TargetMetadataHash != 0xfeed || g3.StateTimestamp != 4000 || len(g3.Members) != 1 {
+	if _, ok := g3.Member("m1"); ok || g3.Epoch != 3 || g3.TargetEpoch != 2 || g3.MetadataHash != 0x5eed || g3.StateTimestamp != 4000 || len(g3.Members) != 1 {
 		t.Fatalf("after m1 left: %+v", g3)
 	}
 }
@@ -90,8 +90,6 @@ func TestConsumerGroupWritesThatContradictThemselvesChangeNothing(t *testing.T) 
 			Targets: []ConsumerTargetPut{{MemberID: "m1"}, {MemberID: "ghost"}}},
 		"an assignment of a member that is not there": {GroupID: "g",
 			Assignments: []ConsumerAssignmentPut{{MemberID: "ghost"}}},
-		"a new group's member without a subscription": {GroupID: "new",
-			Targets: []ConsumerTargetPut{{MemberID: "m"}}},
 	} {
 		if r, _ := apply(t, f, 2, w).(error); !errors.Is(r, ErrInvalidConsumerGroupWrite) {
 			t.Errorf("%s: %v, want ErrInvalidConsumerGroupWrite", name, r)
@@ -99,6 +97,25 @@ func TestConsumerGroupWritesThatContradictThemselvesChangeNothing(t *testing.T) 
 	}
 	if after := f.ConsumerGroups(); !reflect.DeepEqual(after, before) {
 		t.Fatalf("refused writes changed the state:\n%+v\n%+v", before, after)
+	}
+}
+
+// TestOnlyAJoinMakesAConsumerGroup: a write that brings no member (a
+// leave or an expiry computed before the group was deleted, a target for a
+// member that never joined) does not bring a group into being.
+func TestOnlyAJoinMakesAConsumerGroup(t *testing.T) {
+	f := NewShardFSM(0, nil)
+	for name, w := range map[string]*ConsumerGroupWrite{
+		"a leave":                         {GroupID: "gone", Epoch: 4, Leaves: []string{"m1"}},
+		"a target without a subscription": {GroupID: "gone", Targets: []ConsumerTargetPut{{MemberID: "m"}}},
+		"nothing at all":                  {GroupID: "gone"},
+	} {
+		if r, _ := apply(t, f, 1, w).(error); !errors.Is(r, ErrGroupNotFound) {
+			t.Errorf("%s: %v, want ErrGroupNotFound", name, r)
+		}
+	}
+	if _, ok := f.ConsumerGroup("gone"); ok {
+		t.Fatal("a write without a member made a group")
 	}
 }
 
@@ -129,6 +146,16 @@ func TestConsumerGroupTakesOverOnlyAnEmptyClassicGroup(t *testing.T) {
 	apply(t, f, 5, commitWith("idle", 6))
 	if _, ok := f.Group("idle"); ok {
 		t.Fatal("a commit to a consumer group made a classic group")
+	}
+
+	// And the other way round: a classic group is not stored under a
+	// consumer group's id, so a later consumer write cannot drop it.
+	classic := sampleGroup("idle")
+	if r, _ := apply(t, f, 6, &GroupPut{Group: classic}).(error); !errors.Is(r, ErrGroupTypeConflict) {
+		t.Fatalf("a classic group over a consumer group: %v, want ErrGroupTypeConflict", r)
+	}
+	if _, ok := f.Group("idle"); ok {
+		t.Fatal("the refused GroupPut stored a classic group")
 	}
 }
 

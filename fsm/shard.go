@@ -63,6 +63,9 @@ func (f *ShardFSM) Apply(l *raft.Log) any {
 	defer f.mu.Unlock()
 	switch c := cmd.(type) {
 	case *GroupPut:
+		if _, consumer := f.consumerGroups[c.Group.ID]; consumer {
+			return fmt.Errorf("%w: %q is a consumer group", ErrGroupTypeConflict, c.Group.ID)
+		}
 		f.groups[c.Group.ID] = c.Group
 	case *GroupDelete:
 		return f.applyGroupDelete(c)

@@ -98,8 +98,13 @@ type reconcileInput struct {
 	// nothing pending counts as revoked). An empty, non-nil map is owning
 	// nothing.
 	owned topicPartitions
-	// ownerEpoch returns the epoch of the member that has partition p of
-	// topic t assigned or pending revocation, or -1 when nobody has it.
+	// ownerEpoch returns the epoch of another member that has partition p
+	// of topic t assigned or pending revocation, or -1 when no other
+	// member has it. The member's own partitions do not count. (Kafka's
+	// currentPartitionEpoch counts them too; the only difference is a
+	// partition the member just gave back and gets again in the same
+	// step, which Kafka hands back one heartbeat later. Both are safe: the
+	// member gets it only once its heartbeat no longer owns it.)
 	ownerEpoch func(t topicID, p int32) int32
 }
 

@@ -61,8 +61,14 @@ type targetResult struct {
 
 // compileSubscriptionRegex compiles a SubscribedTopicRegex. Kafka matches
 // it with RE2/J against whole topic names; Go's regexp is RE2, so it is
-// anchored here. An error is Kafka's INVALID_REGULAR_EXPRESSION.
+// anchored here. The expression is compiled on its own first: only one
+// that stands alone may be wrapped, since pasting "foo)|(.*" between the
+// anchors would compile into an expression that matches every name. An
+// error is Kafka's INVALID_REGULAR_EXPRESSION.
 func compileSubscriptionRegex(expr string) (*regexp.Regexp, error) {
+	if _, err := regexp.Compile(expr); err != nil {
+		return nil, err
+	}
 	return regexp.Compile(`^(?:` + expr + `)$`)
 }
 

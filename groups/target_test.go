@@ -114,9 +114,7 @@ func TestTargetResolvesSubscriptions(t *testing.T) {
 		t.Fatalf("subscribed to %v, want %v", got, want)
 	}
 
-	// payments was deleted and created again: the old id's partitions go.
-	current := map[string]topicPartitions{"m": tps(topicID{9}, []int32{0, 1})}
-	res := mustBuildTarget(t, targetBuild{assignor: assignors.Uniform(), members: []targetMember{m}, current: current, topics: topics})
+	res := mustBuildTarget(t, targetBuild{assignor: assignors.Uniform(), members: []targetMember{m}, topics: topics})
 	want := tps(topicID{1}, []int32{0, 1}, topicID{2}, []int32{0, 1}, topicID{4}, []int32{0, 1})
 	if !reflect.DeepEqual(res.target["m"], want) {
 		t.Fatalf("target %v, want %v", res.target["m"], want)
@@ -129,8 +127,49 @@ func TestTargetResolvesSubscriptions(t *testing.T) {
 		t.Fatalf("after refunds was created: target %v, changed %v", res.target["m"], res.changed)
 	}
 
-	if _, err := compileSubscriptionRegex(`orders-(`); err == nil {
-		t.Fatal("an invalid regular expression compiled")
+	for _, expr := range []string{`orders-(`, `foo)|(.*`, `x)|(?:y`, `a\`} {
+		if _, err := compileSubscriptionRegex(expr); err == nil {
+			t.Errorf("%q compiled; Kafka refuses it as INVALID_REGULAR_EXPRESSION", expr)
+		}
+	}
+	alt, err := compileSubscriptionRegex(`eu|us`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{"eu": true, "us": true, "eu-1": false, "x-us": false, "": false} {
+		if got := alt.MatchString(name); got != want {
+			t.Errorf("eu|us matching %q: %v, want %v (the whole name, as Kafka matches)", name, got, want)
+		}
+	}
+}
+
+// TestTargetDropsTopicsNoLongerRegistered: a topic deleted and created
+// again under the same name has a new id, and the partitions a target held
+// under the old id are not kept: with two members, the one whose target
+// held only the old id's partitions gets its share of the new topic like
+// a member that held nothing, and no target names an id that is not
+// registered.
+func TestTargetDropsTopicsNoLongerRegistered(t *testing.T) {
+	oldID, newID := topicID{9}, topicID{4}
+	topics := map[string]registeredTopic{"payments": {id: newID, partitions: 4}}
+	members := []targetMember{{id: "a", topics: []string{"payments"}}, {id: "b", topics: []string{"payments"}}}
+	current := map[string]topicPartitions{
+		"a": tps(oldID, []int32{0, 1, 2, 3}),
+		"b": tps(newID, []int32{0, 1}),
+	}
+	res := mustBuildTarget(t, targetBuild{assignor: assignors.Uniform(), members: members, current: current, topics: topics})
+	for id, tp := range res.target {
+		for topic := range tp {
+			if topic != newID {
+				t.Fatalf("%s's target names topic id %v, which is not registered", id, topic)
+			}
+		}
+	}
+	if want := tps(newID, []int32{0, 1}); !reflect.DeepEqual(res.target["b"], want) {
+		t.Fatalf("b got %v, want to keep %v", res.target["b"], want)
+	}
+	if want := tps(newID, []int32{2, 3}); !reflect.DeepEqual(res.target["a"], want) {
+		t.Fatalf("a got %v, want the rest, %v", res.target["a"], want)
 	}
 }
 
