@@ -38,7 +38,9 @@ func TestConsumerHeartbeatValidation(t *testing.T) {
 		{"an empty instance id", with(func(r *ConsumerHeartbeatRequest) { r.InstanceID = strp("") }), ErrInvalidRequest, "InstanceId can't be empty."},
 		{"an empty rack id", with(func(r *ConsumerHeartbeatRequest) { r.RackID = strp(" ") }), ErrInvalidRequest, "RackId can't be empty."},
 		{"a join without a rebalance timeout", with(func(r *ConsumerHeartbeatRequest) { r.RebalanceTimeoutMs = -1 }), ErrInvalidRequest, "RebalanceTimeoutMs must be provided in first request."},
-		{"a join that owns partitions", with(func(r *ConsumerHeartbeatRequest) { r.Owned = []OwnedPartitions{{TopicID: topicA, Partitions: []int32{0}}} }), ErrInvalidRequest, "TopicPartitions must be empty when (re-)joining."},
+		{"a join that owns partitions", with(func(r *ConsumerHeartbeatRequest) {
+			r.Owned = []OwnedPartitions{{TopicID: topicA, Partitions: []int32{0}}}
+		}), ErrInvalidRequest, "TopicPartitions must be empty when (re-)joining."},
 		{"a join that does not say what it owns", with(func(r *ConsumerHeartbeatRequest) { r.Owned = nil }), ErrInvalidRequest, "TopicPartitions must be empty when (re-)joining."},
 		{"a join without names or a regex", with(func(r *ConsumerHeartbeatRequest) { r.SubscribedTopicNames = nil }), ErrInvalidRequest, "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."},
 		{"a static leave without an instance id", with(func(r *ConsumerHeartbeatRequest) { r.MemberEpoch = -2 }), ErrInvalidRequest, "InstanceId can't be null."},
@@ -48,7 +50,9 @@ func TestConsumerHeartbeatValidation(t *testing.T) {
 		{"a v1 join", join("m1", "t"), nil, ""},
 		{"a v0 join, whose member id the coordinator makes", with(func(r *ConsumerHeartbeatRequest) { r.Version, r.MemberID = 0, "" }), nil, ""},
 		{"a join subscribing to nothing yet", join("m1"), nil, ""},
-		{"a join by regex alone", with(func(r *ConsumerHeartbeatRequest) { r.SubscribedTopicNames, r.SubscribedTopicRegex = nil, strp("orders-.*") }), nil, ""},
+		{"a join by regex alone", with(func(r *ConsumerHeartbeatRequest) {
+			r.SubscribedTopicNames, r.SubscribedTopicRegex = nil, strp("orders-.*")
+		}), nil, ""},
 		{"a heartbeat that changes nothing", ConsumerHeartbeatRequest{Version: 1, GroupID: "g", MemberID: "m1", MemberEpoch: 5, RebalanceTimeoutMs: -1}, nil, ""},
 		{"a static leave", with(func(r *ConsumerHeartbeatRequest) { r.MemberEpoch, r.InstanceID = -2, strp("i-1") }), nil, ""},
 		{"a named assignor", with(func(r *ConsumerHeartbeatRequest) { r.ServerAssignor = strp("range") }), nil, ""},
