@@ -2,6 +2,8 @@ package groups
 
 import (
 	"cmp"
+	"encoding/binary"
+	"hash/fnv"
 	"maps"
 	"regexp"
 	"slices"
@@ -163,4 +165,54 @@ func byName(tp topicPartitions, names map[topicID]string) []assignors.TopicParti
 // (nil and empty alike).
 func sameTopicPartitions(a, b topicPartitions) bool {
 	return maps.EqualFunc(a, b, slices.Equal[[]int32])
+}
+
+// preferredAssignor is the assignor a consumer group's target is computed
+// with (Kafka's ConsumerGroup.preferredServerAssignor): the one most
+// members name, ties going to the first name in order (Kafka leaves ties
+// to its map's order; a replica-independent choice needs a rule), or def
+// when no member names one. names has one entry per member, "" for a
+// member that names none.
+func preferredAssignor(names []string, def string) string {
+	counts := make(map[string]int, 2)
+	for _, n := range names {
+		if n != "" {
+			counts[n]++
+		}
+	}
+	best, most := def, 0
+	for _, n := range slices.Sorted(maps.Keys(counts)) {
+		if counts[n] > most {
+			best, most = n, counts[n]
+		}
+	}
+	return best
+}
+
+// subscriptionMetadataHash hashes the metadata of the registered topics a
+// group subscribes to (subscribed: the members' resolved subscriptions
+// together, any order, repeats allowed): each topic's name, id and
+// partition count, in name order. It is stored with the group epoch
+// (fsm.ConsumerGroup.MetadataHash), so it must never change for the same
+// metadata: FNV-1a over a fixed layout. A topic created, deleted or
+// created again, or given more partitions, changes it; topics the group
+// does not subscribe to do not.
+func subscriptionMetadataHash(topics map[string]registeredTopic, subscribed []string) uint64 {
+	names := slices.Clone(subscribed)
+	slices.Sort(names)
+	names = slices.Compact(names)
+	h := fnv.New64a()
+	var buf []byte
+	for _, name := range names {
+		t, ok := topics[name]
+		if !ok {
+			continue
+		}
+		buf = binary.BigEndian.AppendUint32(buf[:0], uint32(len(name)))
+		buf = append(buf, name...)
+		buf = append(buf, t.id[:]...)
+		buf = binary.BigEndian.AppendUint32(buf, uint32(t.partitions))
+		h.Write(buf)
+	}
+	return h.Sum64()
 }

@@ -1,6 +1,7 @@
 package groups
 
 import (
+	"maps"
 	"reflect"
 	"slices"
 	"testing"
@@ -186,5 +187,52 @@ func TestTargetWithRange(t *testing.T) {
 	}
 	if want := tps(topicA, []int32{2, 3}, topicB, []int32{2, 3}); !reflect.DeepEqual(res.target["b"], want) {
 		t.Fatalf("b got %v, want %v", res.target["b"], want)
+	}
+}
+
+func TestPreferredAssignor(t *testing.T) {
+	for _, tc := range []struct {
+		names []string
+		want  string
+	}{
+		{nil, "uniform"},
+		{[]string{"", ""}, "uniform"},
+		{[]string{"range", "", "uniform", "range"}, "range"},
+		{[]string{"uniform", "range"}, "range"}, // a tie: the first name
+		{[]string{"", "range"}, "range"},
+	} {
+		if got := preferredAssignor(tc.names, "uniform"); got != tc.want {
+			t.Errorf("preferredAssignor(%q) = %s, want %s", tc.names, got, tc.want)
+		}
+	}
+}
+
+// TestSubscriptionMetadataHash: the hash moves when a subscribed topic is
+// created, recreated under a new id or grows, and only then.
+func TestSubscriptionMetadataHash(t *testing.T) {
+	topics := map[string]registeredTopic{"a": {id: topicID{1}, partitions: 3}, "b": {id: topicID{2}, partitions: 1}}
+	base := subscriptionMetadataHash(topics, []string{"a", "missing"})
+	if again := subscriptionMetadataHash(topics, []string{"missing", "a", "a"}); again != base {
+		t.Fatal("the hash depends on the order or repeats of the subscriptions")
+	}
+	// Pinned: the hash is stored in the log, so it must not change.
+	if base != 0x6c145822394b4811 {
+		t.Fatalf("the hash of the same metadata changed: %#x", base)
+	}
+	topics["b"] = registeredTopic{id: topicID{2}, partitions: 9}
+	if subscriptionMetadataHash(topics, []string{"a", "missing"}) != base {
+		t.Fatal("a topic the group does not subscribe to moved the hash")
+	}
+	for name, change := range map[string]func(map[string]registeredTopic){
+		"a subscribed topic created": func(m map[string]registeredTopic) { m["missing"] = registeredTopic{id: topicID{7}, partitions: 1} },
+		"partitions added":           func(m map[string]registeredTopic) { m["a"] = registeredTopic{id: topicID{1}, partitions: 4} },
+		"recreated under a new id":   func(m map[string]registeredTopic) { m["a"] = registeredTopic{id: topicID{8}, partitions: 3} },
+		"a subscribed topic deleted": func(m map[string]registeredTopic) { delete(m, "a") },
+	} {
+		m := maps.Clone(topics)
+		change(m)
+		if subscriptionMetadataHash(m, []string{"a", "missing"}) == base {
+			t.Errorf("%s: the hash did not move", name)
+		}
 	}
 }
