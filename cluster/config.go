@@ -467,14 +467,14 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// raftConfig is the hashicorp/raft configuration of one shard. NotifyCh is
-// left for the caller.
 // minHeartbeatReuse is the shortest HeartbeatReuse: frames of coalesced
 // heartbeats go to every peer every nine tenths of it, and below a few
 // milliseconds they would go nonstop. A default that would be shorter (a
 // lease close to HeartbeatTimeout) turns reuse and frames off.
 const minHeartbeatReuse = 5 * time.Millisecond
 
+// raftConfig is the hashicorp/raft configuration of one shard. NotifyCh is
+// left for the caller.
 func (c *Config) raftConfig(shard int32) *raft.Config {
 	rc := raft.DefaultConfig()
 	rc.LocalID = serverID(c.NodeID)

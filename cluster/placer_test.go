@@ -109,25 +109,21 @@ func (pc *placementCluster) ids() []int32 {
 
 // leaderOf returns the running node that leads shard, or nil.
 func (pc *placementCluster) leaderOf(shard int32) *testNode {
-	for _, tn := range pc.running() {
-		if tn.Shard(shard).IsLeader() {
-			return tn
-		}
-	}
-	return nil
-}
-
-// config is a shard's configuration as its leader has it: of the nodes
-// that think they lead it, the one of the highest term (a deposed leader
-// that has not heard of its successor yet still holds the configuration
-// from before the handoff).
-func (pc *placementCluster) config(shard int32) (voters, nonvoters []int32, ok bool) {
+	// Of the nodes that think they lead the shard, the one of the highest
+	// term: a deposed leader that has not heard of its successor yet still
+	// holds the configuration (and the FSM) from before the handoff.
 	var l *testNode
 	for _, tn := range pc.running() {
 		if s := tn.Shard(shard); s.IsLeader() && (l == nil || s.Raft.CurrentTerm() > l.Shard(shard).Raft.CurrentTerm()) {
 			l = tn
 		}
 	}
+	return l
+}
+
+// config is a shard's configuration as its leader has it.
+func (pc *placementCluster) config(shard int32) (voters, nonvoters []int32, ok bool) {
+	l := pc.leaderOf(shard)
 	if l == nil {
 		return nil, nil, false
 	}

@@ -2,6 +2,7 @@ package groups
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -91,15 +92,9 @@ func validateConsumerHeartbeat(req *ConsumerHeartbeatRequest, assignors []string
 	case req.MemberEpoch < leaveStaticMemberEpoch:
 		return invalid("MemberEpoch is invalid.")
 	}
-	if req.ServerAssignor != nil {
-		known := false
-		for _, name := range assignors {
-			known = known || name == *req.ServerAssignor
-		}
-		if !known {
-			return fmt.Errorf("%w: ServerAssignor %s is not supported. Supported assignors: %s.",
-				ErrUnsupportedAssignor, *req.ServerAssignor, strings.Join(assignors, ", "))
-		}
+	if req.ServerAssignor != nil && !slices.Contains(assignors, *req.ServerAssignor) {
+		return fmt.Errorf("%w: ServerAssignor %s is not supported. Supported assignors: %s.",
+			ErrUnsupportedAssignor, *req.ServerAssignor, strings.Join(assignors, ", "))
 	}
 	return nil
 }
