@@ -32,6 +32,10 @@ type ConsumerGroup struct {
 	StateTimestamp int64 `codec:"state_ts"`
 	// Members, sorted by id.
 	Members []ConsumerMember `codec:"members,omitempty"`
+	// Writes counts the ConsumerGroupWrites applied to the group: each
+	// write names the count it was computed at (ConsumerGroupWrite.After),
+	// so the group's writes form a chain that a lost link breaks.
+	Writes uint64 `codec:"writes,omitempty"`
 }
 
 // Empty reports whether the group has no members.
@@ -119,6 +123,7 @@ type ConsumerPartitions struct {
 // ErrGroupTypeConflict, so an id is never both.
 type ConsumerGroupWrite struct {
 	GroupID string `codec:"group_id"`
+	After   uint64 `codec:"after,omitempty"`
 	// Timestamp is the leader's clock when the write was made, Unix
 	// milliseconds; it becomes the group's StateTimestamp when members
 	// join or leave.
@@ -161,6 +166,9 @@ func (f *ShardFSM) applyConsumerGroupWrite(c *ConsumerGroupWrite) any {
 		return err
 	}
 	g, exists := f.consumerGroups[c.GroupID]
+	if g.Writes != c.After {
+		return fmt.Errorf("%w: %q is at write %d, the write was computed at %d", ErrStaleConsumerGroupWrite, c.GroupID, g.Writes, c.After)
+	}
 	if !exists {
 		// Only a member joining makes a group: a leave or an expiry
 		// computed before a GroupDelete committed must not bring the
@@ -200,6 +208,7 @@ func (f *ShardFSM) applyConsumerGroupWrite(c *ConsumerGroupWrite) any {
 	}
 
 	next := g
+	next.Writes++
 	if c.Epoch != 0 {
 		next.Epoch, next.MetadataHash = c.Epoch, c.MetadataHash
 	}

@@ -40,7 +40,7 @@ func TestConsumerGroupWritesChangeOnlyWhatTheyName(t *testing.T) {
 		t.Fatal(r)
 	}
 	w := joinWrite("g", "m1", 2, 2000)
-	w.MetadataHash = 0xfeed
+	w.MetadataHash, w.After = 0xfeed, 1
 	if r := apply(t, f, 2, w); r != nil {
 		t.Fatal(r)
 	}
@@ -51,7 +51,7 @@ func TestConsumerGroupWritesChangeOnlyWhatTheyName(t *testing.T) {
 
 	// A heartbeat that only moves m2's reconciliation leaves the rest.
 	step := ConsumerAssignment{State: 1, Epoch: 1, PreviousEpoch: 1, Assigned: cpart(1, 1), PendingRevocation: cpart(1, 0)}
-	if r := apply(t, f, 3, &ConsumerGroupWrite{GroupID: "g", Timestamp: 3000,
+	if r := apply(t, f, 3, &ConsumerGroupWrite{GroupID: "g", After: 2, Timestamp: 3000,
 		Assignments: []ConsumerAssignmentPut{{MemberID: "m2", Assignment: step}}}); r != nil {
 		t.Fatal(r)
 	}
@@ -68,11 +68,11 @@ func TestConsumerGroupWritesChangeOnlyWhatTheyName(t *testing.T) {
 	}
 
 	// m1 leaves: its subscription, target and assignment go together.
-	if r := apply(t, f, 4, &ConsumerGroupWrite{GroupID: "g", Timestamp: 4000, Epoch: 3, MetadataHash: 0x5eed, Leaves: []string{"m1"}}); r != nil {
+	if r := apply(t, f, 4, &ConsumerGroupWrite{GroupID: "g", After: 3, Timestamp: 4000, Epoch: 3, MetadataHash: 0x5eed, Leaves: []string{"m1"}}); r != nil {
 		t.Fatal(r)
 	}
 	g3 := mustConsumerGroup(t, f, "g")
-	if _, ok := g3.Member("m1"); ok || g3.Epoch != 3 || g3.TargetEpoch != 2 || g3.MetadataHash != 0x5eed || g3.StateTimestamp != 4000 || len(g3.Members) != 1 {
+	if _, ok := g3.Member("m1"); ok || g3.Writes != 4 || g3.Epoch != 3 || g3.TargetEpoch != 2 || g3.MetadataHash != 0x5eed || g3.StateTimestamp != 4000 || len(g3.Members) != 1 {
 		t.Fatalf("after m1 left: %+v", g3)
 	}
 }
@@ -83,12 +83,12 @@ func TestConsumerGroupWritesThatContradictThemselvesChangeNothing(t *testing.T) 
 	before := f.ConsumerGroups()
 	for name, w := range map[string]*ConsumerGroupWrite{
 		"no group id": {Epoch: 2},
-		"a member both leaves and subscribes": {GroupID: "g", Leaves: []string{"m1"},
+		"a member both leaves and subscribes": {GroupID: "g", After: 1, Leaves: []string{"m1"},
 			Subscriptions: []ConsumerSubscriptionPut{{MemberID: "m1", Subscription: sub("c")}}},
-		"a target set twice": {GroupID: "g", Targets: []ConsumerTargetPut{{MemberID: "m1"}, {MemberID: "m1"}}},
-		"a target of a member that is not there": {GroupID: "g", Epoch: 5,
+		"a target set twice": {GroupID: "g", After: 1, Targets: []ConsumerTargetPut{{MemberID: "m1"}, {MemberID: "m1"}}},
+		"a target of a member that is not there": {GroupID: "g", After: 1, Epoch: 5,
 			Targets: []ConsumerTargetPut{{MemberID: "m1"}, {MemberID: "ghost"}}},
-		"an assignment of a member that is not there": {GroupID: "g",
+		"an assignment of a member that is not there": {GroupID: "g", After: 1,
 			Assignments: []ConsumerAssignmentPut{{MemberID: "ghost"}}},
 	} {
 		if r, _ := apply(t, f, 2, w).(error); !errors.Is(r, ErrInvalidConsumerGroupWrite) {
@@ -148,14 +148,54 @@ func TestConsumerGroupTakesOverOnlyAnEmptyClassicGroup(t *testing.T) {
 		t.Fatal("a commit to a consumer group made a classic group")
 	}
 
-	// And the other way round: a classic group is not stored under a
-	// consumer group's id, so a later consumer write cannot drop it.
+	// And the other way round: a classic group is not stored under the
+	// id of a consumer group with members, so a later consumer write
+	// cannot drop it; once the consumer group is empty, a classic group
+	// replaces it and keeps its offsets (the downgrade).
 	classic := sampleGroup("idle")
 	if r, _ := apply(t, f, 6, &GroupPut{Group: classic}).(error); !errors.Is(r, ErrGroupTypeConflict) {
 		t.Fatalf("a classic group over a consumer group: %v, want ErrGroupTypeConflict", r)
 	}
 	if _, ok := f.Group("idle"); ok {
 		t.Fatal("the refused GroupPut stored a classic group")
+	}
+	apply(t, f, 7, &ConsumerGroupWrite{GroupID: "idle", After: 1, Epoch: 2, Leaves: []string{"m1"}})
+	if r := apply(t, f, 8, &GroupPut{Group: classic}); r != nil {
+		t.Fatalf("a classic group over an empty consumer group: %v", r)
+	}
+	if _, ok := f.ConsumerGroup("idle"); ok {
+		t.Fatal("the empty consumer group is still there beside the classic group")
+	}
+	if o, ok := f.Offset("idle", TopicPartition{Topic: "idle", Partition: 0}); !ok || o.Offset != 6 {
+		t.Fatalf("the downgraded group's offset: %+v %v", o, ok)
+	}
+}
+
+// TestAConsumerGroupWriteAfterALostOneIsRefused: the coordinator enqueues
+// a group's writes one after another without waiting; when one of them
+// never commits, the writes computed on top of it must not apply to a
+// state they were not computed from.
+func TestAConsumerGroupWriteAfterALostOneIsRefused(t *testing.T) {
+	f := NewShardFSM(0, nil)
+	apply(t, f, 1, joinWrite("g", "m1", 1, 1000))
+	// The write at 1 (m2 joining at epoch 2) was lost; m2's next step,
+	// computed at 2, reaches the log.
+	step := &ConsumerGroupWrite{GroupID: "g", After: 2,
+		Assignments: []ConsumerAssignmentPut{{MemberID: "m1", Assignment: ConsumerAssignment{Epoch: 2, PreviousEpoch: 1}}}}
+	before := f.ConsumerGroups()
+	if r, _ := apply(t, f, 2, step).(error); !errors.Is(r, ErrStaleConsumerGroupWrite) {
+		t.Fatalf("a write computed after a lost one: %v, want ErrStaleConsumerGroupWrite", r)
+	}
+	if after := f.ConsumerGroups(); !reflect.DeepEqual(after, before) {
+		t.Fatalf("the stale write changed the state:\n%+v\n%+v", before, after)
+	}
+	// A creation that comes late, after the group exists, is stale too.
+	if r, _ := apply(t, f, 3, joinWrite("g", "m3", 2, 2000)).(error); !errors.Is(r, ErrStaleConsumerGroupWrite) {
+		t.Fatalf("a second creation: %v, want ErrStaleConsumerGroupWrite", r)
+	}
+	step.After = 1
+	if r := apply(t, f, 4, step); r != nil {
+		t.Fatalf("the write at the stored count: %v", r)
 	}
 }
 
@@ -166,7 +206,7 @@ func TestDeletingAConsumerGroup(t *testing.T) {
 	if r, _ := apply(t, f, 3, &GroupDelete{GroupID: "g"}).(error); !errors.Is(r, ErrGroupNotEmpty) {
 		t.Fatalf("deleting a consumer group with a member: %v, want ErrGroupNotEmpty", r)
 	}
-	apply(t, f, 4, &ConsumerGroupWrite{GroupID: "g", Epoch: 2, Leaves: []string{"m1"}})
+	apply(t, f, 4, &ConsumerGroupWrite{GroupID: "g", After: 1, Epoch: 2, Leaves: []string{"m1"}})
 	if r := apply(t, f, 5, &GroupDelete{GroupID: "g"}); r != nil {
 		t.Fatalf("deleting the empty consumer group: %v", r)
 	}

@@ -25,6 +25,10 @@ var (
 	// write that contradicts itself or names parts of members that are
 	// not in the group. Only a writer's bug makes one.
 	ErrInvalidConsumerGroupWrite = errors.New("invalid consumer group write")
+	// ErrStaleConsumerGroupWrite is Apply's answer to a consumer-group
+	// write computed at another state of the group than the stored one (a
+	// write before it was lost).
+	ErrStaleConsumerGroupWrite = errors.New("consumer group write computed from a state that is not the stored one")
 	// ErrTopicExists is Apply's answer to creating a topic that exists.
 	ErrTopicExists = errors.New("topic already exists")
 	// ErrTopicNotFound is Apply's answer to deleting a topic that does not exist.

@@ -35,6 +35,7 @@ func fuzzEntries(input []byte) [][]byte {
 var businessErrors = []error{
 	ErrGroupNotEmpty, ErrGroupNotFound, ErrTopicExists, ErrTopicNotFound,
 	ErrClusterIDMismatch, ErrForeignCommand, ErrGroupTypeConflict, ErrInvalidConsumerGroupWrite,
+	ErrStaleConsumerGroupWrite,
 }
 
 // fuzzFSM is a raft.FSM the fuzz targets drive, with its state readable

@@ -63,9 +63,10 @@ func (f *ShardFSM) Apply(l *raft.Log) any {
 	defer f.mu.Unlock()
 	switch c := cmd.(type) {
 	case *GroupPut:
-		if _, consumer := f.consumerGroups[c.Group.ID]; consumer {
-			return fmt.Errorf("%w: %q is a consumer group", ErrGroupTypeConflict, c.Group.ID)
+		if cg, consumer := f.consumerGroups[c.Group.ID]; consumer && !cg.Empty() {
+			return fmt.Errorf("%w: %q is a consumer group with %d members", ErrGroupTypeConflict, c.Group.ID, len(cg.Members))
 		}
+		delete(f.consumerGroups, c.Group.ID) // an empty consumer group, downgraded
 		f.groups[c.Group.ID] = c.Group
 	case *GroupDelete:
 		return f.applyGroupDelete(c)
