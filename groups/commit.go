@@ -17,7 +17,13 @@ func (c *Coordinator) Commit(req CommitRequest) error {
 	if _, err := c.serving(context.Background()); err != nil {
 		return err
 	}
+	if c.consumerOf(req.GroupID) != nil {
+		return c.commitToConsumerGroup(req)
+	}
 	g, err := c.lockGroup(req.GroupID, req.Generation < 0)
+	if err == errConsumerGroup {
+		return c.commitToConsumerGroup(req)
+	}
 	if err != nil {
 		return err
 	}

@@ -2,9 +2,13 @@ package groups
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/kcoord/kcoord/assignors"
+	"github.com/kcoord/kcoord/fsm"
 )
 
 // Config tunes one shard's group coordinator. The server fills it from
@@ -50,6 +54,31 @@ type Config struct {
 	// --unsafe-ack-before-commit, a hidden test-only flag). Never set it
 	// otherwise.
 	UnsafeAckBeforeCommit bool
+	// ConsumerSessionTimeout is group.consumer.session.timeout.ms: how
+	// long a consumer-protocol member may go without a heartbeat before it
+	// is fenced. It lies within ConsumerMinSessionTimeout and
+	// ConsumerMaxSessionTimeout (group.consumer.min/max.session.timeout.ms).
+	ConsumerSessionTimeout    time.Duration
+	ConsumerMinSessionTimeout time.Duration
+	ConsumerMaxSessionTimeout time.Duration
+	// ConsumerHeartbeatInterval is group.consumer.heartbeat.interval.ms:
+	// how often consumer-protocol members are told to heartbeat, within
+	// ConsumerMinHeartbeatInterval and ConsumerMaxHeartbeatInterval, and
+	// below the session timeout.
+	ConsumerHeartbeatInterval    time.Duration
+	ConsumerMinHeartbeatInterval time.Duration
+	ConsumerMaxHeartbeatInterval time.Duration
+	// ConsumerMaxSize is group.consumer.max.size, in members.
+	ConsumerMaxSize int32
+	// ServerAssignors is group.consumer.assignors: the server-side
+	// assignors members may name (assignors.ServerAssignorNamed), the
+	// first being the default.
+	ServerAssignors []string
+	// DefaultServerAssignor is set by Validate to ServerAssignors[0].
+	DefaultServerAssignor string
+	// Topics is the topic registry that consumer-group subscriptions
+	// resolve against; nil is an empty registry.
+	Topics TopicSource
 	// ObserveRebalance, when set, is told of each completed rebalance and
 	// how long it took: from the group entering PreparingRebalance until
 	// it is Stable again. Called with the group's lock held, so it must
@@ -69,7 +98,27 @@ func DefaultConfig() Config {
 		NewMemberJoinTimeout:  5 * time.Minute,
 		WriteTimeout:          5 * time.Second,
 		ElectionHold:          2 * time.Second,
+
+		ConsumerSessionTimeout:       45 * time.Second,
+		ConsumerMinSessionTimeout:    45 * time.Second,
+		ConsumerMaxSessionTimeout:    60 * time.Second,
+		ConsumerHeartbeatInterval:    5 * time.Second,
+		ConsumerMinHeartbeatInterval: 5 * time.Second,
+		ConsumerMaxHeartbeatInterval: 15 * time.Second,
+		ConsumerMaxSize:              2147483647,
+		ServerAssignors:              []string{assignors.DefaultServerAssignor, "range"},
 	}
+}
+
+// TopicSource is the topic registry as consumer groups read it. Both
+// methods are called from request and timer goroutines, often: they must
+// be cheap and never block on Raft (fsm.MetaFSM reads its applied state).
+type TopicSource interface {
+	// Topics lists every registered topic.
+	Topics() []fsm.Topic
+	// TopicsVersion changes whenever the list may have changed; equal
+	// versions mean equal lists.
+	TopicsVersion() uint64
 }
 
 // Validate reports a configuration that cannot work.
@@ -87,6 +136,28 @@ func (c *Config) Validate() error {
 		return errors.New("groups: write timeout must be positive")
 	case c.ElectionHold < 0:
 		return errors.New("groups: election hold must not be negative")
+	case c.ConsumerMinSessionTimeout <= 0 || c.ConsumerMaxSessionTimeout < c.ConsumerMinSessionTimeout:
+		return errors.New("groups: consumer session timeout bounds are inverted")
+	case c.ConsumerSessionTimeout < c.ConsumerMinSessionTimeout || c.ConsumerSessionTimeout > c.ConsumerMaxSessionTimeout:
+		return fmt.Errorf("groups: group.consumer.session.timeout.ms %d must be within group.consumer.min.session.timeout.ms %d and group.consumer.max.session.timeout.ms %d",
+			c.ConsumerSessionTimeout.Milliseconds(), c.ConsumerMinSessionTimeout.Milliseconds(), c.ConsumerMaxSessionTimeout.Milliseconds())
+	case c.ConsumerMinHeartbeatInterval <= 0 || c.ConsumerMaxHeartbeatInterval < c.ConsumerMinHeartbeatInterval:
+		return errors.New("groups: consumer heartbeat interval bounds are inverted")
+	case c.ConsumerHeartbeatInterval < c.ConsumerMinHeartbeatInterval || c.ConsumerHeartbeatInterval > c.ConsumerMaxHeartbeatInterval:
+		return fmt.Errorf("groups: group.consumer.heartbeat.interval.ms %d must be within group.consumer.min.heartbeat.interval.ms %d and group.consumer.max.heartbeat.interval.ms %d",
+			c.ConsumerHeartbeatInterval.Milliseconds(), c.ConsumerMinHeartbeatInterval.Milliseconds(), c.ConsumerMaxHeartbeatInterval.Milliseconds())
+	case c.ConsumerHeartbeatInterval >= c.ConsumerSessionTimeout:
+		return errors.New("groups: group.consumer.heartbeat.interval.ms must be below group.consumer.session.timeout.ms")
+	case c.ConsumerMaxSize < 1:
+		return errors.New("groups: group.consumer.max.size must be at least 1")
+	case len(c.ServerAssignors) == 0:
+		return errors.New("groups: group.consumer.assignors names no assignor")
 	}
+	for _, name := range c.ServerAssignors {
+		if _, err := assignors.ServerAssignorNamed(name); err != nil {
+			return fmt.Errorf("groups: group.consumer.assignors: %w", err)
+		}
+	}
+	c.DefaultServerAssignor = c.ServerAssignors[0]
 	return nil
 }

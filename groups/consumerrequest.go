@@ -41,13 +41,14 @@ type ConsumerHeartbeatRequest struct {
 	ServerAssignor       *string
 	// Owned are the partitions the member owns, by topic id; nil when the
 	// member did not say (it sends them when they changed, and on a join).
-	Owned      []OwnedPartitions
+	Owned      []TopicIDPartitions
 	ClientID   string
 	ClientHost string
 }
 
-// OwnedPartitions are partitions of one topic a member owns.
-type OwnedPartitions struct {
+// TopicIDPartitions are partitions of one topic, named by its id as the
+// consumer protocol names topics.
+type TopicIDPartitions struct {
 	TopicID    [16]byte
 	Partitions []int32
 }

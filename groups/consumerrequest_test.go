@@ -11,7 +11,7 @@ func strp(s string) *string { return &s }
 // join is a valid v1 first heartbeat.
 func join(member string, topics ...string) ConsumerHeartbeatRequest {
 	return ConsumerHeartbeatRequest{Version: 1, GroupID: "g", MemberID: member, MemberEpoch: 0,
-		RebalanceTimeoutMs: 30000, SubscribedTopicNames: append([]string{}, topics...), Owned: []OwnedPartitions{}}
+		RebalanceTimeoutMs: 30000, SubscribedTopicNames: append([]string{}, topics...), Owned: []TopicIDPartitions{}}
 }
 
 var serverAssignors = []string{"uniform", "range"}
@@ -39,7 +39,7 @@ func TestConsumerHeartbeatValidation(t *testing.T) {
 		{"an empty rack id", with(func(r *ConsumerHeartbeatRequest) { r.RackID = strp(" ") }), ErrInvalidRequest, "RackId can't be empty."},
 		{"a join without a rebalance timeout", with(func(r *ConsumerHeartbeatRequest) { r.RebalanceTimeoutMs = -1 }), ErrInvalidRequest, "RebalanceTimeoutMs must be provided in first request."},
 		{"a join that owns partitions", with(func(r *ConsumerHeartbeatRequest) {
-			r.Owned = []OwnedPartitions{{TopicID: topicA, Partitions: []int32{0}}}
+			r.Owned = []TopicIDPartitions{{TopicID: topicA, Partitions: []int32{0}}}
 		}), ErrInvalidRequest, "TopicPartitions must be empty when (re-)joining."},
 		{"a join that does not say what it owns", with(func(r *ConsumerHeartbeatRequest) { r.Owned = nil }), ErrInvalidRequest, "TopicPartitions must be empty when (re-)joining."},
 		{"a join without names or a regex", with(func(r *ConsumerHeartbeatRequest) { r.SubscribedTopicNames = nil }), ErrInvalidRequest, "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining."},

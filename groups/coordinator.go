@@ -88,6 +88,9 @@ type Coordinator struct {
 	offsetsExpired atomic.Uint64
 	holdStats
 	groups map[string]*group
+	// consumerGroups are the consumer-protocol groups (consumer.go); an id
+	// is in groups or in consumers, never both.
+	consumerGroups
 }
 
 // NewCoordinator returns an inactive coordinator for shard, writing through
@@ -101,13 +104,16 @@ func NewCoordinator(cfg Config, shard int32, log Log, state *fsm.ShardFSM) (*Coo
 		logger = hclog.NewNullLogger()
 	}
 	return &Coordinator{
-		cfg:     cfg,
-		shard:   shard,
-		log:     log,
-		state:   state,
-		logger:  logger.With("shard", shard),
-		now:     func() int64 { return time.Now().UnixMilli() },
-		groups:  make(map[string]*group),
+		cfg:    cfg,
+		shard:  shard,
+		log:    log,
+		state:  state,
+		logger: logger.With("shard", shard),
+		now:    func() int64 { return time.Now().UnixMilli() },
+		groups: make(map[string]*group),
+		consumerGroups: consumerGroups{
+			consumers: make(map[string]*consumerGroup),
+		},
 		changed: newBroadcast(),
 		stopCh:  make(chan struct{}),
 	}, nil
@@ -158,8 +164,20 @@ func (c *Coordinator) Activate(epoch uint64) error {
 		loaded = append(loaded, g)
 		groups[g.id] = g
 	}
+	consumerRecords := c.state.ConsumerGroups()
+	loadedConsumers := make([]*consumerGroup, 0, len(consumerRecords))
+	consumers := make(map[string]*consumerGroup, len(consumerRecords))
+	for _, r := range consumerRecords {
+		g := consumerGroupFromRecord(c, r)
+		g.mu.Lock()
+		loadedConsumers = append(loadedConsumers, g)
+		consumers[g.id] = g
+	}
 	unlockAll := func() {
 		for _, g := range loaded {
+			g.mu.Unlock()
+		}
+		for _, g := range loadedConsumers {
 			g.mu.Unlock()
 		}
 	}
@@ -169,8 +187,8 @@ func (c *Coordinator) Activate(epoch uint64) error {
 		unlockAll()
 		return ErrNotCoordinator
 	}
-	superseded := c.groups
-	c.groups, c.active, c.epoch, c.loading = groups, true, epoch, 0
+	superseded, supersededConsumers := c.groups, c.consumers
+	c.groups, c.consumers, c.active, c.epoch, c.loading = groups, consumers, true, epoch, 0
 	c.changed.fire()
 	c.mu.Unlock()
 	now := time.Now()
@@ -180,12 +198,15 @@ func (c *Coordinator) Activate(epoch uint64) error {
 			g.startSession(m)
 		}
 	}
+	for _, g := range loadedConsumers {
+		g.startSessions()
+	}
 	unlockAll()
 	// A leadership that ended without Deactivate (it always runs, but a
 	// coordinator must not leak timers if it did not).
-	closeGroups(superseded)
-	n := len(loaded)
-	c.logAtInfoIf(n > 0, "coordinator active", "groups", n, "epoch", epoch)
+	closeGroups(superseded, supersededConsumers)
+	n, nc := len(loaded), len(loadedConsumers)
+	c.logAtInfoIf(n+nc > 0, "coordinator active", "groups", n, "consumer_groups", nc, "epoch", epoch)
 	return nil
 }
 
@@ -195,19 +216,24 @@ func (c *Coordinator) Activate(epoch uint64) error {
 // goroutine (and at shutdown).
 func (c *Coordinator) Deactivate() {
 	c.mu.Lock()
-	groups, wasActive := c.groups, c.active
-	c.groups, c.active, c.loading = make(map[string]*group), false, 0
+	groups, consumers, wasActive := c.groups, c.consumers, c.active
+	c.groups, c.consumers, c.active, c.loading = make(map[string]*group), make(map[string]*consumerGroup), false, 0
 	c.changed.fire()
 	c.mu.Unlock()
-	closeGroups(groups)
+	closeGroups(groups, consumers)
 	if wasActive {
-		c.logAtInfoIf(len(groups) > 0, "coordinator inactive", "groups", len(groups))
+		c.logAtInfoIf(len(groups)+len(consumers) > 0, "coordinator inactive", "groups", len(groups), "consumer_groups", len(consumers))
 	}
 }
 
 // closeGroups closes groups no longer served, each under its lock.
-func closeGroups(groups map[string]*group) {
+func closeGroups(groups map[string]*group, consumers map[string]*consumerGroup) {
 	for _, g := range groups {
+		g.mu.Lock()
+		g.close()
+		g.mu.Unlock()
+	}
+	for _, g := range consumers {
 		g.mu.Lock()
 		g.close()
 		g.mu.Unlock()
@@ -278,9 +304,12 @@ func (c *Coordinator) Active() bool {
 	return c.active
 }
 
-// lookup returns the live group, creating an Empty one when create is set.
-// It returns ErrNotCoordinator or ErrLoadInProgress when not serving; a nil
-// group with a nil error means the group does not exist.
+// lookup returns the live classic group, creating an Empty one when create
+// is set. It returns ErrNotCoordinator or ErrLoadInProgress when not
+// serving, and errConsumerGroup for the id of a consumer group (an empty
+// one is taken over when create is set: Kafka turns an empty consumer
+// group into a classic one on a classic join); a nil group with a nil
+// error means the group does not exist.
 func (c *Coordinator) lookup(id string, create bool) (*group, error) {
 	c.mu.RLock()
 	g, ok := c.groups[id]
@@ -291,13 +320,24 @@ func (c *Coordinator) lookup(id string, create bool) (*group, error) {
 		return nil, ErrLoadInProgress
 	case !active || !c.log.Leads(epoch):
 		return nil, ErrNotCoordinator
-	case ok || !create:
+	case ok:
 		return g, nil
+	}
+	if cg := c.consumerOf(id); cg != nil {
+		if err := c.takeOverConsumer(cg, create); err != nil {
+			return nil, err
+		}
+	}
+	if !create {
+		return nil, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.active {
 		return nil, ErrNotCoordinator
+	}
+	if _, taken := c.consumers[id]; taken {
+		return nil, errConsumerGroup // a consumer group was made meanwhile
 	}
 	if g, ok = c.groups[id]; !ok {
 		g = newGroup(c, id)

@@ -14,6 +14,13 @@ func (c *Coordinator) Delete(ctx context.Context, groupID string) error {
 		return err
 	}
 	g, err := c.lockGroup(groupID, false)
+	if err == errConsumerGroup {
+		cg, err := c.lockConsumer(groupID, false)
+		if err != nil || cg == nil {
+			return err
+		}
+		return c.deleteConsumer(cg)
+	}
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,9 @@ func (c *Coordinator) Describe(ctx context.Context, groupID string) (GroupDescri
 		return GroupDescription{}, err
 	}
 	g, err := c.lockGroup(groupID, false)
+	if err == errConsumerGroup {
+		return GroupDescription{GroupID: groupID, State: Dead.String(), ConsumerProtocol: true}, nil
+	}
 	if err != nil {
 		return GroupDescription{}, err
 	}
@@ -62,17 +65,28 @@ func (c *Coordinator) List(ctx context.Context) ([]GroupListing, error) {
 	for _, g := range c.groups {
 		groups = append(groups, g)
 	}
+	consumers := make([]*consumerGroup, 0, len(c.consumers))
+	for _, g := range c.consumers {
+		consumers = append(consumers, g)
+	}
 	c.mu.RUnlock()
 	out := make([]GroupListing, 0, len(groups))
 	for _, g := range groups {
 		g.mu.Lock()
 		if !g.closed && g.state != Dead {
-			l := GroupListing{GroupID: g.id, ProtocolType: g.protocolType, State: g.state.String(), Members: len(g.members),
+			l := GroupListing{GroupID: g.id, Type: GroupTypeClassic, ProtocolType: g.protocolType, State: g.state.String(), Members: len(g.members),
 				Generation: g.generation, StateSince: time.UnixMilli(g.stateTimestamp), LastRebalance: g.lastStable}
 			if g.state == Stable {
 				l.Protocol = g.protocol
 			}
 			out = append(out, l)
+		}
+		g.mu.Unlock()
+	}
+	for _, g := range consumers {
+		g.mu.Lock()
+		if !g.closed && !g.stale {
+			out = append(out, g.listing())
 		}
 		g.mu.Unlock()
 	}

@@ -63,6 +63,25 @@ var (
 	// one the coordinator accepts from it: it must give up its partitions
 	// and rejoin at epoch 0. Kafka: FENCED_MEMBER_EPOCH.
 	ErrFencedMemberEpoch = errors.New("fenced member epoch")
+	// ErrStaleMemberEpoch means an offset commit or fetch of a
+	// consumer-protocol member carries an epoch older than the member's.
+	// Kafka: STALE_MEMBER_EPOCH.
+	ErrStaleMemberEpoch = errors.New("stale member epoch")
+	// ErrUnreleasedInstanceID means a static member joined with an
+	// instance id that a live member still holds. Kafka:
+	// UNRELEASED_INSTANCE_ID.
+	ErrUnreleasedInstanceID = errors.New("unreleased instance id")
+	// ErrInvalidRegularExpression means a SubscribedTopicRegex does not
+	// compile. Kafka: INVALID_REGULAR_EXPRESSION.
+	ErrInvalidRegularExpression = errors.New("invalid regular expression")
+	// ErrUnsupportedVersion means a request's version cannot serve this
+	// group (an OffsetCommit below v9 from a consumer-protocol member).
+	// Kafka: UNSUPPORTED_VERSION.
+	ErrUnsupportedVersion = errors.New("unsupported version")
+	// ErrAssignmentFailed means the server-side assignor could not compute
+	// a target; the group keeps the target it has. Kafka:
+	// UNKNOWN_SERVER_ERROR.
+	ErrAssignmentFailed = errors.New("target assignment failed")
 	// ErrTimeout means a Raft write did not commit within
 	// offsets.commit.timeout.ms. Kafka: REQUEST_TIMED_OUT.
 	ErrTimeout = errors.New("write timed out")

@@ -18,6 +18,9 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest) error {
 		return err
 	}
 	g, err := c.lockGroup(req.GroupID, false)
+	if err == errConsumerGroup {
+		err = ErrUnknownMemberID // a consumer group has no classic members
+	}
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"time"
 
 	"github.com/kcoord/kcoord/fsm"
@@ -24,6 +25,10 @@ func (c *Coordinator) Join(ctx context.Context, req JoinRequest) JoinResult {
 		return JoinResult{Err: ErrInvalidSessionTimeout, MemberID: req.MemberID}
 	}
 	g, err := c.lockGroup(req.GroupID, req.MemberID == "")
+	if err == errConsumerGroup {
+		err = fmt.Errorf("%w: cannot join the consumer group %s with the classic protocol: kcoord does not migrate groups between protocols yet",
+			ErrInconsistentGroupProtocol, req.GroupID)
+	}
 	if err != nil {
 		return JoinResult{Err: err, MemberID: req.MemberID}
 	}

@@ -14,11 +14,11 @@ func (c *Coordinator) Leave(groupID string, leaving []LeaveMember) ([]LeaveResul
 		return nil, err
 	}
 	g, err := c.lockGroup(groupID, false)
-	if err != nil {
+	if err != nil && err != errConsumerGroup {
 		return nil, err
 	}
 	out := make([]LeaveResult, len(leaving))
-	if g == nil {
+	if g == nil { // none, or a consumer group, which has no classic members
 		for i, l := range leaving {
 			out[i] = LeaveResult{MemberID: l.MemberID, InstanceID: l.InstanceID, Err: ErrUnknownMemberID}
 		}

@@ -25,6 +25,16 @@ func (c *Coordinator) DeleteOffsets(groupID string, partitions []fsm.TopicPartit
 		return nil, err
 	}
 	g, err := c.lockGroup(groupID, false)
+	if err == errConsumerGroup {
+		cg, err := c.lockConsumer(groupID, false)
+		if err != nil {
+			return nil, err
+		}
+		if cg == nil {
+			return nil, ErrGroupIDNotFound
+		}
+		return c.deleteConsumerOffsets(cg, partitions), nil
+	}
 	if err != nil {
 		return nil, err
 	}

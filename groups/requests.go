@@ -98,9 +98,13 @@ type GroupDescription struct {
 	GroupID string
 	// Exists is false for a group this coordinator does not know (reported
 	// Dead).
-	Exists       bool
-	State        string
-	ProtocolType string
+	Exists bool
+	// ConsumerProtocol is set, with Exists false, for the id of a
+	// consumer-protocol group, which DescribeGroups does not describe
+	// (Kafka 4.x: "Group X is not a classic group.").
+	ConsumerProtocol bool
+	State            string
+	ProtocolType     string
 	// Protocol and member metadata/assignments are only given when the group
 	// is Stable, as Kafka does.
 	Protocol string
@@ -131,7 +135,9 @@ type MemberDescription struct {
 
 // GroupListing is ListGroups' view of one group.
 type GroupListing struct {
-	GroupID      string
+	GroupID string
+	// Type is GroupTypeClassic or GroupTypeConsumer.
+	Type         string
 	ProtocolType string
 	State        string
 	// Protocol, Members, Generation, StateSince and LastRebalance are the
@@ -147,6 +153,9 @@ type GroupListing struct {
 // CommitRequest is an OffsetCommit for one group. The offsets package has
 // already validated each partition; Offsets holds only the valid ones.
 type CommitRequest struct {
+	// Version is the OffsetCommit version (a consumer-protocol member
+	// needs v9).
+	Version    int16
 	GroupID    string
 	MemberID   string
 	InstanceID string

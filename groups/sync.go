@@ -22,6 +22,9 @@ func (c *Coordinator) Sync(ctx context.Context, req SyncRequest) SyncResult {
 		return SyncResult{Err: err}
 	}
 	g, err := c.lockGroup(req.GroupID, false)
+	if err == errConsumerGroup {
+		err = ErrUnknownMemberID // a consumer group has no classic members
+	}
 	if err != nil {
 		return SyncResult{Err: err}
 	}

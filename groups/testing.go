@@ -17,12 +17,14 @@ import (
 type MemLog struct {
 	FSM *fsm.ShardFSM
 
-	mu        sync.Mutex
-	index     uint64
-	fail      error
-	delay     time.Duration
-	epoch     uint64 // the current leadership epoch
-	notLeader bool
+	mu    sync.Mutex
+	index uint64
+	fail  error
+	delay time.Duration
+	// lastDelayed is closed once the latest delayed entry has applied.
+	lastDelayed chan struct{}
+	epoch       uint64 // the current leadership epoch
+	notLeader   bool
 	// confirmFail, when set, fails every ConfirmLeadership (a leader that
 	// was deposed without knowing it yet).
 	confirmFail error
@@ -66,10 +68,15 @@ func (l *MemLog) ApplyAsync(cmd []byte, _ time.Duration) raft.ApplyFuture {
 		l.mu.Unlock()
 		return memFuture{resp: resp, index: entry.Index}
 	}
-	l.mu.Unlock()
 	f := &delayedFuture{done: make(chan struct{}), index: entry.Index}
+	prev := l.lastDelayed
+	l.lastDelayed = f.done
+	l.mu.Unlock()
 	go func() {
 		time.Sleep(delay)
+		if prev != nil {
+			<-prev // applied in log order, as Raft applies
+		}
 		l.mu.Lock()
 		f.resp = l.FSM.Apply(entry)
 		l.mu.Unlock()
@@ -189,3 +196,53 @@ type delayedFuture struct {
 func (f *delayedFuture) Error() error  { <-f.done; return nil }
 func (f *delayedFuture) Response() any { <-f.done; return f.resp }
 func (f *delayedFuture) Index() uint64 { return f.index }
+
+// MemTopics is an in-memory TopicSource for tests: a topic registry whose
+// version moves with every change.
+type MemTopics struct {
+	mu      sync.Mutex
+	topics  map[string]fsm.Topic
+	version uint64
+}
+
+// NewMemTopics returns an empty registry.
+func NewMemTopics() *MemTopics { return &MemTopics{topics: make(map[string]fsm.Topic)} }
+
+// Put registers a topic (or replaces the one of that name) with a
+// deterministic id derived from the name and its registration count.
+func (m *MemTopics) Put(name string, partitions int32) fsm.Topic {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.version++
+	t := fsm.Topic{Name: name, Partitions: partitions}
+	copy(t.ID[:], name)
+	t.ID[15] = byte(m.version)
+	m.topics[name] = t
+	return t
+}
+
+// Delete removes a topic.
+func (m *MemTopics) Delete(name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.version++
+	delete(m.topics, name)
+}
+
+// Topics implements TopicSource.
+func (m *MemTopics) Topics() []fsm.Topic {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]fsm.Topic, 0, len(m.topics))
+	for _, t := range m.topics {
+		out = append(out, t)
+	}
+	return out
+}
+
+// TopicsVersion implements TopicSource.
+func (m *MemTopics) TopicsVersion() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.version
+}

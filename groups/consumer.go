@@ -1,0 +1,202 @@
+package groups
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/kcoord/kcoord/assignors"
+)
+
+// This file is the coordinator's side of consumer-protocol groups: their
+// lookup beside the classic groups (an id is one or the other), the topic
+// registry they resolve against, and the server-side assignors.
+
+// consumerGroups holds the coordinator's live consumer groups and what
+// they share. Its map is guarded by Coordinator.mu, like the classic one.
+type consumerGroups struct {
+	consumers map[string]*consumerGroup
+	// topicsMu guards topics, the registry as last converted.
+	topicsMu sync.Mutex
+	topics   *topicsView
+}
+
+// lookupConsumer returns the live consumer group, creating an empty one
+// when create is set. A classic group of that id with members answers
+// ErrGroupIDNotFound ("not a consumer group"); an empty classic group (one
+// that only holds offsets) is taken over by a join, as Kafka upgrades it.
+// A nil group with a nil error means it does not exist.
+func (c *Coordinator) lookupConsumer(id string, create bool) (*consumerGroup, error) {
+	for {
+		c.mu.RLock()
+		g, ok := c.consumers[id]
+		classic := c.groups[id]
+		active, loading, epoch := c.active, c.loading, c.epoch
+		c.mu.RUnlock()
+		switch {
+		case loading != 0:
+			return nil, ErrLoadInProgress
+		case !active || !c.log.Leads(epoch):
+			return nil, ErrNotCoordinator
+		case ok:
+			return g, nil
+		case classic != nil:
+			if err := c.takeOverClassic(classic, create); err != nil {
+				return nil, err
+			}
+			if !create {
+				return nil, nil
+			}
+			continue // the classic group is gone: look again
+		case !create:
+			return nil, nil
+		}
+		c.mu.Lock()
+		if !c.active {
+			c.mu.Unlock()
+			return nil, ErrNotCoordinator
+		}
+		if _, taken := c.groups[id]; taken {
+			c.mu.Unlock()
+			continue // a classic group was created meanwhile
+		}
+		if g, ok = c.consumers[id]; !ok {
+			g = newConsumerGroup(c, id)
+			c.consumers[id] = g
+		}
+		c.mu.Unlock()
+		return g, nil
+	}
+}
+
+// takeOverClassic checks a classic group that holds id: with members (or
+// being deleted) it is ErrGroupIDNotFound for the consumer protocol; empty,
+// and only when take is set, it is closed and forgotten, so a consumer
+// group can be made in its place (the FSM replaces it when the join's
+// write applies, keeping its offsets). Takes the classic group's lock;
+// called without c.mu.
+func (c *Coordinator) takeOverClassic(classic *group, take bool) error {
+	classic.mu.Lock()
+	defer classic.mu.Unlock()
+	if classic.closed {
+		return nil // gone already: look again
+	}
+	if classic.state != Empty {
+		return fmt.Errorf("%w: group %s is not a consumer group", ErrGroupIDNotFound, classic.id)
+	}
+	if take {
+		classic.close()
+		classic.closed = true
+		c.forget(classic)
+	}
+	return nil
+}
+
+// lockConsumer looks a consumer group up and locks it. On success the
+// caller must unlock g.mu. A group whose write failed answers
+// ErrLoadInProgress while it reloads. A nil group with a nil error means
+// it does not exist.
+func (c *Coordinator) lockConsumer(id string, create bool) (*consumerGroup, error) {
+	for {
+		g, err := c.lookupConsumer(id, create)
+		if err != nil || g == nil {
+			return nil, err
+		}
+		g.mu.Lock()
+		switch {
+		case g.closed:
+			g.mu.Unlock()
+			if !c.Active() {
+				return nil, ErrNotCoordinator
+			}
+			continue // replaced by a reload, or deleted: look again
+		case g.stale:
+			g.startReload()
+			g.mu.Unlock()
+			return nil, fmt.Errorf("%w: consumer group %s is reloading after a failed write", ErrLoadInProgress, id)
+		case g.deleting:
+			g.mu.Unlock()
+			return nil, fmt.Errorf("%w: consumer group %s is being deleted", ErrCoordinatorNotAvailable, id)
+		}
+		return g, nil
+	}
+}
+
+// forgetConsumer drops a deleted consumer group from the map if it is
+// still the one there. It may be called with the group's lock held.
+func (c *Coordinator) forgetConsumer(g *consumerGroup) {
+	c.mu.Lock()
+	if c.consumers[g.id] == g {
+		delete(c.consumers, g.id)
+	}
+	c.mu.Unlock()
+}
+
+// consumerOf returns the live consumer group of that id, or nil, without
+// creating or taking over anything. For the classic lookups, which must
+// not serve an id that is a consumer group.
+func (c *Coordinator) consumerOf(id string) *consumerGroup {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.consumers[id]
+}
+
+// serverAssignorNames are the assignors members may name
+// (group.consumer.assignors).
+func (c *Coordinator) serverAssignorNames() []string { return c.cfg.ServerAssignors }
+
+// serverAssignor returns a configured assignor by name.
+func (c *Coordinator) serverAssignor(name string) (assignors.ServerAssignor, error) {
+	a, err := assignors.ServerAssignorNamed(name)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnsupportedAssignor, err)
+	}
+	return a, nil
+}
+
+// topicsView returns the topic registry as consumer groups read it,
+// converted once per registry version. Any goroutine; it may be called
+// with a group lock held (it takes only topicsMu and reads the registry's
+// applied state).
+func (c *Coordinator) topicsView() *topicsView {
+	src := c.cfg.Topics
+	if src == nil {
+		return emptyTopicsView
+	}
+	version := src.TopicsVersion()
+	c.topicsMu.Lock()
+	defer c.topicsMu.Unlock()
+	if c.topics == nil || c.topics.version != version {
+		c.topics = newTopicsView(version, src.Topics())
+	}
+	return c.topics
+}
+
+// errConsumerGroup is the classic lookups' answer for the id of a consumer
+// group; each classic request maps it to Kafka's answer for its API.
+var errConsumerGroup = errors.New("group is a consumer group")
+
+// takeOverConsumer checks a consumer group that holds an id a classic
+// request names: with members, or not taking over, it is
+// errConsumerGroup; an empty one is closed and forgotten when take is
+// set, so that a classic group can be made in its place (the FSM replaces
+// it when the classic group is stored, keeping its offsets). Takes the
+// consumer group's lock; called without c.mu.
+func (c *Coordinator) takeOverConsumer(g *consumerGroup, take bool) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	switch {
+	case g.closed:
+		return nil
+	case g.stale:
+		g.startReload()
+		return fmt.Errorf("%w: consumer group %s is reloading after a failed write", ErrLoadInProgress, g.id)
+	case g.deleting:
+		return fmt.Errorf("%w: consumer group %s is being deleted", ErrCoordinatorNotAvailable, g.id)
+	case len(g.members) > 0 || !take:
+		return errConsumerGroup
+	}
+	g.close()
+	c.forgetConsumer(g)
+	return nil
+}

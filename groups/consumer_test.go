@@ -1,0 +1,413 @@
+package groups
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kcoord/kcoord/fsm"
+)
+
+// consumerClient is a consumer-protocol member as a client runs it: it
+// sends what it owns on every heartbeat and takes an assignment at once
+// (revoking and consuming instantly), as the fastest real client would.
+type consumerClient struct {
+	t        *testing.T
+	c        *Coordinator
+	group    string
+	id       string
+	instance *string
+	topics   []string
+	epoch    int32
+	owned    []TopicIDPartitions
+}
+
+func newConsumerClient(t *testing.T, c *Coordinator, group, id string, topics ...string) *consumerClient {
+	return &consumerClient{t: t, c: c, group: group, id: id, topics: topics}
+}
+
+// request is the client's next heartbeat: a full one when joining.
+func (cl *consumerClient) request() ConsumerHeartbeatRequest {
+	req := ConsumerHeartbeatRequest{Version: 1, GroupID: cl.group, MemberID: cl.id, MemberEpoch: cl.epoch,
+		InstanceID: cl.instance, RebalanceTimeoutMs: -1, ClientID: "client-" + cl.id, ClientHost: "/127.0.0.1",
+		Owned: append([]TopicIDPartitions{}, cl.owned...)}
+	if cl.epoch == 0 {
+		req.RebalanceTimeoutMs = 30000
+		req.SubscribedTopicNames = append([]string{}, cl.topics...)
+		req.Owned = []TopicIDPartitions{}
+	}
+	return req
+}
+
+// beat sends one heartbeat and applies the answer.
+func (cl *consumerClient) beat() error {
+	res, err := cl.c.ConsumerHeartbeat(context.Background(), cl.request())
+	if err != nil {
+		return err
+	}
+	cl.id, cl.epoch = res.MemberID, res.MemberEpoch
+	if res.HasAssignment {
+		cl.owned = res.Assignment
+	}
+	return nil
+}
+
+func (cl *consumerClient) mustBeat() {
+	cl.t.Helper()
+	if err := cl.beat(); err != nil {
+		cl.t.Fatalf("member %s: %v", cl.id, err)
+	}
+}
+
+// converge heartbeats every client in turn until the group is Stable,
+// checking after every answer that no partition is owned twice.
+func converge(t *testing.T, c *Coordinator, group string, clients ...*consumerClient) {
+	t.Helper()
+	for round := 0; round < 20; round++ {
+		for _, cl := range clients {
+			cl.mustBeat()
+			assertNoPartitionSharedBy(t, clients...)
+		}
+		if d, err := c.DescribeConsumer(context.Background(), group); err == nil && d.State == ConsumerStable && allAtEpoch(d, clients) {
+			return
+		}
+	}
+	d, err := c.DescribeConsumer(context.Background(), group)
+	t.Fatalf("group %s did not settle: %+v %v", group, d, err)
+}
+
+// allAtEpoch reports whether every client knows the epoch the group
+// gives it.
+func allAtEpoch(d ConsumerGroupDescription, clients []*consumerClient) bool {
+	for _, cl := range clients {
+		found := false
+		for _, m := range d.Members {
+			if m.MemberID == cl.id {
+				found = m.MemberEpoch == cl.epoch && len(m.Target) == len(m.Assignment) && countNamed(m.Assignment) == countOwned(cl.owned)
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+func countNamed(ps []NamedTopicPartitions) (n int) {
+	for _, p := range ps {
+		n += len(p.Partitions)
+	}
+	return n
+}
+
+func countOwned(ps []TopicIDPartitions) (n int) {
+	for _, p := range ps {
+		n += len(p.Partitions)
+	}
+	return n
+}
+
+func assertNoPartitionSharedBy(t *testing.T, clients ...*consumerClient) {
+	t.Helper()
+	owner := map[string]string{}
+	for _, cl := range clients {
+		for _, tp := range cl.owned {
+			for _, p := range tp.Partitions {
+				key := fmt.Sprintf("%x/%d", tp.TopicID, p)
+				if o, ok := owner[key]; ok {
+					t.Fatalf("partition %s owned by %s and %s", key, o, cl.id)
+				}
+				owner[key] = cl.id
+			}
+		}
+	}
+}
+
+// newConsumerTestCoordinator is newTestCoordinator with a topic registry.
+func newConsumerTestCoordinator(t *testing.T, mutate func(*Config)) (*Coordinator, *MemLog, *MemTopics) {
+	t.Helper()
+	topics := NewMemTopics()
+	c, log := newTestCoordinator(t, func(cfg *Config) {
+		cfg.Topics = topics
+		if mutate != nil {
+			mutate(cfg)
+		}
+	})
+	return c, log, topics
+}
+
+// TestConsumerGroupSharesEveryPartitionOnce: three members of a
+// 12-partition topic end with four partitions each, each partition owned
+// by exactly one of them at every step, and the group is Stable at one
+// epoch; when one leaves, the other two cover all twelve.
+func TestConsumerGroupSharesEveryPartitionOnce(t *testing.T) {
+	c, _, topics := newConsumerTestCoordinator(t, nil)
+	topics.Put("orders", 12)
+	a, b, d := newConsumerClient(t, c, "g", "a", "orders"), newConsumerClient(t, c, "g", "b", "orders"), newConsumerClient(t, c, "g", "d", "orders")
+	converge(t, c, "g", a)
+	if countOwned(a.owned) != 12 {
+		t.Fatalf("the only member owns %d partitions", countOwned(a.owned))
+	}
+	converge(t, c, "g", a, b, d)
+	for _, cl := range []*consumerClient{a, b, d} {
+		if n := countOwned(cl.owned); n != 4 {
+			t.Fatalf("member %s owns %d partitions, want 4", cl.id, n)
+		}
+	}
+	desc, err := c.DescribeConsumer(context.Background(), "g")
+	if err != nil || desc.Epoch != 3 || desc.AssignmentEpoch != 3 || desc.AssignorName != "uniform" || len(desc.Members) != 3 {
+		t.Fatalf("described: %+v %v", desc, err)
+	}
+
+	// d leaves for good; a and b take its partitions.
+	leave := d.request()
+	leave.MemberEpoch = leaveMemberEpoch
+	res, err := c.ConsumerHeartbeat(context.Background(), leave)
+	if err != nil || res.MemberEpoch != leaveMemberEpoch {
+		t.Fatalf("leave: %+v %v", res, err)
+	}
+	converge(t, c, "g", a, b)
+	if countOwned(a.owned)+countOwned(b.owned) != 12 {
+		t.Fatalf("after a leave the members own %d and %d partitions", countOwned(a.owned), countOwned(b.owned))
+	}
+	if err := d.beat(); !errors.Is(err, ErrUnknownMemberID) {
+		t.Fatalf("the departed member's heartbeat: %v, want ErrUnknownMemberID", err)
+	}
+}
+
+// TestConsumerGroupSurvivesCoordinatorFailover: a new coordinator loaded
+// from the replicated state continues every member at its epoch, so a
+// failover fences nobody and starts no rebalance.
+func TestConsumerGroupSurvivesCoordinatorFailover(t *testing.T) {
+	c, log, topics := newConsumerTestCoordinator(t, nil)
+	topics.Put("orders", 6)
+	a, b := newConsumerClient(t, c, "g", "a", "orders"), newConsumerClient(t, c, "g", "b", "orders")
+	converge(t, c, "g", a, b)
+	before, _ := c.DescribeConsumer(context.Background(), "g")
+
+	c.Deactivate()
+	cfg := c.cfg
+	next, err := NewCoordinator(cfg, 0, log, log.FSM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := next.Activate(log.SetLeader(true)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(next.Deactivate)
+	a.c, b.c = next, next
+	epochA, epochB := a.epoch, b.epoch
+	a.mustBeat()
+	b.mustBeat()
+	if a.epoch != epochA || b.epoch != epochB {
+		t.Fatalf("epochs moved across the failover: a %d→%d, b %d→%d", epochA, a.epoch, epochB, b.epoch)
+	}
+	after, err := next.DescribeConsumer(context.Background(), "g")
+	if err != nil || after.Epoch != before.Epoch || after.State != ConsumerStable {
+		t.Fatalf("after failover: %+v %v (before %+v)", after, err, before)
+	}
+}
+
+// TestStaticMemberGetsItsPartitionsBackWithoutARebalance: a static member
+// that leaves for a while (epoch -2) keeps its partitions reserved; its
+// successor with the same instance id gets them back at the same group
+// epoch, and another member cannot take the instance id meanwhile.
+func TestStaticMemberGetsItsPartitionsBackWithoutARebalance(t *testing.T) {
+	c, _, topics := newConsumerTestCoordinator(t, nil)
+	topics.Put("orders", 4)
+	a := newConsumerClient(t, c, "g", "a", "orders")
+	s := newConsumerClient(t, c, "g", "s1", "orders")
+	s.instance = strp("instance-1")
+	converge(t, c, "g", a, s)
+	held := s.owned
+	before, _ := c.DescribeConsumer(context.Background(), "g")
+
+	leave := s.request()
+	leave.MemberEpoch = leaveStaticMemberEpoch
+	if res, err := c.ConsumerHeartbeat(context.Background(), leave); err != nil || res.MemberEpoch != leaveStaticMemberEpoch {
+		t.Fatalf("static leave: %+v %v", res, err)
+	}
+	a.mustBeat()
+	if countOwned(a.owned) != 2 {
+		t.Fatalf("the other member took the absent static member's partitions: owns %d", countOwned(a.owned))
+	}
+
+	restarted := newConsumerClient(t, c, "g", "s2", "orders")
+	restarted.instance = strp("instance-1")
+	restarted.mustBeat()
+	if fmt.Sprint(restarted.owned) != fmt.Sprint(held) {
+		t.Fatalf("the restarted static member got %v, want its predecessor's %v", restarted.owned, held)
+	}
+	after, _ := c.DescribeConsumer(context.Background(), "g")
+	if after.Epoch != before.Epoch {
+		t.Fatalf("the group epoch moved from %d to %d on a static member's restart", before.Epoch, after.Epoch)
+	}
+
+	thief := newConsumerClient(t, c, "g", "s3", "orders")
+	thief.instance = strp("instance-1")
+	if err := thief.beat(); !errors.Is(err, ErrUnreleasedInstanceID) {
+		t.Fatalf("joining with a held instance id: %v, want ErrUnreleasedInstanceID", err)
+	}
+}
+
+// TestConsumerGroupMemberIsFencedWhenItsSessionExpires: a member that
+// stops heartbeating loses its partitions to the others.
+func TestConsumerGroupMemberIsFencedWhenItsSessionExpires(t *testing.T) {
+	c, _, topics := newConsumerTestCoordinator(t, func(cfg *Config) {
+		cfg.ConsumerMinSessionTimeout, cfg.ConsumerSessionTimeout = 100*time.Millisecond, 300*time.Millisecond
+		cfg.ConsumerMinHeartbeatInterval, cfg.ConsumerHeartbeatInterval = 10*time.Millisecond, 50*time.Millisecond
+	})
+	topics.Put("orders", 4)
+	a, b := newConsumerClient(t, c, "g", "a", "orders"), newConsumerClient(t, c, "g", "b", "orders")
+	converge(t, c, "g", a, b)
+	deadline := time.Now().Add(5 * time.Second)
+	for countOwned(a.owned) != 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the live member owns %d partitions after the other's session expired", countOwned(a.owned))
+		}
+		time.Sleep(50 * time.Millisecond)
+		a.mustBeat()
+	}
+	if err := b.beat(); !errors.Is(err, ErrUnknownMemberID) {
+		t.Fatalf("the expired member's heartbeat: %v, want ErrUnknownMemberID", err)
+	}
+}
+
+// TestConsumerGroupReloadsAfterAFailedWrite: when a write is lost, the
+// group is rebuilt from what the log holds, and the members carry on from
+// there (a member whose answer was lost retries at the epoch it has).
+func TestConsumerGroupReloadsAfterAFailedWrite(t *testing.T) {
+	c, log, topics := newConsumerTestCoordinator(t, nil)
+	topics.Put("orders", 4)
+	a := newConsumerClient(t, c, "g", "a", "orders")
+	converge(t, c, "g", a)
+	epoch := a.epoch
+
+	log.SetFault(ErrTimeout)
+	b := newConsumerClient(t, c, "g", "b", "orders")
+	if err := b.beat(); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("a join whose write failed: %v, want ErrTimeout", err)
+	}
+	log.SetFault(nil)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		err := a.beat()
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, ErrLoadInProgress) || time.Now().After(deadline) {
+			t.Fatalf("heartbeat while the group reloads: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if a.epoch != epoch || countOwned(a.owned) != 4 {
+		t.Fatalf("after the reload a is at epoch %d with %d partitions, want %d with 4", a.epoch, countOwned(a.owned), epoch)
+	}
+	converge(t, c, "g", a, b)
+}
+
+// TestConsumerGroupCommitsNeedTheMembersEpoch: Kafka 4.x's offset-commit
+// checks for consumer groups.
+func TestConsumerGroupCommitsNeedTheMembersEpoch(t *testing.T) {
+	c, log, topics := newConsumerTestCoordinator(t, nil)
+	topics.Put("orders", 2)
+	a := newConsumerClient(t, c, "g", "a", "orders")
+	converge(t, c, "g", a)
+	offsets := []fsm.OffsetCommitPartition{{Topic: "orders", Partition: 0, Offset: fsm.Offset{Offset: 7, LeaderEpoch: -1}}}
+	commit := func(version int16, member string, epoch int32) error {
+		return c.Commit(CommitRequest{Version: version, GroupID: "g", MemberID: member, Generation: epoch, Offsets: offsets})
+	}
+	wantErr(t, commit(9, "a", a.epoch-1), ErrStaleMemberEpoch)
+	wantErr(t, commit(9, "nobody", a.epoch), ErrUnknownMemberID)
+	wantErr(t, commit(8, "a", a.epoch), ErrUnsupportedVersion)
+	wantErr(t, commit(9, "", -1), ErrUnknownMemberID) // an admin commit to a group with members
+	if err := commit(9, "a", a.epoch); err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := log.FSM.Offset("g", fsm.TopicPartition{Topic: "orders", Partition: 0}); !ok || o.Offset != 7 {
+		t.Fatalf("committed offset: %+v %v", o, ok)
+	}
+	wantErr(t, c.CheckFetch(context.Background(), "g", strp("a"), a.epoch-1), ErrStaleMemberEpoch)
+	wantErr(t, c.CheckFetch(context.Background(), "g", strp("x"), 1), ErrUnknownMemberID)
+	if err := c.CheckFetch(context.Background(), "g", nil, -1); err != nil {
+		t.Fatalf("an admin fetch: %v", err)
+	}
+}
+
+// TestClassicAndConsumerGroupsKeepToTheirIDs: a classic member cannot
+// join a consumer group with members, nor a consumer member a classic
+// group with members; an empty consumer group becomes classic on a
+// classic join.
+func TestClassicAndConsumerGroupsKeepToTheirIDs(t *testing.T) {
+	c, _, topics := newConsumerTestCoordinator(t, nil)
+	topics.Put("orders", 2)
+	a := newConsumerClient(t, c, "consumer", "a", "orders")
+	converge(t, c, "consumer", a)
+	res := c.Join(context.Background(), joinReq("consumer", ""))
+	wantErr(t, res.Err, ErrInconsistentGroupProtocol)
+
+	stableGroup(t, c, "classic", 1)
+	if err := newConsumerClient(t, c, "classic", "x", "orders").beat(); !errors.Is(err, ErrGroupIDNotFound) {
+		t.Fatalf("a consumer member joining a classic group: %v, want ErrGroupIDNotFound", err)
+	}
+
+	leave := a.request()
+	leave.MemberEpoch = leaveMemberEpoch
+	if _, err := c.ConsumerHeartbeat(context.Background(), leave); err != nil {
+		t.Fatal(err)
+	}
+	stableGroup(t, c, "consumer", 1) // the empty consumer group, downgraded
+}
+
+// TestConcurrentHeartbeatsNeverShareAPartition: members heartbeat at once
+// while every write takes a while to commit, so heartbeats compute from
+// state whose writes are still in flight; what the coordinator tells them
+// never gives one partition to two of them.
+func TestConcurrentHeartbeatsNeverShareAPartition(t *testing.T) {
+	c, log, topics := newConsumerTestCoordinator(t, nil)
+	topics.Put("orders", 8)
+	topics.Put("payments", 3)
+	log.SetDelay(3 * time.Millisecond)
+	var mu sync.Mutex
+	clients := make([]*consumerClient, 5)
+	for i := range clients {
+		clients[i] = newConsumerClient(t, c, "g", fmt.Sprintf("m%d", i), "orders", "payments")
+	}
+	var wg sync.WaitGroup
+	for _, cl := range clients {
+		wg.Go(func() {
+			for range 40 {
+				res, err := c.ConsumerHeartbeat(context.Background(), cl.locked(&mu).request())
+				mu.Lock()
+				if err == nil {
+					cl.id, cl.epoch = res.MemberID, res.MemberEpoch
+					if res.HasAssignment {
+						cl.owned = res.Assignment
+					}
+				}
+				assertNoPartitionSharedBy(t, clients...)
+				mu.Unlock()
+				if err != nil {
+					t.Errorf("member %s: %v", cl.id, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	log.SetDelay(0)
+	converge(t, c, "g", clients...)
+}
+
+// locked returns cl after taking and releasing mu, so a request is built
+// from a consistent client.
+func (cl *consumerClient) locked(mu *sync.Mutex) *consumerClient {
+	mu.Lock()
+	defer mu.Unlock()
+	copied := *cl
+	copied.owned = append([]TopicIDPartitions{}, cl.owned...)
+	return &copied
+}

@@ -1,0 +1,162 @@
+package groups
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kcoord/kcoord/fsm"
+)
+
+// commitToConsumerGroup serves an OffsetCommit to the id of a consumer
+// group.
+func (c *Coordinator) commitToConsumerGroup(req CommitRequest) error {
+	g, err := c.lockConsumer(req.GroupID, false)
+	if err != nil {
+		return err
+	}
+	if g == nil {
+		return ErrGroupIDNotFound // deleted meanwhile
+	}
+	return c.commitConsumer(g, req)
+}
+
+// commitConsumer serves an OffsetCommit to a consumer group (Kafka 4.x's
+// ConsumerGroup.validateOffsetCommit): a commit outside group management
+// (generation -1) only while the group has no members; otherwise it must
+// come from a member, at OffsetCommit v9 or later, at the member's current
+// epoch (an older one is ErrStaleMemberEpoch). Called from a handler
+// goroutine with g.mu held; unlocks it and waits for the write.
+func (c *Coordinator) commitConsumer(g *consumerGroup, req CommitRequest) error {
+	if err := g.validateCommit(req); err != nil {
+		g.mu.Unlock()
+		return err
+	}
+	if len(req.Offsets) == 0 {
+		g.mu.Unlock()
+		return nil
+	}
+	f := c.write(&fsm.OffsetCommit{GroupID: g.id, Timestamp: c.now(), Offsets: req.Offsets})
+	g.mu.Unlock()
+	if err := waitWrite(f); err != nil {
+		return err
+	}
+	c.committed.Add(uint64(len(req.Offsets)))
+	return nil
+}
+
+// validateCommit checks a commit against the members. Called with g.mu
+// held.
+func (g *consumerGroup) validateCommit(req CommitRequest) error {
+	if req.Generation < 0 && len(g.members) == 0 {
+		return nil
+	}
+	m := g.members[req.MemberID]
+	switch {
+	case m == nil:
+		return fmt.Errorf("%w: member %s is not a member of group %s", ErrUnknownMemberID, req.MemberID, g.id)
+	case req.Version < 9:
+		return fmt.Errorf("%w: OffsetCommit v%d cannot commit for a consumer-protocol member; v9 or later is needed", ErrUnsupportedVersion, req.Version)
+	case req.Generation != m.rec.epoch:
+		return fmt.Errorf("%w: the member epoch %d is not the member's %d", ErrStaleMemberEpoch, req.Generation, m.rec.epoch)
+	}
+	return nil
+}
+
+// CheckFetch confirms, as Check does, that this coordinator serves the
+// group's shard, and checks an OffsetFetch's member against a consumer
+// group (Kafka 4.x's validateOffsetFetch): a fetch naming no member at
+// epoch -1 is anyone's (admin tools); otherwise the member must be in the
+// group (ErrUnknownMemberID) at that epoch (ErrStaleMemberEpoch). A
+// classic group, or no group, is not checked. Called from any handler
+// goroutine; blocks about one round trip.
+func (c *Coordinator) CheckFetch(ctx context.Context, groupID string, memberID *string, memberEpoch int32) error {
+	if err := c.confirmRead(ctx); err != nil {
+		return err
+	}
+	if c.consumerOf(groupID) == nil {
+		return nil
+	}
+	g, err := c.lockConsumer(groupID, false)
+	if err != nil || g == nil {
+		return err
+	}
+	defer g.mu.Unlock()
+	if memberID == nil && memberEpoch < 0 {
+		return nil
+	}
+	var m *consumerMember
+	if memberID != nil {
+		m = g.members[*memberID]
+	}
+	switch {
+	case m == nil:
+		return fmt.Errorf("%w: the fetch's member is not a member of group %s", ErrUnknownMemberID, groupID)
+	case memberEpoch != m.rec.epoch:
+		return fmt.Errorf("%w: the member epoch %d is not the member's %d", ErrStaleMemberEpoch, memberEpoch, m.rec.epoch)
+	}
+	return nil
+}
+
+// deleteConsumer serves DeleteGroups for a consumer group: only an empty
+// one can go (Kafka's validateDeleteGroup), with its offsets. Called with
+// g.mu held; unlocks it and waits for the write.
+func (c *Coordinator) deleteConsumer(g *consumerGroup) error {
+	if len(g.members) > 0 {
+		g.mu.Unlock()
+		return ErrNonEmptyGroup
+	}
+	// Enqueued after any write of the group still in flight, so it applies
+	// to the group those writes leave.
+	f := c.write(&fsm.GroupDelete{GroupID: g.id})
+	g.deleting = true // nothing is served from it while the delete commits
+	g.mu.Unlock()
+	err := waitWrite(f)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.deleting = false
+	if err != nil && err != fsm.ErrGroupNotFound {
+		// Still stored, maybe: serve it again from what the log holds.
+		g.markStale()
+		return err
+	}
+	g.close()
+	c.forgetConsumer(g)
+	return nil
+}
+
+// deleteConsumerOffsets serves OffsetDelete for a consumer group: offsets
+// of a topic a member subscribes to are ErrGroupSubscribedToTopic, the
+// rest are deleted (Kafka's validateOffsetDelete checks nothing more).
+// Called with g.mu held; unlocks it and waits for the write.
+func (c *Coordinator) deleteConsumerOffsets(g *consumerGroup, partitions []fsm.TopicPartition) map[fsm.TopicPartition]error {
+	topics := c.topicsView()
+	subscribed := make(map[string]bool)
+	for _, m := range g.members {
+		tm := m.targetMember(m.sub, m.regex)
+		for _, t := range subscribedTopics(&tm, topics.byName) {
+			subscribed[t] = true
+		}
+		for _, t := range m.sub.Topics {
+			subscribed[t] = true // named, registered or not
+		}
+	}
+	out := make(map[fsm.TopicPartition]error, len(partitions))
+	var eligible []fsm.TopicPartition
+	for _, tp := range partitions {
+		if subscribed[tp.Topic] {
+			out[tp] = ErrGroupSubscribedToTopic
+		} else {
+			eligible = append(eligible, tp)
+		}
+	}
+	f := doneFuture
+	if len(eligible) > 0 {
+		f = c.write(&fsm.OffsetDelete{GroupID: g.id, Partitions: eligible})
+	}
+	g.mu.Unlock()
+	err := waitWrite(f)
+	for _, tp := range eligible {
+		out[tp] = err
+	}
+	return out
+}

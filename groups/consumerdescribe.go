@@ -1,0 +1,131 @@
+package groups
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Group types, as ListGroups names them (KIP-848).
+const (
+	GroupTypeClassic  = "classic"
+	GroupTypeConsumer = "consumer"
+)
+
+// ConsumerGroupDescription is a consumer group as ConsumerGroupDescribe
+// answers it.
+type ConsumerGroupDescription struct {
+	GroupID string
+	State   ConsumerGroupState
+	// Epoch is the group epoch and AssignmentEpoch the target's.
+	Epoch, AssignmentEpoch int32
+	// AssignorName is the server-side assignor the group's target is
+	// computed with.
+	AssignorName string
+	// Members, by id.
+	Members []ConsumerMemberDescription
+}
+
+// ConsumerMemberDescription is one member of a ConsumerGroupDescription.
+type ConsumerMemberDescription struct {
+	MemberID, InstanceID, RackID string
+	MemberEpoch                  int32
+	ClientID, ClientHost         string
+	SubscribedTopicNames         []string
+	SubscribedTopicRegex         string
+	// Assignment is what the member has assigned now, and Target its part
+	// of the group's target; topics no longer registered are left out.
+	Assignment, Target []NamedTopicPartitions
+}
+
+// NamedTopicPartitions are partitions of one registered topic, with its
+// id and name.
+type NamedTopicPartitions struct {
+	TopicID    [16]byte
+	Topic      string
+	Partitions []int32
+}
+
+// DescribeConsumer serves ConsumerGroupDescribe for one group: the group
+// as its last committed write left it, confirmed by a quorum. An unknown
+// id, or a classic group's, is ErrGroupIDNotFound with Kafka's message.
+// Called from any handler goroutine.
+func (c *Coordinator) DescribeConsumer(ctx context.Context, groupID string) (ConsumerGroupDescription, error) {
+	if err := c.confirmRead(ctx); err != nil {
+		return ConsumerGroupDescription{}, err
+	}
+	if c.consumerOf(groupID) == nil {
+		if g, err := c.lockGroup(groupID, false); err == nil && g != nil {
+			dead := g.state == Dead
+			g.mu.Unlock()
+			if !dead {
+				return ConsumerGroupDescription{}, fmt.Errorf("%w: Group %s is not a consumer group.", ErrGroupIDNotFound, groupID)
+			}
+		} else if err != nil && err != errConsumerGroup {
+			return ConsumerGroupDescription{}, err
+		}
+	}
+	g, err := c.lockConsumer(groupID, false)
+	if err != nil {
+		return ConsumerGroupDescription{}, err
+	}
+	if g == nil {
+		return ConsumerGroupDescription{}, fmt.Errorf("%w: Group %s not found.", ErrGroupIDNotFound, groupID)
+	}
+	d := g.describe(c.topicsView())
+	pw := g.last
+	g.mu.Unlock()
+	if pw != nil {
+		// The answer holds what that write installed: wait for it.
+		if err := pw.await(ctx); err != nil {
+			return ConsumerGroupDescription{}, err
+		}
+	}
+	return d, nil
+}
+
+// describe is the group as ConsumerGroupDescribe shows it. Called with
+// g.mu held.
+func (g *consumerGroup) describe(topics *topicsView) ConsumerGroupDescription {
+	d := ConsumerGroupDescription{GroupID: g.id, State: g.state(), Epoch: g.epoch, AssignmentEpoch: g.targetEpoch,
+		AssignorName: g.assignorName()}
+	for _, m := range g.sortedMembers() {
+		d.Members = append(d.Members, ConsumerMemberDescription{
+			MemberID: m.id, InstanceID: m.sub.InstanceID, RackID: m.sub.RackID, MemberEpoch: m.rec.epoch,
+			ClientID: m.sub.ClientID, ClientHost: m.sub.ClientHost,
+			SubscribedTopicNames: slices.Clone(m.sub.Topics), SubscribedTopicRegex: m.sub.TopicRegex,
+			Assignment: topics.named(m.rec.assigned), Target: topics.named(m.target),
+		})
+	}
+	return d
+}
+
+// assignorName is the assignor the group's target is computed with.
+// Called with g.mu held.
+func (g *consumerGroup) assignorName() string {
+	names := make([]string, 0, len(g.members))
+	for _, m := range g.members {
+		names = append(names, m.sub.ServerAssignor)
+	}
+	return preferredAssignor(names, g.c.cfg.DefaultServerAssignor)
+}
+
+// named gives partitions their topics' names, leaving out topics no
+// longer registered, in id order.
+func (v *topicsView) named(tp topicPartitions) []NamedTopicPartitions {
+	var out []NamedTopicPartitions
+	for _, p := range toTopicIDPartitions(tp) {
+		if name, ok := v.names[p.TopicID]; ok {
+			out = append(out, NamedTopicPartitions{TopicID: p.TopicID, Topic: name, Partitions: p.Partitions})
+		}
+	}
+	return out
+}
+
+// listing is the group as ListGroups and the status page show it. Called
+// with g.mu held.
+func (g *consumerGroup) listing() GroupListing {
+	return GroupListing{GroupID: g.id, Type: GroupTypeConsumer, ProtocolType: consumerProtocolType, State: string(g.state()),
+		Members: len(g.members), Generation: g.epoch, StateSince: time.UnixMilli(g.stateTimestamp)}
+}
