@@ -146,6 +146,8 @@ func (h *Handlers) Register(mux *transport.Mux) {
 	reg(new(kmsg.DeleteTopicsRequest), 0, 6, h.deleteTopics)
 	reg(new(kmsg.ListOffsetsRequest), 0, 10, h.listOffsets)
 	reg(new(kmsg.FetchRequest), 0, 12, h.fetch)
+	reg(new(kmsg.ConsumerGroupHeartbeatRequest), 0, 1, h.consumerGroupHeartbeat)
+	reg(new(kmsg.ConsumerGroupDescribeRequest), 0, 1, h.consumerGroupDescribe)
 }
 
 // shardFor returns the shard serving a group id.

@@ -5,7 +5,8 @@ package api
 // reports none, as Kafka does when not asked). v4: group.instance.id per
 // member. v5: flexible. v6: error messages; an unknown group is
 // GROUP_ID_NOT_FOUND (KIP-1043).
-// An unknown group is Dead with no members (and before v6 no error); the
+// An unknown group, or a consumer-protocol one (ConsumerGroupDescribe
+// describes those), is Dead with no members (and before v6 no error); the
 // protocol and the members' metadata and assignments are only given when
 // Stable.
 // A group id listed more than once is described once, at its first place
@@ -43,6 +44,9 @@ func (h *Handlers) describeGroups(ctx context.Context, _ *transport.RequestConte
 		rg.State, rg.ProtocolType, rg.Protocol = d.State, d.ProtocolType, d.Protocol
 		if !d.Exists && req.Version >= 6 {
 			msg := "Group " + id + " not found."
+			if d.ConsumerProtocol {
+				msg = "Group " + id + " is not a classic group."
+			}
 			rg.ErrorCode, rg.ErrorMessage = kerr.GroupIDNotFound.Code, &msg
 		}
 		for _, m := range d.Members {

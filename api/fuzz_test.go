@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcoord/kcoord/fsm"
 	"github.com/kcoord/kcoord/groups"
 	"github.com/kcoord/kcoord/transport"
 )
@@ -98,6 +99,7 @@ func handlerFor(h *Handlers, key int16) transport.HandlerFunc {
 		10: h.findCoordinator, 11: h.joinGroup, 12: h.heartbeat, 13: h.leaveGroup,
 		14: h.syncGroup, 15: h.describeGroups, 16: h.listGroups, 19: h.createTopics,
 		20: h.deleteTopics, 42: h.deleteGroups, 47: h.offsetDelete,
+		68: h.consumerGroupHeartbeat, 69: h.consumerGroupDescribe,
 	}[key]
 }
 
@@ -171,6 +173,8 @@ func newFuzzNode(t *testing.T) *fuzzNode {
 	gcfg.InitialRebalanceDelay = 0
 	gcfg.MinSessionTimeout = time.Millisecond
 	gcfg.Logger = logger
+	topics := newMemTopics(fsm.Topic{Name: "t", ID: [16]byte{1}, Partitions: 4})
+	gcfg.Topics = topics
 	log := groups.NewMemLog()
 	c, err := groups.NewCoordinator(gcfg, 0, log, log.FSM)
 	if err != nil {
@@ -181,7 +185,7 @@ func newFuzzNode(t *testing.T) *fuzzNode {
 	}
 	h := New(Config{NodeID: 1, OffsetMetadataMaxBytes: 4096, OffsetsRetention: 7 * 24 * time.Hour,
 		MaxFetchWait: time.Millisecond, Logger: logger},
-		fakeCluster{}, newMemTopics(), []Shard{{Coordinator: c, State: log.FSM}})
+		fakeCluster{}, topics, []Shard{{Coordinator: c, State: log.FSM}})
 	ctx, cancel := context.WithCancel(context.Background())
 	return &fuzzNode{h: h, coord: c, errs: errs, ctx: ctx, cancel: cancel, results: make(chan fuzzResult, fuzzMaxRequests)}
 }

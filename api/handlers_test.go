@@ -35,7 +35,15 @@ func (fakeCluster) ClusterID() string                     { return "6f1d2c1e-000
 type memTopics struct {
 	mu       sync.Mutex
 	topics   map[string]fsm.Topic
+	version  uint64
 	writeErr error
+}
+
+// TopicsVersion implements groups.TopicSource.
+func (m *memTopics) TopicsVersion() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.version
 }
 
 func newMemTopics(ts ...fsm.Topic) *memTopics {
@@ -73,6 +81,7 @@ func (m *memTopics) Create(_ context.Context, t fsm.Topic) error {
 		return fsm.ErrTopicExists
 	}
 	m.topics[t.Name] = t
+	m.version++
 	return nil
 }
 
@@ -86,6 +95,7 @@ func (m *memTopics) Delete(_ context.Context, name string) error {
 		return fsm.ErrTopicNotFound
 	}
 	delete(m.topics, name)
+	m.version++
 	return nil
 }
 
@@ -94,6 +104,9 @@ func newTestHandlers(t *testing.T, cfg Config, topics Topics) *Handlers {
 	t.Helper()
 	gcfg := groups.DefaultConfig()
 	gcfg.InitialRebalanceDelay = 0
+	if src, ok := topics.(groups.TopicSource); ok {
+		gcfg.Topics = src
+	}
 	log := groups.NewMemLog()
 	c, err := groups.NewCoordinator(gcfg, 0, log, log.FSM)
 	if err != nil {

@@ -2,8 +2,8 @@ package api
 
 // ListGroups (key 16), versions 0–5.
 // v1: throttle. v3: flexible. v4: a states filter and each group's state
-// (KIP-518). v5: a types filter and each group's type (KIP-848; every kcoord
-// group is "classic" for now).
+// (KIP-518). v5: a types filter and each group's type (KIP-848: "classic"
+// or "consumer").
 // Lists the groups of every shard this node leads, as a Kafka broker lists
 // the groups it coordinates.
 
@@ -22,17 +22,12 @@ import (
 	"github.com/kcoord/kcoord/transport"
 )
 
-const groupTypeClassic = "classic"
-
 func (h *Handlers) listGroups(ctx context.Context, _ *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.ListGroupsRequest](kreq)
 	if err != nil {
 		return nil, err
 	}
 	resp := req.ResponseKind().(*kmsg.ListGroupsResponse)
-	if len(req.TypesFilter) > 0 && !containsFold(req.TypesFilter, groupTypeClassic) {
-		return resp, nil
-	}
 	// Each shard this node leads confirms its leadership with a quorum
 	// before listing (a round trip): ask them all at once.
 	type shardList struct {
@@ -65,11 +60,12 @@ func (h *Handlers) listGroups(ctx context.Context, _ *transport.RequestContext, 
 			continue // not this node's shard, or still loading
 		}
 		for _, l := range listed {
-			if len(req.StatesFilter) > 0 && !containsFold(req.StatesFilter, l.State) {
+			if len(req.StatesFilter) > 0 && !containsFold(req.StatesFilter, l.State) ||
+				len(req.TypesFilter) > 0 && !containsFold(req.TypesFilter, l.Type) {
 				continue
 			}
 			rg := kmsg.NewListGroupsResponseGroup()
-			rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = l.GroupID, l.ProtocolType, l.State, groupTypeClassic
+			rg.Group, rg.ProtocolType, rg.GroupState, rg.GroupType = l.GroupID, l.ProtocolType, l.State, l.Type
 			resp.Groups = append(resp.Groups, rg)
 		}
 	}

@@ -83,6 +83,7 @@ func (h *Handlers) offsetCommit(_ context.Context, _ *transport.RequestContext, 
 	}
 	if len(valid) > 0 {
 		err := h.shardFor(req.Group).Coordinator.Commit(groups.CommitRequest{
+			Version:    req.Version,
 			GroupID:    req.Group,
 			MemberID:   req.MemberID,
 			InstanceID: deref(req.InstanceID),

@@ -38,7 +38,7 @@ func (h *Handlers) offsetFetch(ctx context.Context, _ *transport.RequestContext,
 		for _, g := range distinctFetchGroups(req.Groups) {
 			rg := kmsg.NewOffsetFetchResponseGroup()
 			rg.Group = g.group
-			fetched, err := h.fetchOffsets(ctx, g.group, g.topics, confirmed)
+			fetched, err := h.fetchOffsets(ctx, g, confirmed)
 			rg.ErrorCode = h.errorCode(err)
 			for _, ft := range fetched {
 				rt := kmsg.NewOffsetFetchResponseGroupTopic()
@@ -61,7 +61,7 @@ func (h *Handlers) offsetFetch(ctx context.Context, _ *transport.RequestContext,
 			topics = append(topics, offsets.FetchTopic{Topic: t.Topic, Partitions: t.Partitions})
 		}
 	}
-	fetched, err := h.fetchOffsets(ctx, req.Group, topics, nil)
+	fetched, err := h.fetchOffsets(ctx, fetchGroup{group: req.Group, topics: topics, memberEpoch: -1}, nil)
 	code := h.errorCode(err)
 	if err != nil && req.Version < 2 {
 		// v0–v1 have no top-level error: report it on every partition.
@@ -90,8 +90,8 @@ func (h *Handlers) offsetFetch(ctx context.Context, _ *transport.RequestContext,
 // after the request arrived serves every group of the shard (the FSM read
 // after it holds every commit acknowledged before the request, and never
 // moves back).
-func (h *Handlers) fetchOffsets(ctx context.Context, group string, topics []offsets.FetchTopic, confirmed map[int32]error) ([]offsets.FetchedTopic, error) {
-	id := h.cluster.ShardFor(group)
+func (h *Handlers) fetchOffsets(ctx context.Context, g fetchGroup, confirmed map[int32]error) ([]offsets.FetchedTopic, error) {
+	id := h.cluster.ShardFor(g.group)
 	s := h.shards[id]
 	err, done := confirmed[id]
 	if !done {
@@ -103,7 +103,10 @@ func (h *Handlers) fetchOffsets(ctx context.Context, group string, topics []offs
 	if err != nil {
 		return nil, err
 	}
-	return offsets.Fetch(s.State, group, topics), nil
+	if err := s.Coordinator.CheckFetchMember(g.group, g.memberID, g.memberEpoch); err != nil {
+		return nil, err
+	}
+	return offsets.Fetch(s.State, g.group, g.topics), nil
 }
 
 // unknownOffsets answers every requested partition with no offset.
@@ -124,6 +127,10 @@ func unknownOffsets(topics []offsets.FetchTopic) []offsets.FetchedTopic {
 type fetchGroup struct {
 	group  string
 	topics []offsets.FetchTopic
+	// memberID and memberEpoch are the v9 member the fetch comes from (nil
+	// and -1 for none), checked against a consumer group.
+	memberID    *string
+	memberEpoch int32
 }
 
 // distinctFetchGroups lists each group of a v8+ OffsetFetch once, in the
@@ -138,7 +145,7 @@ func distinctFetchGroups(groups []kmsg.OffsetFetchRequestGroup) []fetchGroup {
 		if !seen {
 			i = len(out)
 			at[g.Group] = i
-			out = append(out, fetchGroup{group: g.Group, topics: make([]offsets.FetchTopic, 0, len(g.Topics))})
+			out = append(out, fetchGroup{group: g.Group, topics: make([]offsets.FetchTopic, 0, len(g.Topics)), memberID: g.MemberID, memberEpoch: g.MemberEpoch})
 		}
 		if g.Topics == nil {
 			all[g.Group] = true

@@ -22,6 +22,9 @@ type MetaFSM struct {
 	mu        sync.RWMutex
 	clusterID string
 	topics    map[string]Topic
+	// topicsVersion counts changes of topics on this replica (it is not
+	// replicated state: only equal versions on one replica compare).
+	topicsVersion uint64
 	placement placementState
 }
 
@@ -56,11 +59,13 @@ func (f *MetaFSM) Apply(l *raft.Log) any {
 			return ErrTopicExists
 		}
 		f.topics[c.Topic.Name] = c.Topic
+		f.topicsVersion++
 	case *TopicDelete:
 		if _, ok := f.topics[c.Name]; !ok {
 			return ErrTopicNotFound
 		}
 		delete(f.topics, c.Name)
+		f.topicsVersion++
 	case *ClusterStamp:
 		return stampClusterID(&f.clusterID, c)
 	case *NodeRegister, *NodeDrain, *PlacementSet:
@@ -100,6 +105,15 @@ func (f *MetaFSM) Topics() []Topic {
 	return out
 }
 
+// TopicsVersion changes whenever the topics may have changed on this
+// replica (a topic created or deleted, a snapshot restored): readers that
+// cache what they derive from Topics compare it (groups.TopicSource).
+func (f *MetaFSM) TopicsVersion() uint64 {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.topicsVersion
+}
+
 // Snapshot implements raft.FSM: a copy of the topics, sorted by name, and
 // of the placement.
 func (f *MetaFSM) Snapshot() (raft.FSMSnapshot, error) {
@@ -123,6 +137,7 @@ func (f *MetaFSM) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	f.clusterID, f.topics = s.ClusterID, topics
+	f.topicsVersion++
 	f.placement.restore(s.Nodes, s.Placement)
 	f.mu.Unlock()
 	return nil

@@ -136,26 +136,34 @@ func (c *Config) Validate() error {
 		return errors.New("groups: write timeout must be positive")
 	case c.ElectionHold < 0:
 		return errors.New("groups: election hold must not be negative")
+	}
+	return c.ValidateConsumer()
+}
+
+// ValidateConsumer checks the consumer-protocol settings (Validate's last
+// step) and sets DefaultServerAssignor.
+func (c *Config) ValidateConsumer() error {
+	switch {
 	case c.ConsumerMinSessionTimeout <= 0 || c.ConsumerMaxSessionTimeout < c.ConsumerMinSessionTimeout:
-		return errors.New("groups: consumer session timeout bounds are inverted")
+		return errors.New("group.consumer.min.session.timeout.ms must be positive and at most group.consumer.max.session.timeout.ms")
 	case c.ConsumerSessionTimeout < c.ConsumerMinSessionTimeout || c.ConsumerSessionTimeout > c.ConsumerMaxSessionTimeout:
-		return fmt.Errorf("groups: group.consumer.session.timeout.ms %d must be within group.consumer.min.session.timeout.ms %d and group.consumer.max.session.timeout.ms %d",
+		return fmt.Errorf("group.consumer.session.timeout.ms %d must be within group.consumer.min.session.timeout.ms %d and group.consumer.max.session.timeout.ms %d",
 			c.ConsumerSessionTimeout.Milliseconds(), c.ConsumerMinSessionTimeout.Milliseconds(), c.ConsumerMaxSessionTimeout.Milliseconds())
 	case c.ConsumerMinHeartbeatInterval <= 0 || c.ConsumerMaxHeartbeatInterval < c.ConsumerMinHeartbeatInterval:
-		return errors.New("groups: consumer heartbeat interval bounds are inverted")
+		return errors.New("group.consumer.min.heartbeat.interval.ms must be positive and at most group.consumer.max.heartbeat.interval.ms")
 	case c.ConsumerHeartbeatInterval < c.ConsumerMinHeartbeatInterval || c.ConsumerHeartbeatInterval > c.ConsumerMaxHeartbeatInterval:
-		return fmt.Errorf("groups: group.consumer.heartbeat.interval.ms %d must be within group.consumer.min.heartbeat.interval.ms %d and group.consumer.max.heartbeat.interval.ms %d",
+		return fmt.Errorf("group.consumer.heartbeat.interval.ms %d must be within group.consumer.min.heartbeat.interval.ms %d and group.consumer.max.heartbeat.interval.ms %d",
 			c.ConsumerHeartbeatInterval.Milliseconds(), c.ConsumerMinHeartbeatInterval.Milliseconds(), c.ConsumerMaxHeartbeatInterval.Milliseconds())
 	case c.ConsumerHeartbeatInterval >= c.ConsumerSessionTimeout:
-		return errors.New("groups: group.consumer.heartbeat.interval.ms must be below group.consumer.session.timeout.ms")
+		return errors.New("group.consumer.heartbeat.interval.ms must be below group.consumer.session.timeout.ms")
 	case c.ConsumerMaxSize < 1:
-		return errors.New("groups: group.consumer.max.size must be at least 1")
+		return errors.New("group.consumer.max.size must be at least 1")
 	case len(c.ServerAssignors) == 0:
-		return errors.New("groups: group.consumer.assignors names no assignor")
+		return errors.New("group.consumer.assignors names no assignor")
 	}
 	for _, name := range c.ServerAssignors {
 		if _, err := assignors.ServerAssignorNamed(name); err != nil {
-			return fmt.Errorf("groups: group.consumer.assignors: %w", err)
+			return fmt.Errorf("group.consumer.assignors: %w", err)
 		}
 	}
 	c.DefaultServerAssignor = c.ServerAssignors[0]

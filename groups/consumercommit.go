@@ -1,7 +1,6 @@
 package groups
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/kcoord/kcoord/fsm"
@@ -62,17 +61,14 @@ func (g *consumerGroup) validateCommit(req CommitRequest) error {
 	return nil
 }
 
-// CheckFetch confirms, as Check does, that this coordinator serves the
-// group's shard, and checks an OffsetFetch's member against a consumer
+// CheckFetchMember checks an OffsetFetch's member against a consumer
 // group (Kafka 4.x's validateOffsetFetch): a fetch naming no member at
 // epoch -1 is anyone's (admin tools); otherwise the member must be in the
 // group (ErrUnknownMemberID) at that epoch (ErrStaleMemberEpoch). A
-// classic group, or no group, is not checked. Called from any handler
-// goroutine; blocks about one round trip.
-func (c *Coordinator) CheckFetch(ctx context.Context, groupID string, memberID *string, memberEpoch int32) error {
-	if err := c.confirmRead(ctx); err != nil {
-		return err
-	}
+// classic group, or no group, is not checked. The caller has confirmed
+// the coordinator's leadership (Check) since the request arrived. Called
+// from any handler goroutine; it does not block on Raft.
+func (c *Coordinator) CheckFetchMember(groupID string, memberID *string, memberEpoch int32) error {
 	if c.consumerOf(groupID) == nil {
 		return nil
 	}

@@ -63,6 +63,17 @@ type Config struct {
 	GroupMaxSessionTimeout time.Duration
 	// GroupMaxSize is group.max.size: members per group.
 	GroupMaxSize int32
+	// GroupConsumer* are the consumer-protocol (KIP-848) group settings:
+	// group.consumer.session.timeout.ms and its min/max bounds,
+	// group.consumer.heartbeat.interval.ms and its bounds, and
+	// group.consumer.max.size.
+	GroupConsumerSessionTimeout       time.Duration
+	GroupConsumerMinSessionTimeout    time.Duration
+	GroupConsumerMaxSessionTimeout    time.Duration
+	GroupConsumerHeartbeatInterval    time.Duration
+	GroupConsumerMinHeartbeatInterval time.Duration
+	GroupConsumerMaxHeartbeatInterval time.Duration
+	GroupConsumerMaxSize              int32
 	// OffsetsRetention is offsets.retention.minutes.
 	OffsetsRetention time.Duration
 	// OffsetsRetentionCheckInterval is offsets.retention.check.interval.ms.
@@ -157,6 +168,15 @@ func DefaultConfig() Config {
 		GroupMinSessionTimeout:        6 * time.Second,
 		GroupMaxSessionTimeout:        30 * time.Minute,
 		GroupMaxSize:                  2147483647,
+
+		GroupConsumerSessionTimeout:       45 * time.Second,
+		GroupConsumerMinSessionTimeout:    45 * time.Second,
+		GroupConsumerMaxSessionTimeout:    60 * time.Second,
+		GroupConsumerHeartbeatInterval:    5 * time.Second,
+		GroupConsumerMinHeartbeatInterval: 5 * time.Second,
+		GroupConsumerMaxHeartbeatInterval: 15 * time.Second,
+		GroupConsumerMaxSize:              2147483647,
+
 		OffsetsRetention:              10080 * time.Minute,
 		OffsetsRetentionCheckInterval: 10 * time.Minute,
 		OffsetMetadataMaxBytes:        4096,
@@ -217,6 +237,9 @@ func (c *Config) Validate() error {
 	if c.GroupMaxSize < 1 {
 		errs = append(errs, errors.New("group.max.size must be at least 1"))
 	}
+	if err := c.consumerGroupConfig(&groups.Config{}); err != nil {
+		errs = append(errs, err)
+	}
 	if c.OffsetsRetention <= 0 {
 		errs = append(errs, errors.New("offsets.retention.minutes must be positive"))
 	}
@@ -257,4 +280,19 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("kcoord.max.partitions must be at least 1"))
 	}
 	return errors.Join(errs...)
+}
+
+// consumerGroupConfig copies the consumer-protocol group settings into
+// cfg and checks them together (the session timeout within its bounds and
+// above the heartbeat interval), as Kafka checks them at startup.
+func (c *Config) consumerGroupConfig(cfg *groups.Config) error {
+	cfg.ConsumerSessionTimeout, cfg.ConsumerMinSessionTimeout, cfg.ConsumerMaxSessionTimeout =
+		c.GroupConsumerSessionTimeout, c.GroupConsumerMinSessionTimeout, c.GroupConsumerMaxSessionTimeout
+	cfg.ConsumerHeartbeatInterval, cfg.ConsumerMinHeartbeatInterval, cfg.ConsumerMaxHeartbeatInterval =
+		c.GroupConsumerHeartbeatInterval, c.GroupConsumerMinHeartbeatInterval, c.GroupConsumerMaxHeartbeatInterval
+	cfg.ConsumerMaxSize = c.GroupConsumerMaxSize
+	if cfg.ServerAssignors == nil {
+		cfg.ServerAssignors = groups.DefaultConfig().ServerAssignors
+	}
+	return cfg.ValidateConsumer()
 }

@@ -10,12 +10,21 @@ import (
 // The defaults of design.md's table and the listener's limits, which are
 // Kafka's except queued.max.request.bytes (Kafka: -1), then kcoord's own.
 var kafkaDefaults = map[string]string{
-	"offsets.topic.num.partitions":        "50",
-	"offsets.topic.replication.factor":    "3",
-	"group.initial.rebalance.delay.ms":    "3000",
-	"group.min.session.timeout.ms":        "6000",
-	"group.max.session.timeout.ms":        "1800000",
-	"group.max.size":                      "2147483647",
+	"offsets.topic.num.partitions":     "50",
+	"offsets.topic.replication.factor": "3",
+	"group.initial.rebalance.delay.ms": "3000",
+	"group.min.session.timeout.ms":     "6000",
+	"group.max.session.timeout.ms":     "1800000",
+	"group.max.size":                   "2147483647",
+
+	"group.consumer.session.timeout.ms":        "45000",
+	"group.consumer.min.session.timeout.ms":    "45000",
+	"group.consumer.max.session.timeout.ms":    "60000",
+	"group.consumer.heartbeat.interval.ms":     "5000",
+	"group.consumer.min.heartbeat.interval.ms": "5000",
+	"group.consumer.max.heartbeat.interval.ms": "15000",
+	"group.consumer.max.size":                  "2147483647",
+
 	"offsets.retention.minutes":           "10080",
 	"offsets.retention.check.interval.ms": "600000",
 	"offset.metadata.max.bytes":           "4096",

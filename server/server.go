@@ -156,6 +156,10 @@ func (s *Server) startNode(advertised string) error {
 	gcfg.MinSessionTimeout, gcfg.MaxSessionTimeout = s.cfg.GroupMinSessionTimeout, s.cfg.GroupMaxSessionTimeout
 	gcfg.MaxSize, gcfg.WriteTimeout = s.cfg.GroupMaxSize, s.cfg.OffsetsCommitTimeout
 	gcfg.ElectionHold = s.cfg.GroupElectionHold
+	if err := s.cfg.consumerGroupConfig(&gcfg); err != nil {
+		return err
+	}
+	gcfg.Topics = s.meta
 	gcfg.UnsafeAckBeforeCommit = s.cfg.UnsafeAckBeforeCommit
 	if s.cfg.UnsafeAckBeforeCommit {
 		s.logger.Warn("UNSAFE: OffsetCommits are acknowledged before Raft commits them (--unsafe-ack-before-commit, a planted bug for the chaos suite)")

@@ -24,6 +24,10 @@ func TestConfig(dir string) Config {
 	c.OffsetsTopicNumPartitions = 8
 	c.GroupInitialRebalanceDelay = 100 * time.Millisecond
 	c.GroupMinSessionTimeout = 100 * time.Millisecond
+	// Consumer-protocol members heartbeat every 300 ms and are fenced after
+	// 10 s, so tests see them move in well under a second.
+	c.GroupConsumerMinSessionTimeout, c.GroupConsumerSessionTimeout = time.Second, 10*time.Second
+	c.GroupConsumerMinHeartbeatInterval, c.GroupConsumerHeartbeatInterval = 100*time.Millisecond, 300*time.Millisecond
 	c.ShutdownDrain = 0 // tests that stop nodes on purpose set their own
 	return c
 }

@@ -1,0 +1,61 @@
+package api
+
+// ConsumerGroupHeartbeat (key 68), versions 0–1 (KIP-848).
+// v1: SubscribedTopicRegex, and the member makes its own member id
+// (KIP-1082). A member joins at epoch 0, heartbeats at the epoch it was
+// given, leaves at -1, and a static member leaves for a while at -2; the
+// answer carries its epoch and, on a join, a full request or a change, its
+// assigned partitions. The coordinator answers once the heartbeat's write
+// has committed (groups.Coordinator.ConsumerHeartbeat).
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcoord/kcoord/groups"
+	"github.com/kcoord/kcoord/transport"
+)
+
+func (h *Handlers) consumerGroupHeartbeat(ctx context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req, err := typed[*kmsg.ConsumerGroupHeartbeatRequest](kreq)
+	if err != nil {
+		return nil, err
+	}
+	hb := groups.ConsumerHeartbeatRequest{
+		Version: req.Version, GroupID: req.Group, MemberID: req.MemberID, MemberEpoch: req.MemberEpoch,
+		InstanceID: req.InstanceID, RackID: req.RackID, RebalanceTimeoutMs: req.RebalanceTimeoutMillis,
+		SubscribedTopicNames: req.SubscribedTopicNames, SubscribedTopicRegex: req.SubscribedTopicRegex,
+		ServerAssignor: req.ServerAssignor, ClientID: rc.ClientID, ClientHost: rc.ClientHost,
+	}
+	if req.Topics != nil {
+		hb.Owned = make([]groups.TopicIDPartitions, len(req.Topics))
+		for i, t := range req.Topics {
+			hb.Owned[i] = groups.TopicIDPartitions{TopicID: t.TopicID, Partitions: t.Partitions}
+		}
+	}
+	res, err := h.shardFor(req.Group).Coordinator.ConsumerHeartbeat(ctx, hb)
+	if waitAborted(err) {
+		return nil, err
+	}
+	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
+	if err != nil {
+		resp.ErrorCode = h.errorCode(err)
+		if !errors.Is(err, groups.ErrNotCoordinator) {
+			resp.ErrorMessage = errMessage(err)
+		}
+		return resp, nil
+	}
+	resp.MemberID, resp.MemberEpoch = &res.MemberID, res.MemberEpoch
+	resp.HeartbeatIntervalMillis = int32(res.HeartbeatInterval.Milliseconds())
+	if res.HasAssignment {
+		a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
+		a.Topics = make([]kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic, len(res.Assignment))
+		for i, tp := range res.Assignment {
+			a.Topics[i] = kmsg.ConsumerGroupHeartbeatResponseAssignmentTopic{TopicID: tp.TopicID, Partitions: tp.Partitions}
+		}
+		resp.Assignment = &a
+	}
+	return resp, nil
+}

@@ -1,0 +1,205 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// TestFranzGoConsumerProtocolGroups runs three franz-go members with
+// kgo.ServerSideBalancer() (KIP-848: the coordinator assigns) on a
+// 12-partition topic against a three-node cluster, once with the range
+// balancer (the "range" server assignor) and once with cooperative-sticky
+// ("uniform"): every partition must have exactly one owner, as the
+// clients' callbacks and ConsumerGroupDescribe say, with the group Stable
+// at three members; commits read back through kadm; and when a member
+// leaves, the other two take over all partitions.
+func TestFranzGoConsumerProtocolGroups(t *testing.T) {
+	t.Parallel()
+	_, seeds := startTestCluster(t)
+	for _, tc := range []struct {
+		name, assignor string
+		balancer       kgo.GroupBalancer
+	}{
+		{"range", "range", kgo.RangeBalancer()},
+		{"cooperative-sticky", "uniform", kgo.CooperativeStickyBalancer()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			runConsumerProtocolGroup(t, seeds, tc.assignor, tc.balancer)
+		})
+	}
+}
+
+func runConsumerProtocolGroup(t *testing.T, seeds []string, assignor string, balancer kgo.GroupBalancer) {
+	ctx := testContext(t, 60*time.Second)
+	adm := newAdmin(t, seeds[0])
+	topic, group := "kip848-"+assignor, "kip848-group-"+assignor
+	createTopic(ctx, t, adm, topic, groupPartitions)
+
+	members := make([]*kgoMember, 3)
+	for i := range members {
+		members[i] = startKgoMember(ctx, t, seeds[i], group, topic, i, balancer, kgo.SeedBrokers(seeds[i]), kgo.ServerSideBalancer())
+	}
+	waitFor(ctx, t, "three consumer-protocol members to own all partitions", func(ctx context.Context) error {
+		return checkConsumerGroup(ctx, adm, group, topic, groupPartitions, assignor, kgoView(members))
+	})
+
+	want := map[string]map[int32]committed{topic: {}}
+	for i, m := range members {
+		memberID, _ := m.cl.GroupMetadata()
+		offsets := make(map[int32]int64)
+		for _, p := range m.owned.list() {
+			offsets[p] = commitOffsetFor(i, p, 0)
+			want[topic][p] = committed{Offset: offsets[p], Metadata: memberID}
+		}
+		if err := m.commit(ctx, topic, offsets); err != nil {
+			t.Fatalf("member %d commit: %v", i, err)
+		}
+	}
+	checkOffsets(ctx, t, adm, group, want)
+
+	listed, err := adm.ListGroups(ctx)
+	if err != nil {
+		t.Fatalf("list groups: %v", err)
+	}
+	if lg, ok := listed[group]; !ok || lg.ProtocolType != "consumer" || lg.State != "Stable" {
+		t.Errorf("ListGroups shows %s as %+v (listed: %v), want a Stable consumer group", group, lg, ok)
+	}
+
+	members[2].close()
+	waitFor(ctx, t, "two consumer-protocol members to own all partitions", func(ctx context.Context) error {
+		return checkConsumerGroup(ctx, adm, group, topic, groupPartitions, assignor, kgoView(members[:2]))
+	})
+	checkOffsets(ctx, t, adm, group, want)
+}
+
+// TestConsumerProtocolGroupSurvivesCoordinatorKill kills the node that
+// coordinates a running three-member consumer-protocol group (no
+// leadership transfer, as a crash): the members carry on at their member
+// ids and epochs, with no assignment callback, and commit again.
+func TestConsumerProtocolGroupSurvivesCoordinatorKill(t *testing.T) {
+	t.Parallel()
+	servers, seeds := startTestCluster(t)
+	ctx := testContext(t, 90*time.Second)
+	adm := newAdmin(t, seeds[0])
+	const topic, group = "kip848-failover-topic", "kip848-failover-group"
+	createTopic(ctx, t, adm, topic, groupPartitions)
+	members := make([]*kgoMember, 3)
+	for i := range members {
+		members[i] = startKgoMember(ctx, t, seeds[i], group, topic, i, kgo.CooperativeStickyBalancer(),
+			kgo.SeedBrokers(seeds...), kgo.ServerSideBalancer())
+	}
+	waitFor(ctx, t, "three consumer-protocol members to own all partitions", func(ctx context.Context) error {
+		return checkConsumerGroup(ctx, adm, group, topic, groupPartitions, "uniform", kgoView(members))
+	})
+	type state struct {
+		memberID  string
+		epoch     int32
+		owned     []int32
+		callbacks int64
+	}
+	snapshot := func() []state {
+		var s []state
+		for _, m := range members {
+			id, epoch := m.cl.GroupMetadata()
+			s = append(s, state{id, epoch, m.owned.list(), m.callbacks.Load()})
+		}
+		return s
+	}
+	before := snapshot()
+
+	victim := coordinatorIndex(ctx, t, adm, group, servers)
+	t.Logf("killing node %d, the group's coordinator; members before: %+v", victim+1, before)
+	if err := servers[victim].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	survivor := newAdmin(t, seeds[(victim+1)%3])
+	waitFor(ctx, t, "the group to be described by its new coordinator", func(ctx context.Context) error {
+		return checkConsumerGroup(ctx, survivor, group, topic, groupPartitions, "uniform", kgoView(members))
+	})
+	// Several heartbeat intervals against the new coordinator.
+	time.Sleep(2 * time.Second)
+	if after := snapshot(); !slices.EqualFunc(before, after, func(a, b state) bool {
+		return a.memberID == b.memberID && a.epoch == b.epoch && slices.Equal(a.owned, b.owned) && a.callbacks == b.callbacks
+	}) {
+		t.Errorf("members changed across the coordinator's crash:\nbefore %+v\nafter  %+v", before, after)
+	}
+	want := map[string]map[int32]committed{topic: {}}
+	for i, m := range members {
+		memberID, _ := m.cl.GroupMetadata()
+		offsets := make(map[int32]int64)
+		for _, p := range m.owned.list() {
+			offsets[p] = commitOffsetFor(i, p, 1)
+			want[topic][p] = committed{Offset: offsets[p], Metadata: memberID}
+		}
+		if err := m.commit(ctx, topic, offsets); err != nil {
+			t.Fatalf("member %d commit after the crash: %v", i, err)
+		}
+	}
+	checkOffsets(ctx, t, survivor, group, want)
+}
+
+// checkConsumerGroup checks a consumer-protocol group through
+// ConsumerGroupDescribe: Stable, at one epoch, with assignor, each member
+// a live client whose owned partitions are its described assignment and
+// its target, and every partition of topic owned exactly once.
+func checkConsumerGroup(ctx context.Context, adm *kadm.Client, group, topic string, n int32, assignor string, view groupView) error {
+	for id := range view {
+		if id == "" {
+			return fmt.Errorf("a client has no member id yet")
+		}
+	}
+	described, err := adm.DescribeConsumerGroups(ctx, group)
+	if err != nil {
+		return fmt.Errorf("describe: %w", err)
+	}
+	g, ok := described[group]
+	switch {
+	case !ok:
+		return fmt.Errorf("group %s not in the answer", group)
+	case g.Err != nil:
+		return fmt.Errorf("describe group: %w", g.Err)
+	case g.State != "Stable" || g.Epoch != g.AssignmentEpoch:
+		return fmt.Errorf("group state %q at epoch %d, assignment epoch %d; want Stable", g.State, g.Epoch, g.AssignmentEpoch)
+	case g.AssignorName != assignor:
+		return fmt.Errorf("assignor %q, want %q", g.AssignorName, assignor)
+	case len(g.Members) != len(view):
+		return fmt.Errorf("described %d members, clients report %d", len(g.Members), len(view))
+	}
+	owners := make(map[int32]string)
+	for _, m := range g.Members {
+		clientOwned, ok := view[m.MemberID]
+		if !ok {
+			return fmt.Errorf("described member %s is not a live client", m.MemberID)
+		}
+		if m.MemberEpoch != g.Epoch || m.MemberType != 1 {
+			return fmt.Errorf("member %s at epoch %d (type %d), group at %d", m.MemberID, m.MemberEpoch, m.MemberType, g.Epoch)
+		}
+		assigned := sorted(slices.Collect(maps.Keys(m.Assignment[topic])))
+		if target := sorted(slices.Collect(maps.Keys(m.TargetAssignment[topic]))); !slices.Equal(assigned, target) {
+			return fmt.Errorf("member %s: assigned %v, target %v", m.MemberID, assigned, target)
+		}
+		if !slices.Equal(assigned, sorted(clientOwned)) {
+			return fmt.Errorf("member %s: described assignment %v, client owns %v", m.MemberID, assigned, sorted(clientOwned))
+		}
+		for _, p := range assigned {
+			if prev, dup := owners[p]; dup {
+				return fmt.Errorf("partition %d assigned to both %s and %s", p, prev, m.MemberID)
+			}
+			owners[p] = m.MemberID
+		}
+	}
+	for p := range n {
+		if _, ok := owners[p]; !ok {
+			return fmt.Errorf("partition %d has no owner", p)
+		}
+	}
+	return nil
+}
