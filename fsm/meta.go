@@ -25,7 +25,7 @@ type MetaFSM struct {
 	// topicsVersion counts changes of topics on this replica (it is not
 	// replicated state: only equal versions on one replica compare).
 	topicsVersion uint64
-	placement placementState
+	placement     placementState
 }
 
 var _ raft.FSM = (*MetaFSM)(nil)
