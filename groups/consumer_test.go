@@ -411,3 +411,43 @@ func (cl *consumerClient) locked(mu *sync.Mutex) *consumerClient {
 	copied.owned = append([]TopicIDPartitions{}, cl.owned...)
 	return &copied
 }
+
+// TestConsumerGroupOffsetsExpireUnlessSubscribed: Kafka 4.x's retention
+// for consumer groups: an offset of a topic no member subscribes to
+// expires its retention after its commit; a subscribed topic's offsets
+// stay while a member subscribes; a group left with no members and no
+// offsets is removed.
+func TestConsumerGroupOffsetsExpireUnlessSubscribed(t *testing.T) {
+	c, log, topics := newConsumerTestCoordinator(t, nil)
+	topics.Put("orders", 1)
+	topics.Put("old", 1)
+	a := newConsumerClient(t, c, "g", "a", "orders")
+	converge(t, c, "g", a)
+	offsets := []fsm.OffsetCommitPartition{
+		{Topic: "orders", Partition: 0, Offset: fsm.Offset{Offset: 1, LeaderEpoch: -1, ExpireTimestamp: -1}},
+		{Topic: "old", Partition: 0, Offset: fsm.Offset{Offset: 2, LeaderEpoch: -1, ExpireTimestamp: -1}},
+	}
+	if err := c.Commit(CommitRequest{Version: 9, GroupID: "g", MemberID: "a", Generation: a.epoch, Offsets: offsets}); err != nil {
+		t.Fatal(err)
+	}
+	const retention = int64(60_000)
+	later := c.now() + retention
+	if n, g := c.ExpireOffsets(later, retention); n != 1 || g != 0 {
+		t.Fatalf("with a subscribed member: expired %d offsets and %d groups, want 1 and 0", n, g)
+	}
+	if _, ok := log.FSM.Offset("g", fsm.TopicPartition{Topic: "orders", Partition: 0}); !ok {
+		t.Fatal("the subscribed topic's offset expired")
+	}
+	leave := a.request()
+	leave.MemberEpoch = leaveMemberEpoch
+	if _, err := c.ConsumerHeartbeat(context.Background(), leave); err != nil {
+		t.Fatal(err)
+	}
+	if n, g := c.ExpireOffsets(later, retention); n != 1 || g != 1 {
+		t.Fatalf("once empty: expired %d offsets and %d groups, want 1 and 1", n, g)
+	}
+	time.Sleep(10 * time.Millisecond) // the writes are not waited for
+	if _, ok := log.FSM.ConsumerGroup("g"); ok || log.FSM.HasOffsets("g") {
+		t.Fatal("the empty consumer group or its offsets are still stored")
+	}
+}

@@ -35,8 +35,13 @@ func (c *Coordinator) commitConsumer(g *consumerGroup, req CommitRequest) error 
 		return nil
 	}
 	f := c.write(&fsm.OffsetCommit{GroupID: g.id, Timestamp: c.now(), Offsets: req.Offsets})
+	g.trackCommits(req.Offsets, 1)
 	g.mu.Unlock()
-	if err := waitWrite(f); err != nil {
+	err := waitWrite(f)
+	g.mu.Lock()
+	g.trackCommits(req.Offsets, -1)
+	g.mu.Unlock()
+	if err != nil {
 		return err
 	}
 	c.committed.Add(uint64(len(req.Offsets)))

@@ -30,7 +30,7 @@ func (g *consumerGroup) scheduleSession(m *consumerMember) {
 	m.sessionToken++
 	id, tok := m.id, m.sessionToken
 	m.session = time.AfterFunc(g.c.cfg.ConsumerSessionTimeout, func() {
-		g.expire(id, func(m *consumerMember) bool { return m.sessionToken == tok }, "session timeout")
+		g.fenceIfStill(id, func(m *consumerMember) bool { return m.sessionToken == tok }, "session timeout")
 	})
 }
 
@@ -56,7 +56,7 @@ func (g *consumerGroup) scheduleRebalance(m *consumerMember) {
 	id, tok, epoch := m.id, m.rebalanceToken, m.rec.epoch
 	d := time.Duration(m.sub.RebalanceTimeoutMs) * time.Millisecond
 	m.rebalance = time.AfterFunc(d, func() {
-		g.expire(id, func(m *consumerMember) bool {
+		g.fenceIfStill(id, func(m *consumerMember) bool {
 			return m.rebalanceToken == tok && m.rec.state == reconcileUnrevoked && m.rec.epoch == epoch
 		}, "rebalance timeout")
 	})
@@ -79,9 +79,9 @@ func (g *consumerGroup) stopTimers(m *consumerMember) {
 	g.stopRebalance(m)
 }
 
-// expire fences member id if still holds (the timer is current). Runs on
+// fenceIfStill fences member id if still holds (the timer is current). Runs on
 // a timer goroutine.
-func (g *consumerGroup) expire(id string, still func(*consumerMember) bool, reason string) {
+func (g *consumerGroup) fenceIfStill(id string, still func(*consumerMember) bool, reason string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	m := g.members[id]

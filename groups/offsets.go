@@ -128,7 +128,8 @@ func (c *Coordinator) ExpireOffsets(now, retention int64) (offsets, groups int) 
 			groups++
 		}
 	}
-	return offsets, groups
+	n, removed := c.expireConsumers(now, retention)
+	return offsets + n, groups + removed
 }
 
 // expire runs the retention rules for one group; removed reports that the
@@ -191,9 +192,14 @@ func (g *group) expiredOffsets(stored map[fsm.TopicPartition]fsm.Offset, now, re
 // a failure and calls committed (if set) after a success. Called with g.mu
 // held; it does not wait.
 func (g *group) logWrite(f raft.ApplyFuture, what string, committed func()) {
+	logWrite(g.c, f, g.id, what, committed)
+}
+
+// logWrite is group.logWrite for any group of c.
+func logWrite(c *Coordinator, f raft.ApplyFuture, group, what string, committed func()) {
 	go func() {
 		if err := waitWrite(f); err != nil {
-			g.c.logger.Warn(what+" failed", "group", g.id, "error", err)
+			c.logger.Warn(what+" failed", "group", group, "error", err)
 			return
 		}
 		if committed != nil {

@@ -6,7 +6,9 @@ import "time"
 type Stats struct {
 	// Active is whether the coordinator serves its shard.
 	Active bool
-	// GroupsByState counts groups per state name.
+	// GroupsByState counts groups per state name, classic and consumer
+	// groups together (Kafka's names: both have Empty and Stable; only
+	// consumer groups are Assigning or Reconciling).
 	GroupsByState map[string]int
 	// Members counts members over every group.
 	Members int
@@ -35,11 +37,23 @@ func (c *Coordinator) Stats() Stats {
 	for _, g := range c.groups {
 		groups = append(groups, g)
 	}
+	consumers := make([]*consumerGroup, 0, len(c.consumers))
+	for _, g := range c.consumers {
+		consumers = append(consumers, g)
+	}
 	c.mu.RUnlock()
 	for _, g := range groups {
 		g.mu.Lock()
 		if !g.closed {
 			st.GroupsByState[g.state.String()]++
+			st.Members += len(g.members)
+		}
+		g.mu.Unlock()
+	}
+	for _, g := range consumers {
+		g.mu.Lock()
+		if !g.closed {
+			st.GroupsByState[string(g.state())]++
 			st.Members += len(g.members)
 		}
 		g.mu.Unlock()

@@ -1,0 +1,98 @@
+package groups
+
+import "github.com/kcoord/kcoord/fsm"
+
+// This file is offset retention for consumer groups (Kafka 4.x's
+// ConsumerGroup.offsetExpirationCondition and cleanupGroupMetadata).
+
+// expireConsumers runs retention over the consumer groups; it returns how
+// many offsets and groups it removed. Called from ExpireOffsets.
+func (c *Coordinator) expireConsumers(now, retention int64) (offsets, groups int) {
+	c.mu.RLock()
+	all := make([]*consumerGroup, 0, len(c.consumers))
+	for _, g := range c.consumers {
+		all = append(all, g)
+	}
+	c.mu.RUnlock()
+	for _, g := range all {
+		n, removed := g.expire(now, retention)
+		offsets += n
+		if removed {
+			groups++
+		}
+	}
+	return offsets, groups
+}
+
+// expire removes the group's offsets whose retention ran out: an offset
+// of a topic no member subscribes to expires retention after its commit
+// (Kafka counts from the commit for consumer groups, with or without
+// members), unless it was committed with an explicit expiry time. A group
+// left with no members and no offsets is deleted. Offsets with a commit in
+// flight are left alone. The writes are not waited for.
+func (g *consumerGroup) expire(now, retention int64) (n int, removed bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed || g.stale || g.deleting {
+		return 0, false
+	}
+	subscribed := g.subscribedTopicNames(g.c.topicsView())
+	stored := g.c.state.Offsets(g.id)
+	var expired []fsm.TopicPartition
+	for tp, o := range stored {
+		if subscribed[tp.Topic] || g.pendingCommits[tp] > 0 {
+			continue
+		}
+		if o.ExpireTimestamp >= 0 && now >= o.ExpireTimestamp || o.ExpireTimestamp < 0 && now-o.CommitTimestamp >= retention {
+			expired = append(expired, tp)
+		}
+	}
+	if len(expired) > 0 {
+		count := uint64(len(expired))
+		logWrite(g.c, g.c.write(&fsm.OffsetDelete{GroupID: g.id, Partitions: expired}), g.id, "expiring offsets", func() {
+			g.c.offsetsExpired.Add(count)
+		})
+		g.c.logger.Info("offsets expired", "group", g.id, "partitions", len(expired))
+	}
+	if len(g.members) > 0 || len(stored) > len(expired) || len(g.pendingCommits) > 0 {
+		return len(expired), false
+	}
+	logWrite(g.c, g.c.write(&fsm.GroupDelete{GroupID: g.id}), g.id, "removing an empty consumer group", nil)
+	g.close()
+	g.c.forgetConsumer(g)
+	g.c.logger.Info("empty consumer group removed", "group", g.id)
+	return len(expired), true
+}
+
+// subscribedTopicNames is every topic a member names or its regex
+// matches. Called with g.mu held.
+func (g *consumerGroup) subscribedTopicNames(topics *topicsView) map[string]bool {
+	out := make(map[string]bool)
+	for _, m := range g.members {
+		for _, t := range m.sub.Topics {
+			out[t] = true
+		}
+		tm := m.targetMember(m.sub, m.regex)
+		for _, t := range subscribedTopics(&tm, topics.byName) {
+			out[t] = true
+		}
+	}
+	return out
+}
+
+// trackCommits counts commits in flight per partition, as the classic
+// group does. Called with g.mu held.
+func (g *consumerGroup) trackCommits(offsets []fsm.OffsetCommitPartition, delta int) {
+	if g.pendingCommits == nil {
+		g.pendingCommits = make(map[fsm.TopicPartition]int, len(offsets))
+	}
+	for _, o := range offsets {
+		tp := fsm.TopicPartition{Topic: o.Topic, Partition: o.Partition}
+		if g.pendingCommits[tp] += delta; g.pendingCommits[tp] <= 0 {
+			delete(g.pendingCommits, tp)
+		}
+	}
+	if len(g.pendingCommits) == 0 {
+		g.pendingCommits = nil
+	}
+}
