@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/hashicorp/raft"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -119,9 +120,21 @@ func (h *Handlers) translate(err error, controller bool) int16 {
 	return kerr.UnknownServerError.Code
 }
 
-// errMessage is the message answered with an error, where the API has one.
+// errMessage is the message answered with an error, where the API has
+// one: the error's text, less the name of the sentinel it wraps when that
+// leads it ("group id not found: Group g not found." is answered "Group g
+// not found.", Kafka's message, beside the GROUP_ID_NOT_FOUND code that
+// already says the rest).
 func errMessage(err error) *string {
 	s := err.Error()
+	for _, c := range codes {
+		if errors.Is(err, c.err) {
+			if rest, ok := strings.CutPrefix(s, c.err.Error()+": "); ok {
+				s = rest
+			}
+			break
+		}
+	}
 	return &s
 }
 
