@@ -1,8 +1,7 @@
 package api
 
 // ConsumerGroupDescribe (key 69), versions 0–1 (KIP-848).
-// v1: each member's type (KIP-1099; every member of a kcoord consumer
-// group uses the consumer protocol). Each group is described as its last
+// v1: each member's type (KIP-1099: classic or consumer protocol). Each group is described as its last
 // committed write left it, confirmed by a quorum: its state, group and
 // assignment epochs, assignor, and per member its subscription, assigned
 // partitions and target. An unknown group, or a classic one, is
@@ -19,9 +18,11 @@ import (
 	"github.com/kcoord/kcoord/transport"
 )
 
-// consumerMemberType is ConsumerGroupDescribe's member type of a
-// consumer-protocol member.
-const consumerMemberType int8 = 1
+// ConsumerGroupDescribe's member types (v1).
+const (
+	classicMemberType  int8 = 0
+	consumerMemberType int8 = 1
+)
 
 func (h *Handlers) consumerGroupDescribe(ctx context.Context, _ *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.ConsumerGroupDescribeRequest](kreq)
@@ -59,6 +60,9 @@ func (h *Handlers) consumerGroupDescribe(ctx context.Context, _ *transport.Reque
 			}
 			rm.Assignment, rm.TargetAssignment = describedAssignment(m.Assignment), describedAssignment(m.Target)
 			rm.MemberType = consumerMemberType
+			if m.Classic {
+				rm.MemberType = classicMemberType
+			}
 			rg.Members = append(rg.Members, rm)
 		}
 		resp.Groups = append(resp.Groups, rg)

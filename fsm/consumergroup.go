@@ -76,6 +76,17 @@ type ConsumerSubscription struct {
 	TopicRegex         string   `codec:"topic_regex,omitempty"`
 	ServerAssignor     string   `codec:"server_assignor,omitempty"`
 	RebalanceTimeoutMs int32    `codec:"rebalance_timeout_ms"`
+	// Classic is set for a member that uses the classic protocol
+	// (JoinGroup, SyncGroup, Heartbeat) inside the consumer group.
+	Classic *ClassicMemberMetadata `codec:"classic,omitempty"`
+}
+
+// ClassicMemberMetadata is what a classic-protocol member of a consumer
+// group joined with (Kafka's ClassicMemberMetadata): its session timeout
+// and the protocols it offered, in its order, with their metadata.
+type ClassicMemberMetadata struct {
+	SessionTimeoutMs int32      `codec:"session_timeout_ms"`
+	Protocols        []Protocol `codec:"protocols"`
 }
 
 // ConsumerAssignment is where a member's reconciliation stands (Kafka's

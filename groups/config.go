@@ -76,6 +76,10 @@ type Config struct {
 	ServerAssignors []string
 	// DefaultServerAssignor is set by Validate to ServerAssignors[0].
 	DefaultServerAssignor string
+	// MigrationPolicy is group.consumer.migration.policy: whether classic
+	// members may join a consumer group, and a consumer member a classic
+	// group (Kafka's bidirectional by default).
+	MigrationPolicy MigrationPolicy
 	// Topics is the topic registry that consumer-group subscriptions
 	// resolve against; nil is an empty registry.
 	Topics TopicSource
@@ -107,6 +111,7 @@ func DefaultConfig() Config {
 		ConsumerMaxHeartbeatInterval: 15 * time.Second,
 		ConsumerMaxSize:              2147483647,
 		ServerAssignors:              []string{assignors.DefaultServerAssignor, "range"},
+		MigrationPolicy:              MigrationBidirectional,
 	}
 }
 
@@ -160,6 +165,11 @@ func (c *Config) ValidateConsumer() error {
 		return errors.New("group.consumer.max.size must be at least 1")
 	case len(c.ServerAssignors) == 0:
 		return errors.New("group.consumer.assignors names no assignor")
+	}
+	switch c.MigrationPolicy {
+	case MigrationBidirectional, MigrationUpgrade, MigrationDowngrade, MigrationDisabled:
+	default:
+		return fmt.Errorf("group.consumer.migration.policy %q is none of bidirectional, upgrade, downgrade and disabled", c.MigrationPolicy)
 	}
 	for _, name := range c.ServerAssignors {
 		if _, err := assignors.ServerAssignorNamed(name); err != nil {

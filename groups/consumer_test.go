@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/kcoord/kcoord/fsm"
 )
 
@@ -337,17 +339,25 @@ func TestConsumerGroupCommitsNeedTheMembersEpoch(t *testing.T) {
 	}
 }
 
-// TestClassicAndConsumerGroupsKeepToTheirIDs: a classic member cannot
-// join a consumer group with members, nor a consumer member a classic
-// group with members; an empty consumer group becomes classic on a
-// classic join.
+// TestClassicAndConsumerGroupsKeepToTheirIDs: a classic member whose
+// metadata is not the consumer protocol's cannot join a consumer group,
+// nor any classic member with group.consumer.migration.policy disabled;
+// a consumer member cannot join a classic group with members; an empty
+// consumer group becomes classic on a classic join.
 func TestClassicAndConsumerGroupsKeepToTheirIDs(t *testing.T) {
 	c, _, topics := newConsumerTestCoordinator(t, nil)
 	topics.Put("orders", 2)
 	a := newConsumerClient(t, c, "consumer", "a", "orders")
 	converge(t, c, "consumer", a)
-	res := c.Join(context.Background(), joinReq("consumer", ""))
+	res := c.Join(context.Background(), joinReq("consumer", "")) // metadata "meta-range"
 	wantErr(t, res.Err, ErrInconsistentGroupProtocol)
+	c.cfg.MigrationPolicy = MigrationDisabled
+	s := &classicClient{t: t, c: c, group: "consumer", topics: []string{"orders"}}
+	meta := kmsg.ConsumerMemberMetadata{Topics: s.topics}
+	res = c.Join(context.Background(), JoinRequest{GroupID: "consumer", ProtocolType: "consumer", SessionTimeoutMs: 10000, RebalanceTimeoutMs: 10000,
+		Protocols: []fsm.Protocol{{Name: "range", Metadata: meta.AppendTo(nil)}}})
+	wantErr(t, res.Err, ErrInconsistentGroupProtocol)
+	c.cfg.MigrationPolicy = MigrationBidirectional
 
 	stableGroup(t, c, "classic", 1)
 	if err := newConsumerClient(t, c, "classic", "x", "orders").beat(); !errors.Is(err, ErrGroupIDNotFound) {
@@ -449,5 +459,168 @@ func TestConsumerGroupOffsetsExpireUnlessSubscribed(t *testing.T) {
 	time.Sleep(10 * time.Millisecond) // the writes are not waited for
 	if _, ok := log.FSM.ConsumerGroup("g"); ok || log.FSM.HasOffsets("g") {
 		t.Fatal("the empty consumer group or its offsets are still stored")
+	}
+}
+
+// classicClient is a classic-protocol (eager) consumer as sarama runs
+// one: JoinGroup, SyncGroup, heartbeats, and on REBALANCE_IN_PROGRESS it
+// gives up everything and joins again.
+type classicClient struct {
+	t          *testing.T
+	c          *Coordinator
+	group, id  string
+	topics     []string
+	generation int32
+	owned      map[string][]int32
+}
+
+func (cl *classicClient) joinAndSync() {
+	cl.t.Helper()
+	cl.owned = nil // eager: revoke everything first
+	meta := kmsg.ConsumerMemberMetadata{Version: 1, Topics: cl.topics}
+	req := JoinRequest{GroupID: cl.group, MemberID: cl.id, ClientID: "sarama", ClientHost: "/127.0.0.1", ProtocolType: "consumer",
+		Protocols:        []fsm.Protocol{{Name: "range", Metadata: meta.AppendTo(nil)}},
+		SessionTimeoutMs: 10000, RebalanceTimeoutMs: 10000, RequireKnownMemberID: true}
+	res := cl.c.Join(context.Background(), req)
+	if errors.Is(res.Err, ErrMemberIDRequired) {
+		req.MemberID = res.MemberID
+		res = cl.c.Join(context.Background(), req)
+	}
+	if res.Err != nil || res.Leader != "" || res.Protocol != "range" {
+		cl.t.Fatalf("classic join: %+v", res)
+	}
+	cl.id, cl.generation = res.MemberID, res.Generation
+	sync := cl.c.Sync(context.Background(), SyncRequest{GroupID: cl.group, MemberID: cl.id, Generation: cl.generation, ProtocolType: "consumer", Protocol: "range"})
+	if sync.Err != nil {
+		cl.t.Fatalf("classic sync: %v", sync.Err)
+	}
+	var a kmsg.ConsumerMemberAssignment
+	if err := a.ReadFrom(sync.Assignment); err != nil {
+		cl.t.Fatalf("classic assignment: %v", err)
+	}
+	cl.owned = map[string][]int32{}
+	for _, tp := range a.Topics {
+		cl.owned[tp.Topic] = tp.Partitions
+	}
+}
+
+// heartbeat heartbeats, rejoining when told to; it reports whether it
+// rejoined.
+func (cl *classicClient) heartbeat() bool {
+	cl.t.Helper()
+	err := cl.c.Heartbeat(HeartbeatRequest{GroupID: cl.group, MemberID: cl.id, Generation: cl.generation})
+	switch {
+	case errors.Is(err, ErrRebalanceInProgress):
+		cl.joinAndSync()
+		return true
+	case err != nil:
+		cl.t.Fatalf("classic heartbeat: %v", err)
+	}
+	return false
+}
+
+// assertMixedOwnership checks that consumer and classic clients own
+// every partition of topics at most once, and returns how many each owns.
+func assertMixedOwnership(t *testing.T, topics *MemTopics, consumers []*consumerClient, classics []*classicClient) map[string]int {
+	t.Helper()
+	names := map[[16]byte]string{}
+	for _, tp := range topics.Topics() {
+		names[tp.ID] = tp.Name
+	}
+	owner := map[string]string{}
+	counts := map[string]int{}
+	own := func(who, topic string, p int32) {
+		key := fmt.Sprintf("%s/%d", topic, p)
+		if o, ok := owner[key]; ok {
+			t.Fatalf("partition %s owned by %s and %s", key, o, who)
+		}
+		owner[key] = who
+		counts[who]++
+	}
+	for _, cl := range consumers {
+		for _, tp := range cl.owned {
+			for _, p := range tp.Partitions {
+				own(cl.id, names[tp.TopicID], p)
+			}
+		}
+	}
+	for _, cl := range classics {
+		for topic, parts := range cl.owned {
+			for _, p := range parts {
+				own(cl.id, topic, p)
+			}
+		}
+	}
+	return counts
+}
+
+// TestClassicMemberJoinsAConsumerGroup: a classic (sarama-like) member
+// joins a consumer group of two consumer-protocol members: it gets a
+// share through JoinGroup and SyncGroup, is told to rejoin when the
+// assignment moves, no partition is owned twice at any step, and when a
+// consumer-protocol member leaves, the classic one takes its part.
+func TestClassicMemberJoinsAConsumerGroup(t *testing.T) {
+	c, _, topics := newConsumerTestCoordinator(t, nil)
+	topics.Put("orders", 6)
+	a, b := newConsumerClient(t, c, "g", "a", "orders"), newConsumerClient(t, c, "g", "b", "orders")
+	converge(t, c, "g", a, b)
+	s := &classicClient{t: t, c: c, group: "g", topics: []string{"orders"}}
+	s.joinAndSync()
+	settle := func(consumers []*consumerClient) map[string]int {
+		t.Helper()
+		var counts map[string]int
+		for range 20 {
+			for _, cl := range consumers {
+				cl.mustBeat()
+				counts = assertMixedOwnership(t, topics, consumers, []*classicClient{s})
+			}
+			rejoined := s.heartbeat()
+			counts = assertMixedOwnership(t, topics, consumers, []*classicClient{s})
+			if d, err := c.DescribeConsumer(context.Background(), "g"); err == nil && d.State == ConsumerStable && !rejoined {
+				return counts
+			}
+		}
+		d, err := c.DescribeConsumer(context.Background(), "g")
+		t.Fatalf("the mixed group did not settle: %+v %v", d, err)
+		return nil
+	}
+	counts := settle([]*consumerClient{a, b})
+	if counts[a.id] != 2 || counts[b.id] != 2 || counts[s.id] != 2 {
+		t.Fatalf("a mixed group of three shares 6 partitions as %v", counts)
+	}
+	d, _ := c.DescribeConsumer(context.Background(), "g")
+	classics := 0
+	for _, m := range d.Members {
+		if m.Classic {
+			classics++
+		}
+	}
+	if classics != 1 {
+		t.Fatalf("described %d classic members, want 1", classics)
+	}
+	if err := c.Commit(CommitRequest{Version: 5, GroupID: "g", MemberID: s.id, Generation: s.generation,
+		Offsets: []fsm.OffsetCommitPartition{{Topic: "orders", Partition: s.owned["orders"][0], Offset: fsm.Offset{Offset: 3, LeaderEpoch: -1}}}}); err != nil {
+		t.Fatalf("the classic member's commit: %v", err)
+	}
+	wantErr(t, c.Commit(CommitRequest{Version: 5, GroupID: "g", MemberID: s.id, Generation: s.generation - 1}), ErrIllegalGeneration)
+
+	leave := a.request()
+	leave.MemberEpoch = leaveMemberEpoch
+	if _, err := c.ConsumerHeartbeat(context.Background(), leave); err != nil {
+		t.Fatal(err)
+	}
+	counts = settle([]*consumerClient{b})
+	if counts[b.id]+counts[s.id] != 6 {
+		t.Fatalf("after a consumer member left, the others own %v", counts)
+	}
+
+	// The classic member leaves through LeaveGroup.
+	res, err := c.Leave("g", []LeaveMember{{MemberID: s.id}})
+	if err != nil || res[0].Err != nil {
+		t.Fatalf("classic leave: %+v %v", res, err)
+	}
+	converge(t, c, "g", b)
+	if countOwned(b.owned) != 6 {
+		t.Fatalf("the last member owns %d partitions", countOwned(b.owned))
 	}
 }

@@ -23,7 +23,9 @@ func (c *Coordinator) commitToConsumerGroup(req CommitRequest) error {
 // ConsumerGroup.validateOffsetCommit): a commit outside group management
 // (generation -1) only while the group has no members; otherwise it must
 // come from a member, at OffsetCommit v9 or later, at the member's current
-// epoch (an older one is ErrStaleMemberEpoch). Called from a handler
+// epoch (an older one is ErrStaleMemberEpoch); a classic member's, at any
+// version, at its epoch as its generation (else ErrIllegalGeneration).
+// Called from a handler
 // goroutine with g.mu held; unlocks it and waits for the write.
 func (c *Coordinator) commitConsumer(g *consumerGroup, req CommitRequest) error {
 	if err := g.validateCommit(req); err != nil {
@@ -58,6 +60,11 @@ func (g *consumerGroup) validateCommit(req CommitRequest) error {
 	switch {
 	case m == nil:
 		return fmt.Errorf("%w: member %s is not a member of group %s", ErrUnknownMemberID, req.MemberID, g.id)
+	case m.sub.Classic != nil:
+		if req.Generation != m.rec.epoch {
+			return fmt.Errorf("%w: the generation %d is not the member's epoch %d", ErrIllegalGeneration, req.Generation, m.rec.epoch)
+		}
+		return nil
 	case req.Version < 9:
 		return fmt.Errorf("%w: OffsetCommit v%d cannot commit for a consumer-protocol member; v9 or later is needed", ErrUnsupportedVersion, req.Version)
 	case req.Generation != m.rec.epoch:
@@ -92,6 +99,8 @@ func (c *Coordinator) CheckFetchMember(groupID string, memberID *string, memberE
 	switch {
 	case m == nil:
 		return fmt.Errorf("%w: the fetch's member is not a member of group %s", ErrUnknownMemberID, groupID)
+	case memberEpoch != m.rec.epoch && m.sub.Classic != nil:
+		return fmt.Errorf("%w: the generation %d is not the member's epoch %d", ErrIllegalGeneration, memberEpoch, m.rec.epoch)
 	case memberEpoch != m.rec.epoch:
 		return fmt.Errorf("%w: the member epoch %d is not the member's %d", ErrStaleMemberEpoch, memberEpoch, m.rec.epoch)
 	}

@@ -31,6 +31,8 @@ type ConsumerGroupDescription struct {
 type ConsumerMemberDescription struct {
 	MemberID, InstanceID, RackID string
 	MemberEpoch                  int32
+	// Classic is set for a member that uses the classic protocol.
+	Classic bool
 	ClientID, ClientHost         string
 	SubscribedTopicNames         []string
 	SubscribedTopicRegex         string
@@ -92,7 +94,7 @@ func (g *consumerGroup) describe(topics *topicsView) ConsumerGroupDescription {
 		AssignorName: g.assignorName()}
 	for _, m := range g.sortedMembers() {
 		d.Members = append(d.Members, ConsumerMemberDescription{
-			MemberID: m.id, InstanceID: m.sub.InstanceID, RackID: m.sub.RackID, MemberEpoch: m.rec.epoch,
+			MemberID: m.id, InstanceID: m.sub.InstanceID, RackID: m.sub.RackID, MemberEpoch: m.rec.epoch, Classic: m.sub.Classic != nil,
 			ClientID: m.sub.ClientID, ClientHost: m.sub.ClientHost,
 			SubscribedTopicNames: slices.Clone(m.sub.Topics), SubscribedTopicRegex: m.sub.TopicRegex,
 			Assignment: topics.named(m.rec.assigned), Target: topics.named(m.target),

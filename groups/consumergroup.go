@@ -6,7 +6,6 @@ import (
 	"regexp"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/kcoord/kcoord/fsm"
 )
@@ -78,10 +77,9 @@ type consumerMember struct {
 	// target is the member's part of the group's target assignment.
 	target topicPartitions
 	rec    reconciled
-	// session and rebalance are the member's timers; their tokens
-	// invalidate a timer that fired after it was replaced.
-	session, rebalance           *time.Timer
-	sessionToken, rebalanceToken uint64
+	// session, rebalance, join and sync are the member's timers
+	// (consumertimers.go); join and sync only run for a classic member.
+	session, rebalance, join, sync memberTimer
 }
 
 // pendingWrite is a group write in flight; done closes once err is set.

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
+	"reflect"
 	"regexp"
 	"slices"
 	"time"
@@ -90,40 +91,86 @@ func newConsumerMemberID() string {
 
 // heartbeat is a join or a heartbeat of a member at its epoch, Kafka's
 // consumerGroupHeartbeat: the member (new, a static member replacing its
-// predecessor, or known at an epoch it may use), its subscription
-// updated; the group epoch bumped when a subscription or the subscribed
-// topics' metadata changed; a new target when the group epoch passed the
-// target's; one reconciliation step of the member. Everything that can
-// fail is computed before anything is installed, so a refused heartbeat
-// changes nothing. It returns the write to make (nil: nothing changed).
-// Called with g.mu held.
+// predecessor, or known at an epoch it may use) and its subscription
+// updated, then the group moved on by advance. It returns the write to
+// make (nil: nothing changed). Called with g.mu held.
 func (g *consumerGroup) heartbeat(req *ConsumerHeartbeatRequest, topics *topicsView) (ConsumerHeartbeatResult, *fsm.ConsumerGroupWrite, error) {
 	var none ConsumerHeartbeatResult
-	cfg := &g.c.cfg
 	owned := ownedTopicPartitions(req.Owned)
 	m, from, err := g.heartbeatMember(req, owned)
 	if err != nil {
 		return none, nil, err
 	}
-	_, known := g.members[m.id]
-	if !known && len(g.members) >= int(cfg.ConsumerMaxSize) {
-		return none, nil, fmt.Errorf("%w: the consumer group has reached its maximum capacity of %d members", ErrGroupMaxSizeReached, cfg.ConsumerMaxSize)
+	if err := g.checkSize(m); err != nil {
+		return none, nil, err
 	}
-
 	next, regex, err := updatedSubscription(m, req)
 	if err != nil {
 		return none, nil, err
 	}
-	sub := m.sub
-	if next != nil {
-		sub = *next
+	before, w, err := g.advance(memberUpdate{m: m, from: from, next: next, regex: regex, owned: owned,
+		fresh: req.MemberEpoch == joinMemberEpoch}, topics)
+	if err != nil {
+		return none, nil, err
 	}
+	res := ConsumerHeartbeatResult{MemberID: m.id, MemberEpoch: m.rec.epoch, HeartbeatInterval: g.c.cfg.ConsumerHeartbeatInterval}
+	full := req.RebalanceTimeoutMs != -1 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Owned != nil
+	if req.MemberEpoch == joinMemberEpoch || full || !sameTopicPartitions(before.assigned, m.rec.assigned) {
+		res.Assignment, res.HasAssignment = toTopicIDPartitions(m.rec.assigned), true
+	}
+	return res, w, nil
+}
+
+// checkSize refuses a member that is not in the group yet when the group
+// has group.consumer.max.size members (Kafka checks before a static
+// member's replacement, so a full group refuses that too). Called with
+// g.mu held.
+func (g *consumerGroup) checkSize(m *consumerMember) error {
+	max := g.c.cfg.ConsumerMaxSize
+	if _, known := g.members[m.id]; !known && len(g.members) >= int(max) {
+		return fmt.Errorf("%w: the consumer group has reached its maximum capacity of %d members", ErrGroupMaxSizeReached, max)
+	}
+	return nil
+}
+
+// memberUpdate is one member's request as advance applies it.
+type memberUpdate struct {
+	// m is the member (not in the group yet when new); from the static
+	// member it takes over from, or nil.
+	m, from *consumerMember
+	// next is m's new subscription (nil: unchanged), subscribing with
+	// regex.
+	next  *fsm.ConsumerSubscription
+	regex *regexp.Regexp
+	// owned is what the member says it owns (nil: it did not say).
+	owned topicPartitions
+	// fresh is set for a member that gave up everything it owned (a
+	// ConsumerGroupHeartbeat join), which reconciles from nothing.
+	fresh bool
+}
+
+// advance moves the group on for one member's request, the common part
+// of a ConsumerGroupHeartbeat and a classic member's JoinGroup: a new
+// group epoch when the member is new, its topic names or regex changed,
+// or the subscribed topics' metadata changed; a new target when the group
+// epoch passed the target's; one reconciliation step of the member; its
+// timers. Everything that can fail is computed before anything is
+// installed, so a refused request changes nothing. It returns the member's
+// reconciliation before the step and the write to make (nil: nothing
+// changed). Called with g.mu held.
+func (g *consumerGroup) advance(u memberUpdate, topics *topicsView) (reconciled, *fsm.ConsumerGroupWrite, error) {
+	m, from := u.m, u.from
+	sub := m.sub
+	if u.next != nil {
+		sub = *u.next
+	}
+	_, known := g.members[m.id]
 	// A static member taking over from its predecessor continues its
 	// subscription and target: no new epoch unless the subscription
 	// changed, which is what spares a restarting static member a
 	// rebalance.
 	joined := !known
-	bump := (joined && from == nil) || (next != nil && subscriptionChanged(m.sub, sub))
+	bump := (joined && from == nil) || (u.next != nil && subscriptionChanged(m.sub, sub))
 
 	// The group's members as they would be, for the metadata hash and the
 	// target: m with its new subscription, from gone.
@@ -135,7 +182,7 @@ func (g *consumerGroup) heartbeat(req *ConsumerHeartbeatRequest, topics *topicsV
 			assignorNames = append(assignorNames, o.sub.ServerAssignor)
 		}
 	}
-	view = append(view, m.targetMember(sub, regex))
+	view = append(view, m.targetMember(sub, u.regex))
 	assignorNames = append(assignorNames, sub.ServerAssignor)
 	slices.SortFunc(view, func(a, b targetMember) int { return cmp.Compare(a.id, b.id) })
 	hash, hashed := g.metadataHash, false
@@ -152,20 +199,21 @@ func (g *consumerGroup) heartbeat(req *ConsumerHeartbeatRequest, topics *topicsV
 	var built targetResult
 	rebuilt := epoch > g.targetEpoch
 	if rebuilt {
+		var err error
 		if built, err = g.buildTarget(view, assignorNames, m.id, from, topics); err != nil {
-			return none, nil, err
+			return reconciled{}, nil, err
 		}
 		targetEpoch, target = epoch, built.target[m.id]
 	}
-	// A join starts from what the member may keep: nothing it owned
-	// (a rejoin at epoch 0 gave everything up), or, for a static member
-	// taking over, its predecessor's assignment at epoch 0.
+	// A member that gave everything up starts from nothing; a static
+	// member taking over starts from its predecessor's assignment at
+	// epoch 0.
 	base := m.rec
 	switch {
 	case from != nil:
 		base = from.rec
 		base.epoch, base.previousEpoch, base.pendingRevocation = 0, 0, nil
-	case req.MemberEpoch == joinMemberEpoch:
+	case u.fresh:
 		base = reconciled{}
 	}
 	ownerEpoch := g.ownerEpochFor(m.id)
@@ -179,9 +227,9 @@ func (g *consumerGroup) heartbeat(req *ConsumerHeartbeatRequest, topics *topicsV
 			return inner(t, p)
 		}
 	}
-	rec, err := reconcile(base, reconcileInput{targetEpoch: targetEpoch, target: target, owned: owned, ownerEpoch: ownerEpoch})
+	rec, err := reconcile(base, reconcileInput{targetEpoch: targetEpoch, target: target, owned: u.owned, ownerEpoch: ownerEpoch})
 	if err != nil {
-		return none, nil, fmt.Errorf("%w: the member's reconciliation state is unknown to this coordinator", err)
+		return reconciled{}, nil, fmt.Errorf("%w: the member's reconciliation state is unknown to this coordinator", err)
 	}
 
 	// Install.
@@ -195,9 +243,9 @@ func (g *consumerGroup) heartbeat(req *ConsumerHeartbeatRequest, topics *topicsV
 		g.add(m)
 		g.stateTimestamp = now
 	}
-	if joined || next != nil {
-		if next != nil {
-			m.sub, m.regex = sub, regex
+	if joined || u.next != nil {
+		if u.next != nil {
+			m.sub, m.regex = sub, u.regex
 			g.hashChecked = false
 		}
 		if m.sub.InstanceID != "" {
@@ -228,16 +276,10 @@ func (g *consumerGroup) heartbeat(req *ConsumerHeartbeatRequest, topics *topicsV
 	}
 	g.scheduleSession(m)
 	g.scheduleRebalanceIfRevoking(m, before)
-
-	res := ConsumerHeartbeatResult{MemberID: m.id, MemberEpoch: rec.epoch, HeartbeatInterval: cfg.ConsumerHeartbeatInterval}
-	full := req.RebalanceTimeoutMs != -1 && (req.SubscribedTopicNames != nil || req.SubscribedTopicRegex != nil) && req.Owned != nil
-	if req.MemberEpoch == joinMemberEpoch || full || !sameTopicPartitions(before.assigned, rec.assigned) {
-		res.Assignment, res.HasAssignment = toTopicIDPartitions(rec.assigned), true
-	}
 	if len(w.Leaves) == 0 && len(w.Subscriptions) == 0 && len(w.Targets) == 0 && len(w.Assignments) == 0 && w.Epoch == 0 && w.TargetEpoch == 0 {
 		w = nil
 	}
-	return res, w, nil
+	return before, w, nil
 }
 
 // heartbeatMember finds the member a join or heartbeat is for (Kafka's
@@ -359,7 +401,7 @@ func subscriptionChanged(a, b fsm.ConsumerSubscription) bool {
 func sameSubscription(a, b fsm.ConsumerSubscription) bool {
 	return a.InstanceID == b.InstanceID && a.RackID == b.RackID && a.ClientID == b.ClientID && a.ClientHost == b.ClientHost &&
 		slices.Equal(a.Topics, b.Topics) && a.TopicRegex == b.TopicRegex && a.ServerAssignor == b.ServerAssignor &&
-		a.RebalanceTimeoutMs == b.RebalanceTimeoutMs
+		a.RebalanceTimeoutMs == b.RebalanceTimeoutMs && reflect.DeepEqual(a.Classic, b.Classic)
 }
 
 // targetMember is m as the target reads it, with sub and regex.

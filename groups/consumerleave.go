@@ -32,20 +32,24 @@ func (g *consumerGroup) leave(req *ConsumerHeartbeatRequest) (ConsumerHeartbeatR
 		rec := m.rec
 		rec.state, rec.epoch, rec.pendingRevocation = reconcileStable, leaveStaticMemberEpoch, nil
 		g.setReconciled(m, rec)
-		g.stopRebalance(m)
+		m.rebalance.stop()
 		return res, &fsm.ConsumerGroupWrite{Assignments: []fsm.ConsumerAssignmentPut{{MemberID: m.id, Assignment: rec.record()}}}, nil
 	}
 	g.c.logger.Debug("member left", "group", g.id, "member", m.id)
 	return res, g.fence(m), nil
 }
 
-// fence removes m from the group (it left, or missed its session or
-// rebalance deadline) and returns the write: the member gone, and a new
-// group epoch with the metadata of what the rest subscribe to. The target
-// is recomputed on the next heartbeat, as in Kafka; m's partitions are
-// free at once. Called with g.mu held.
-func (g *consumerGroup) fence(m *consumerMember) *fsm.ConsumerGroupWrite {
-	g.remove(m)
+// fence removes members from the group (they left, or missed a session,
+// rebalance, join or sync deadline) and returns the write: the members
+// gone, and a new group epoch with the metadata of what the rest
+// subscribe to. The target is recomputed on the next heartbeat, as in
+// Kafka; the members' partitions are free at once. Called with g.mu held.
+func (g *consumerGroup) fence(ms ...*consumerMember) *fsm.ConsumerGroupWrite {
+	ids := make([]string, len(ms))
+	for i, m := range ms {
+		g.remove(m)
+		ids[i] = m.id
+	}
 	topics := g.c.topicsView()
 	view := make([]targetMember, 0, len(g.members))
 	for _, o := range g.members {
@@ -56,5 +60,5 @@ func (g *consumerGroup) fence(m *consumerMember) *fsm.ConsumerGroupWrite {
 	g.metadataHash = topics.hashOf(view)
 	g.hashVersion, g.hashChecked = topics.version, true
 	g.stateTimestamp = now
-	return &fsm.ConsumerGroupWrite{Timestamp: now, Epoch: g.epoch, MetadataHash: g.metadataHash, Leaves: []string{m.id}}
+	return &fsm.ConsumerGroupWrite{Timestamp: now, Epoch: g.epoch, MetadataHash: g.metadataHash, Leaves: ids}
 }

@@ -2,10 +2,40 @@ package groups
 
 import "time"
 
-// A consumer group member has two timers (Kafka's consumer-group session
-// and rebalance timeouts). Each fires on its own goroutine, takes the
+// A consumer group member has up to four timers (Kafka's consumer-group
+// session, rebalance, join and sync timeouts; the last two only for a
+// classic-protocol member). Each fires on its own goroutine, takes the
 // group lock and checks its token, so a timer that fired just as it was
 // replaced does nothing; a stale or closed group's timers do nothing.
+// Every one of them, when it fires, fences the member.
+
+// memberTimer is one of a member's timers. Guarded by the group's lock.
+type memberTimer struct {
+	t     *time.Timer
+	token uint64
+}
+
+// stop stops the timer. Called with the group's lock held.
+func (mt *memberTimer) stop() {
+	if mt.t != nil {
+		mt.t.Stop()
+		mt.t = nil
+	}
+}
+
+// arm (re)starts mt for d: when it fires while still current and still
+// holds for the member, the member is fenced for reason. Called with g.mu
+// held.
+func (g *consumerGroup) arm(mt *memberTimer, m *consumerMember, d time.Duration, still func(*consumerMember) bool, reason string) {
+	mt.stop()
+	mt.token++
+	id, tok := m.id, mt.token
+	mt.t = time.AfterFunc(d, func() {
+		g.fenceIfStill(id, func(cur *consumerMember) bool {
+			return cur == m && mt.token == tok && (still == nil || still(cur))
+		}, reason)
+	})
+}
 
 // startSessions gives every member a fresh session, and a member that
 // must still revoke partitions its rebalance deadline, when the
@@ -22,16 +52,9 @@ func (g *consumerGroup) startSessions() {
 }
 
 // scheduleSession (re)starts m's session: if no heartbeat comes within
-// group.consumer.session.timeout.ms, m is fenced. Called with g.mu held.
+// its session timeout, m is fenced. Called with g.mu held.
 func (g *consumerGroup) scheduleSession(m *consumerMember) {
-	if m.session != nil {
-		m.session.Stop()
-	}
-	m.sessionToken++
-	id, tok := m.id, m.sessionToken
-	m.session = time.AfterFunc(g.c.cfg.ConsumerSessionTimeout, func() {
-		g.fenceIfStill(id, func(m *consumerMember) bool { return m.sessionToken == tok }, "session timeout")
-	})
+	g.arm(&m.session, m, g.sessionTimeout(m), nil, "session timeout")
 }
 
 // scheduleRebalanceIfRevoking starts m's rebalance deadline when a step
@@ -41,8 +64,8 @@ func (g *consumerGroup) scheduleSession(m *consumerMember) {
 func (g *consumerGroup) scheduleRebalanceIfRevoking(m *consumerMember, before reconciled) {
 	switch {
 	case m.rec.state != reconcileUnrevoked:
-		g.stopRebalance(m)
-	case before.state != reconcileUnrevoked || before.epoch != m.rec.epoch || m.rebalance == nil:
+		m.rebalance.stop()
+	case before.state != reconcileUnrevoked || before.epoch != m.rec.epoch || m.rebalance.t == nil:
 		g.scheduleRebalance(m)
 	}
 }
@@ -51,36 +74,45 @@ func (g *consumerGroup) scheduleRebalanceIfRevoking(m *consumerMember, before re
 // at its current epoch; if it is still revoking at that epoch then, it is
 // fenced. Called with g.mu held.
 func (g *consumerGroup) scheduleRebalance(m *consumerMember) {
-	g.stopRebalance(m)
-	m.rebalanceToken++
-	id, tok, epoch := m.id, m.rebalanceToken, m.rec.epoch
-	d := time.Duration(m.sub.RebalanceTimeoutMs) * time.Millisecond
-	m.rebalance = time.AfterFunc(d, func() {
-		g.fenceIfStill(id, func(m *consumerMember) bool {
-			return m.rebalanceToken == tok && m.rec.state == reconcileUnrevoked && m.rec.epoch == epoch
-		}, "rebalance timeout")
-	})
+	epoch := m.rec.epoch
+	g.arm(&m.rebalance, m, m.rebalanceTimeout(), func(m *consumerMember) bool {
+		return m.rec.state == reconcileUnrevoked && m.rec.epoch == epoch
+	}, "rebalance timeout")
 }
 
-// stopRebalance stops m's rebalance deadline. Called with g.mu held.
-func (g *consumerGroup) stopRebalance(m *consumerMember) {
-	if m.rebalance != nil {
-		m.rebalance.Stop()
-		m.rebalance = nil
+// scheduleJoinIfAbsent gives a classic member told to rejoin its
+// rebalance timeout to do so, unless it has that deadline already.
+// Called with g.mu held.
+func (g *consumerGroup) scheduleJoinIfAbsent(m *consumerMember) {
+	if m.join.t == nil {
+		g.arm(&m.join, m, m.rebalanceTimeout(), nil, "the classic member did not rejoin within its rebalance timeout")
 	}
 }
 
-// stopTimers stops both of m's timers. Called with g.mu held.
+// scheduleSync gives a classic member that joined its rebalance timeout
+// to send SyncGroup. Called with g.mu held.
+func (g *consumerGroup) scheduleSync(m *consumerMember) {
+	g.arm(&m.sync, m, m.rebalanceTimeout(), nil, "the classic member did not sync within its rebalance timeout")
+}
+
+// stopTimer stops one of a member's timers. Called with g.mu held.
+func (g *consumerGroup) stopTimer(mt *memberTimer) { mt.stop() }
+
+// stopTimers stops all of m's timers. Called with g.mu held.
 func (g *consumerGroup) stopTimers(m *consumerMember) {
-	if m.session != nil {
-		m.session.Stop()
-		m.session = nil
-	}
-	g.stopRebalance(m)
+	m.session.stop()
+	m.rebalance.stop()
+	m.join.stop()
+	m.sync.stop()
 }
 
-// fenceIfStill fences member id if still holds (the timer is current). Runs on
-// a timer goroutine.
+// rebalanceTimeout is the rebalance timeout m joined with.
+func (m *consumerMember) rebalanceTimeout() time.Duration {
+	return time.Duration(m.sub.RebalanceTimeoutMs) * time.Millisecond
+}
+
+// fenceIfStill fences member id if still holds (the timer is current).
+// Runs on a timer goroutine.
 func (g *consumerGroup) fenceIfStill(id string, still func(*consumerMember) bool, reason string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()

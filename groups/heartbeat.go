@@ -19,7 +19,7 @@ func (c *Coordinator) Heartbeat(req HeartbeatRequest) error {
 	}
 	g, err := c.lockGroup(req.GroupID, false)
 	if err == errConsumerGroup {
-		err = ErrUnknownMemberID // a consumer group has no classic members
+		return c.heartbeatConsumerAsClassic(context.Background(), req)
 	}
 	if err != nil {
 		return err

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"time"
 
 	"github.com/kcoord/kcoord/fsm"
@@ -26,8 +25,7 @@ func (c *Coordinator) Join(ctx context.Context, req JoinRequest) JoinResult {
 	}
 	g, err := c.lockGroup(req.GroupID, req.MemberID == "")
 	if err == errConsumerGroup {
-		err = fmt.Errorf("%w: cannot join the consumer group %s with the classic protocol: kcoord does not migrate groups between protocols yet",
-			ErrInconsistentGroupProtocol, req.GroupID)
+		return c.joinConsumerAsClassic(ctx, req)
 	}
 	if err != nil {
 		return JoinResult{Err: err, MemberID: req.MemberID}

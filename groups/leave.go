@@ -14,11 +14,14 @@ func (c *Coordinator) Leave(groupID string, leaving []LeaveMember) ([]LeaveResul
 		return nil, err
 	}
 	g, err := c.lockGroup(groupID, false)
-	if err != nil && err != errConsumerGroup {
+	if err == errConsumerGroup {
+		return c.leaveConsumerAsClassic(context.Background(), groupID, leaving)
+	}
+	if err != nil {
 		return nil, err
 	}
 	out := make([]LeaveResult, len(leaving))
-	if g == nil { // none, or a consumer group, which has no classic members
+	if g == nil {
 		for i, l := range leaving {
 			out[i] = LeaveResult{MemberID: l.MemberID, InstanceID: l.InstanceID, Err: ErrUnknownMemberID}
 		}

@@ -23,7 +23,7 @@ func (c *Coordinator) Sync(ctx context.Context, req SyncRequest) SyncResult {
 	}
 	g, err := c.lockGroup(req.GroupID, false)
 	if err == errConsumerGroup {
-		err = ErrUnknownMemberID // a consumer group has no classic members
+		return c.syncConsumerAsClassic(ctx, req)
 	}
 	if err != nil {
 		return SyncResult{Err: err}

@@ -74,6 +74,8 @@ type Config struct {
 	GroupConsumerMinHeartbeatInterval time.Duration
 	GroupConsumerMaxHeartbeatInterval time.Duration
 	GroupConsumerMaxSize              int32
+	// GroupConsumerMigrationPolicy is group.consumer.migration.policy.
+	GroupConsumerMigrationPolicy string
 	// OffsetsRetention is offsets.retention.minutes.
 	OffsetsRetention time.Duration
 	// OffsetsRetentionCheckInterval is offsets.retention.check.interval.ms.
@@ -176,6 +178,7 @@ func DefaultConfig() Config {
 		GroupConsumerMinHeartbeatInterval: 5 * time.Second,
 		GroupConsumerMaxHeartbeatInterval: 15 * time.Second,
 		GroupConsumerMaxSize:              2147483647,
+		GroupConsumerMigrationPolicy:      "bidirectional",
 
 		OffsetsRetention:              10080 * time.Minute,
 		OffsetsRetentionCheckInterval: 10 * time.Minute,
@@ -291,6 +294,7 @@ func (c *Config) consumerGroupConfig(cfg *groups.Config) error {
 	cfg.ConsumerHeartbeatInterval, cfg.ConsumerMinHeartbeatInterval, cfg.ConsumerMaxHeartbeatInterval =
 		c.GroupConsumerHeartbeatInterval, c.GroupConsumerMinHeartbeatInterval, c.GroupConsumerMaxHeartbeatInterval
 	cfg.ConsumerMaxSize = c.GroupConsumerMaxSize
+	cfg.MigrationPolicy = groups.MigrationPolicy(c.GroupConsumerMigrationPolicy)
 	if cfg.ServerAssignors == nil {
 		cfg.ServerAssignors = groups.DefaultConfig().ServerAssignors
 	}

@@ -3,6 +3,7 @@ package server
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,7 +26,11 @@ type kafkaKey struct {
 	int64p   func(c *Config) *int64
 	durp     func(c *Config) *time.Duration
 	boolp    func(c *Config) *bool
-	help     string
+	// strp is a string field, one of choices (Kafka's case-insensitive
+	// enumerations; stored lower-case).
+	strp    func(c *Config) *string
+	choices []string
+	help    string
 }
 
 const (
@@ -75,6 +80,10 @@ var kafkaKeys = []kafkaKey{
 	{name: "group.consumer.max.size", min: 1, max: math.MaxInt32,
 		int32p: func(c *Config) *int32 { return &c.GroupConsumerMaxSize },
 		help:   "members per consumer-protocol group"},
+	{name: "group.consumer.migration.policy",
+		strp:    func(c *Config) *string { return &c.GroupConsumerMigrationPolicy },
+		choices: []string{"bidirectional", "upgrade", "downgrade", "disabled"},
+		help:    "whether classic members may join a KIP-848 group (upgrade, bidirectional) and KIP-848 members a classic group with members (not yet: such a join is GROUP_ID_NOT_FOUND)"},
 	{name: "offsets.retention.minutes", min: 1, max: min(math.MaxInt32, maxMinutes), unit: time.Minute,
 		durp: func(c *Config) *time.Duration { return &c.OffsetsRetention },
 		help: "how long committed offsets of an empty group are kept"},
@@ -156,6 +165,14 @@ func (c *Config) SetKafkaConfig(key, value string) error {
 	if !ok {
 		return fmt.Errorf("unknown Kafka config %q (supported: %s)", key, strings.Join(KafkaConfigKeys(), ", "))
 	}
+	if k.strp != nil {
+		v := strings.ToLower(strings.TrimSpace(value))
+		if !slices.Contains(k.choices, v) {
+			return fmt.Errorf("invalid value %q for Kafka config %s: want one of %s", value, key, strings.Join(k.choices, ", "))
+		}
+		*k.strp(c) = v
+		return nil
+	}
 	if k.boolp != nil {
 		switch strings.ToLower(strings.TrimSpace(value)) {
 		case "true":
@@ -193,6 +210,8 @@ func (c *Config) KafkaConfig(key string) (string, bool) {
 		return "", false
 	}
 	switch {
+	case k.strp != nil:
+		return *k.strp(c), true
 	case k.boolp != nil:
 		return strconv.FormatBool(*k.boolp(c)), true
 	case k.durp != nil:

@@ -24,6 +24,7 @@ var kafkaDefaults = map[string]string{
 	"group.consumer.min.heartbeat.interval.ms": "5000",
 	"group.consumer.max.heartbeat.interval.ms": "15000",
 	"group.consumer.max.size":                  "2147483647",
+	"group.consumer.migration.policy":          "bidirectional",
 
 	"offsets.retention.minutes":           "10080",
 	"offsets.retention.check.interval.ms": "600000",

@@ -1,0 +1,426 @@
+package groups
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcoord/kcoord/fsm"
+)
+
+// This file serves classic-protocol members (JoinGroup, SyncGroup,
+// Heartbeat, LeaveGroup) inside a consumer group, as Kafka 4.x does
+// (classicGroupJoinToConsumerGroup and its siblings): such a member is a
+// consumer-group member like any other, whose subscription comes from its
+// JoinGroup metadata and whose assignment the coordinator computes. A
+// JoinGroup is one reconciliation step, answered with the member's epoch
+// as the generation and no leader; SyncGroup hands out the member's
+// assigned partitions; Heartbeat answers REBALANCE_IN_PROGRESS when the
+// member must rejoin to take its next step.
+
+// MigrationPolicy is group.consumer.migration.policy: which way a group
+// may change protocol while it has members.
+type MigrationPolicy string
+
+// The migration policies, Kafka's names.
+const (
+	MigrationBidirectional MigrationPolicy = "bidirectional"
+	MigrationUpgrade       MigrationPolicy = "upgrade"
+	MigrationDowngrade     MigrationPolicy = "downgrade"
+	MigrationDisabled      MigrationPolicy = "disabled"
+)
+
+// joinConsumerAsClassic serves a classic JoinGroup for the id of a
+// consumer group. Called from a handler goroutine.
+func (c *Coordinator) joinConsumerAsClassic(ctx context.Context, req JoinRequest) JoinResult {
+	epoch, err := c.serving(ctx)
+	if err != nil {
+		return JoinResult{Err: err, MemberID: req.MemberID}
+	}
+	g, err := c.lockConsumer(req.GroupID, false)
+	if err != nil {
+		return JoinResult{Err: err, MemberID: req.MemberID}
+	}
+	if g == nil {
+		return c.Join(ctx, req) // deleted meanwhile: a classic group now
+	}
+	res, w, err := g.classicJoin(req, c.topicsView())
+	if err != nil {
+		g.mu.Unlock()
+		res.Err = err
+		return res
+	}
+	pw := g.enqueue(w)
+	g.mu.Unlock()
+	if err := c.answerAfter(ctx, epoch, pw, w == nil); err != nil {
+		return JoinResult{Err: err, MemberID: res.MemberID}
+	}
+	return res
+}
+
+// answerAfter waits until an answer computed under a group's lock may go
+// out: once pw (the write it depends on, if any) has committed, and, for
+// an answer that wrote nothing, once the leadership it was read under is
+// confirmed. Called without the group's lock.
+func (c *Coordinator) answerAfter(ctx context.Context, epoch uint64, pw *pendingWrite, read bool) error {
+	if pw != nil {
+		if err := pw.await(ctx); err != nil {
+			return err
+		}
+	}
+	if read {
+		return c.confirm(ctx, epoch)
+	}
+	return nil
+}
+
+// classicJoin is a classic member's JoinGroup to the group. Called with
+// g.mu held.
+func (g *consumerGroup) classicJoin(req JoinRequest, topics *topicsView) (JoinResult, *fsm.ConsumerGroupWrite, error) {
+	res := JoinResult{MemberID: req.MemberID}
+	if g.c.cfg.MigrationPolicy == MigrationDisabled {
+		return res, nil, fmt.Errorf("%w: Cannot join the consumer group %s with the classic protocol because the group migration is disabled.",
+			ErrInconsistentGroupProtocol, g.id)
+	}
+	unknown := req.MemberID == ""
+	if unknown {
+		res.MemberID = newMemberID(req.ClientID, req.InstanceID)
+	}
+	if err := g.checkSize(&consumerMember{id: res.MemberID}); err != nil {
+		return res, nil, err
+	}
+	meta, err := g.checkClassicProtocols(res.MemberID, req.ProtocolType, req.Protocols)
+	if err != nil {
+		return res, nil, err
+	}
+	if req.RequireKnownMemberID && unknown && req.InstanceID == "" {
+		return res, nil, ErrMemberIDRequired
+	}
+	m, from, err := g.classicJoinMember(res.MemberID, req.InstanceID, unknown)
+	if err != nil {
+		return res, nil, err
+	}
+
+	base := m.sub
+	if from != nil {
+		base = from.sub
+	}
+	sub := base
+	sub.Topics = slices.Compact(slices.Sorted(slices.Values(meta.Topics)))
+	sub.TopicRegex, sub.ServerAssignor = "", "" // classic members name neither
+	if meta.Rack != nil {
+		sub.RackID = *meta.Rack
+	}
+	sub.InstanceID, sub.RebalanceTimeoutMs = req.InstanceID, req.RebalanceTimeoutMs
+	sub.ClientID, sub.ClientHost = req.ClientID, req.ClientHost
+	sub.Classic = &fsm.ClassicMemberMetadata{SessionTimeoutMs: req.SessionTimeoutMs, Protocols: slices.Clone(req.Protocols)}
+	var next *fsm.ConsumerSubscription
+	if _, known := g.members[m.id]; !known || !sameSubscription(sub, m.sub) {
+		next = &sub
+	}
+	owned := topicPartitions{}
+	for _, o := range meta.OwnedPartitions {
+		if t, ok := topics.byName[o.Topic]; ok {
+			owned = owned.add(t.id, o.Partitions)
+		}
+	}
+	_, w, err := g.advance(memberUpdate{m: m, from: from, next: next, owned: owned}, topics)
+	if err != nil {
+		return res, nil, err
+	}
+	g.stopTimer(&m.join)
+	g.scheduleSync(m)
+	res.MemberID, res.Generation = m.id, m.rec.epoch
+	res.ProtocolType, res.Protocol = consumerProtocolType, req.Protocols[0].Name
+	return res, w, nil
+}
+
+// checkClassicProtocols checks a classic member's protocols (Kafka's
+// throwIfClassicProtocolIsNotSupported): the consumer protocol type, and
+// one protocol every other classic member of the group offers too. It
+// returns the member's subscription, read from its first protocol's
+// metadata. Called with g.mu held.
+func (g *consumerGroup) checkClassicProtocols(id, protocolType string, protocols []fsm.Protocol) (kmsg.ConsumerMemberMetadata, error) {
+	var meta kmsg.ConsumerMemberMetadata
+	if protocolType != consumerProtocolType || len(protocols) == 0 {
+		return meta, fmt.Errorf("%w: a consumer group takes only members of protocol type %q with at least one protocol", ErrInconsistentGroupProtocol, consumerProtocolType)
+	}
+	for _, p := range protocols {
+		shared := true
+		for _, o := range g.members {
+			if o.id != id && o.sub.Classic != nil && !hasProtocol(o.sub.Classic.Protocols, p.Name) {
+				shared = false
+				break
+			}
+		}
+		if shared {
+			if err := meta.ReadFrom(protocols[0].Metadata); err != nil {
+				return meta, fmt.Errorf("%w: the metadata of protocol %s is not the consumer protocol's: %v", ErrInconsistentGroupProtocol, protocols[0].Name, err)
+			}
+			return meta, nil
+		}
+	}
+	return meta, fmt.Errorf("%w: the member's protocols are not supported by the group's other classic members", ErrInconsistentGroupProtocol)
+}
+
+// classicJoinMember finds the member a classic JoinGroup is for (Kafka's
+// getOrMaybeSubscribe*ConsumerGroupMember for classic members): a dynamic
+// member is made when unknown; a static member joining without a member
+// id takes over from the member holding its instance id, which must be a
+// classic member or one that left for a while (epoch -2); with a member
+// id, it must hold the instance id. Called with g.mu held.
+func (g *consumerGroup) classicJoinMember(id, instanceID string, unknown bool) (m, from *consumerMember, err error) {
+	if instanceID == "" {
+		if m = g.members[id]; m == nil {
+			m = &consumerMember{id: id}
+		}
+		return m, nil, nil
+	}
+	holderID, held := g.static[instanceID]
+	if !unknown {
+		if !held {
+			return nil, nil, fmt.Errorf("%w: member with instance id %s is not a member of group %s", ErrUnknownMemberID, instanceID, g.id)
+		}
+		if err := g.checkStatic(id, instanceID); err != nil {
+			return nil, nil, err
+		}
+		return g.members[holderID], nil, nil
+	}
+	m = &consumerMember{id: id}
+	if held {
+		holder := g.members[holderID]
+		if holder.sub.Classic == nil && holder.rec.epoch != leaveStaticMemberEpoch {
+			return nil, nil, fmt.Errorf("%w: static member %s with instance id %s cannot join the group because the instance id is owned by member %s",
+				ErrUnreleasedInstanceID, id, instanceID, holderID)
+		}
+		from = holder
+		m.sub, m.regex, m.target = from.sub, from.regex, from.target
+	}
+	return m, from, nil
+}
+
+// syncConsumerAsClassic serves a classic SyncGroup for the id of a
+// consumer group: the member's assigned partitions, in the consumer
+// protocol's encoding at its subscription's version. Called from a
+// handler goroutine.
+func (c *Coordinator) syncConsumerAsClassic(ctx context.Context, req SyncRequest) SyncResult {
+	epoch, err := c.serving(ctx)
+	if err != nil {
+		return SyncResult{Err: err}
+	}
+	g, err := c.lockConsumer(req.GroupID, false)
+	if err != nil || g == nil {
+		return SyncResult{Err: orUnknownMember(err)}
+	}
+	res, err := g.classicSync(req, c.topicsView())
+	pw := g.last
+	g.mu.Unlock()
+	if err == nil {
+		err = c.answerAfter(ctx, epoch, pw, true)
+	}
+	if err != nil {
+		return SyncResult{Err: err}
+	}
+	return res
+}
+
+// classicSync is Kafka's classicGroupSyncToConsumerGroup. Called with
+// g.mu held.
+func (g *consumerGroup) classicSync(req SyncRequest, topics *topicsView) (SyncResult, error) {
+	m, err := g.classicMember(req.MemberID, req.InstanceID, req.Generation)
+	if err != nil {
+		return SyncResult{}, err
+	}
+	protocol := m.sub.Classic.Protocols[0]
+	if req.ProtocolType != "" && req.ProtocolType != consumerProtocolType || req.Protocol != "" && req.Protocol != protocol.Name {
+		return SyncResult{}, fmt.Errorf("%w: the protocol %s/%s is not the member's %s/%s",
+			ErrInconsistentGroupProtocol, req.ProtocolType, req.Protocol, consumerProtocolType, protocol.Name)
+	}
+	if err := g.checkCaughtUp(m); err != nil {
+		return SyncResult{}, err
+	}
+	g.stopTimer(&m.sync)
+	g.scheduleSession(m)
+	return SyncResult{ProtocolType: consumerProtocolType, Protocol: protocol.Name, Assignment: classicAssignment(m, protocol.Metadata, topics)}, nil
+}
+
+// classicAssignment encodes m's assigned partitions as the consumer
+// protocol's assignment, at the version of the member's subscription
+// (Kafka's prepareAssignment); topics no longer registered are left out.
+func classicAssignment(m *consumerMember, metadata []byte, topics *topicsView) []byte {
+	a := kmsg.NewConsumerMemberAssignment()
+	if len(metadata) >= 2 {
+		a.Version = min(int16(metadata[0])<<8|int16(metadata[1]), 3)
+	}
+	for _, tp := range topics.named(m.rec.assigned) {
+		a.Topics = append(a.Topics, kmsg.ConsumerMemberAssignmentTopic{Topic: tp.Topic, Partitions: tp.Partitions})
+	}
+	return a.AppendTo(nil)
+}
+
+// checkCaughtUp answers a classic member whose epoch is behind the
+// group's, and that is not in the middle of revoking, that it must rejoin
+// (Kafka's throwIfRebalanceInProgress), giving it its rebalance timeout
+// to do so. Called with g.mu held.
+func (g *consumerGroup) checkCaughtUp(m *consumerMember) error {
+	if g.epoch > m.rec.epoch && m.rec.state != reconcileUnrevoked {
+		g.scheduleJoinIfAbsent(m)
+		return fmt.Errorf("%w: a new rebalance is triggered in group %s and member %s should rejoin to catch up", ErrRebalanceInProgress, g.id, m.id)
+	}
+	return nil
+}
+
+// heartbeatConsumerAsClassic serves a classic Heartbeat for the id of a
+// consumer group, once Heartbeat has confirmed the leadership. Called
+// from a handler goroutine.
+func (c *Coordinator) heartbeatConsumerAsClassic(ctx context.Context, req HeartbeatRequest) error {
+	g, err := c.lockConsumer(req.GroupID, false)
+	if err != nil || g == nil {
+		return orUnknownMember(err)
+	}
+	err = g.classicHeartbeat(req)
+	pw := g.last
+	g.mu.Unlock()
+	if pw != nil {
+		if werr := pw.await(ctx); werr != nil {
+			return werr
+		}
+	}
+	return err
+}
+
+// classicHeartbeat is Kafka's classicGroupHeartbeatToConsumerGroup: the
+// member's session goes on, and it is told to rejoin
+// (ErrRebalanceInProgress) when the group epoch passed its own, when it
+// must revoke partitions, or when partitions it waits for were released.
+// Called with g.mu held.
+func (g *consumerGroup) classicHeartbeat(req HeartbeatRequest) error {
+	m, err := g.classicMember(req.MemberID, req.InstanceID, req.Generation)
+	if err != nil {
+		return err
+	}
+	g.scheduleSession(m)
+	if m.rec.epoch < g.epoch || m.rec.state == reconcileUnrevoked ||
+		m.rec.state == reconcileUnreleased && !g.waitingOnUnreleased(m) {
+		g.scheduleJoinIfAbsent(m)
+		return fmt.Errorf("%w: member %s of group %s should rejoin to take its next assignment", ErrRebalanceInProgress, m.id, g.id)
+	}
+	return nil
+}
+
+// waitingOnUnreleased reports whether a partition of m's target that m is
+// not assigned yet is still held by another member. Called with g.mu held.
+func (g *consumerGroup) waitingOnUnreleased(m *consumerMember) bool {
+	for t, parts := range m.target {
+		for _, p := range parts {
+			if m.rec.assigned.contains(t, p) {
+				continue
+			}
+			if owner, ok := g.owners[t][p]; ok && owner != m.id {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// classicMember finds a classic member of the group by member and
+// instance id, at generation (Kafka's validateConsumerGroupMember,
+// throwIfMemberDoesNotUseClassicProtocol and throwIfGenerationIdUnmatched).
+// Called with g.mu held.
+func (g *consumerGroup) classicMember(id, instanceID string, generation int32) (*consumerMember, error) {
+	m := g.members[id]
+	if instanceID != "" {
+		holder, ok := g.static[instanceID]
+		if !ok {
+			return nil, fmt.Errorf("%w: member with instance id %s is not a member of group %s", ErrUnknownMemberID, instanceID, g.id)
+		}
+		if err := g.checkStatic(id, instanceID); err != nil {
+			return nil, err
+		}
+		m = g.members[holder]
+	}
+	switch {
+	case m == nil:
+		return nil, fmt.Errorf("%w: member %s is not a member of group %s", ErrUnknownMemberID, id, g.id)
+	case m.sub.Classic == nil:
+		return nil, fmt.Errorf("%w: member %s does not use the classic protocol", ErrUnknownMemberID, id)
+	case generation != m.rec.epoch:
+		return nil, fmt.Errorf("%w: the generation %d is not the member's epoch %d", ErrIllegalGeneration, generation, m.rec.epoch)
+	}
+	return m, nil
+}
+
+// leaveConsumerAsClassic serves a classic LeaveGroup for the id of a
+// consumer group: every member named is fenced, in one write. Called from
+// a handler goroutine.
+func (c *Coordinator) leaveConsumerAsClassic(ctx context.Context, groupID string, leaving []LeaveMember) ([]LeaveResult, error) {
+	g, err := c.lockConsumer(groupID, false)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]LeaveResult, len(leaving))
+	if g == nil {
+		for i, l := range leaving {
+			out[i] = LeaveResult{MemberID: l.MemberID, InstanceID: l.InstanceID, Err: ErrUnknownMemberID}
+		}
+		return out, nil
+	}
+	var gone []*consumerMember
+	for i, l := range leaving {
+		out[i] = LeaveResult{MemberID: l.MemberID, InstanceID: l.InstanceID}
+		m := g.members[l.MemberID]
+		if l.InstanceID != "" {
+			holder, ok := g.static[l.InstanceID]
+			if !ok {
+				out[i].Err = fmt.Errorf("%w: instance id %s is unknown", ErrUnknownMemberID, l.InstanceID)
+				continue
+			}
+			if l.MemberID != "" && holder != l.MemberID {
+				out[i].Err = fmt.Errorf("%w: instance id %s belongs to member %s, not %s", ErrFencedInstanceID, l.InstanceID, holder, l.MemberID)
+				continue
+			}
+			m = g.members[holder]
+		}
+		if m == nil {
+			out[i].Err = fmt.Errorf("%w: member %s is not a member of group %s", ErrUnknownMemberID, l.MemberID, g.id)
+			continue
+		}
+		if !slices.Contains(gone, m) {
+			gone = append(gone, m)
+		}
+	}
+	var w *fsm.ConsumerGroupWrite
+	if len(gone) > 0 {
+		w = g.fence(gone...)
+	}
+	pw := g.enqueue(w)
+	g.mu.Unlock()
+	if pw != nil {
+		if err := pw.await(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// orUnknownMember is err, or ErrUnknownMemberID for a group that went
+// away (a consumer group has no classic members to find then).
+func orUnknownMember(err error) error {
+	if err != nil {
+		return err
+	}
+	return ErrUnknownMemberID
+}
+
+// sessionTimeout is how long m may go without a heartbeat: the session
+// timeout a classic member joined with, or group.consumer.session.timeout.ms.
+func (g *consumerGroup) sessionTimeout(m *consumerMember) time.Duration {
+	if m.sub.Classic != nil {
+		return time.Duration(m.sub.Classic.SessionTimeoutMs) * time.Millisecond
+	}
+	return g.c.cfg.ConsumerSessionTimeout
+}
