@@ -32,10 +32,10 @@ type ConsumerMemberDescription struct {
 	MemberID, InstanceID, RackID string
 	MemberEpoch                  int32
 	// Classic is set for a member that uses the classic protocol.
-	Classic bool
-	ClientID, ClientHost         string
-	SubscribedTopicNames         []string
-	SubscribedTopicRegex         string
+	Classic              bool
+	ClientID, ClientHost string
+	SubscribedTopicNames []string
+	SubscribedTopicRegex string
 	// Assignment is what the member has assigned now, and Target its part
 	// of the group's target; topics no longer registered are left out.
 	Assignment, Target []NamedTopicPartitions
