@@ -179,7 +179,7 @@ func checkConsumerGroup(ctx context.Context, adm *kadm.Client, group, topic stri
 		if !ok {
 			return fmt.Errorf("described member %s is not a live client", m.MemberID)
 		}
-		if m.MemberEpoch != g.Epoch || m.MemberType != 1 {
+		if m.MemberEpoch != g.Epoch || m.MemberType != 0 && m.MemberType != 1 {
 			return fmt.Errorf("member %s at epoch %d (type %d), group at %d", m.MemberID, m.MemberEpoch, m.MemberType, g.Epoch)
 		}
 		assigned := sorted(slices.Collect(maps.Keys(m.Assignment[topic])))
@@ -202,4 +202,68 @@ func checkConsumerGroup(ctx context.Context, adm *kadm.Client, group, topic stri
 		}
 	}
 	return nil
+}
+
+// TestMixedConsumerAndClassicGroup runs two franz-go consumer-protocol
+// members and one sarama classic member in one group (Kafka 4.x's
+// migration: a classic member joins a consumer group through JoinGroup and
+// SyncGroup at the coordinator's assignment): every partition has one
+// owner and the three hold four each; when a franz-go member leaves, the
+// other two take over all partitions; when the sarama member leaves, the
+// last franz-go member holds everything.
+func TestMixedConsumerAndClassicGroup(t *testing.T) {
+	t.Parallel()
+	addr := startServer(t)
+	ctx := testContext(t, 60*time.Second)
+	adm := newAdmin(t, addr)
+	const topic, group = "mixed-topic", "mixed-group"
+	createTopic(ctx, t, adm, topic, groupPartitions)
+	kgos := make([]*kgoMember, 2)
+	for i := range kgos {
+		kgos[i] = startKgoMember(ctx, t, addr, group, topic, i, kgo.CooperativeStickyBalancer(), kgo.ServerSideBalancer())
+	}
+	waitFor(ctx, t, "two consumer-protocol members to own all partitions", func(ctx context.Context) error {
+		return checkConsumerGroup(ctx, adm, group, topic, groupPartitions, "uniform", kgoView(kgos))
+	})
+	classic := startSaramaMember(ctx, t, addr, group, topic, 0)
+	view := func(ks []*kgoMember, withClassic bool) groupView {
+		v := kgoView(ks)
+		if withClassic {
+			for id, owned := range saramaView([]*saramaMember{classic}) {
+				v[id] = owned
+			}
+		}
+		return v
+	}
+	waitFor(ctx, t, "the mixed group of three to own all partitions, four each", func(ctx context.Context) error {
+		if err := checkConsumerGroup(ctx, adm, group, topic, groupPartitions, "uniform", view(kgos, true)); err != nil {
+			return err
+		}
+		for id, owned := range view(kgos, true) {
+			if len(owned) != 4 {
+				return fmt.Errorf("member %s owns %d partitions", id, len(owned))
+			}
+		}
+		return nil
+	})
+	described, err := adm.DescribeConsumerGroups(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	types := map[int8]int{}
+	for _, m := range described[group].Members {
+		types[m.MemberType]++
+	}
+	if types[0] != 1 || types[1] != 2 {
+		t.Errorf("member types %v, want one classic (0) and two consumer (1)", types)
+	}
+
+	kgos[1].close()
+	waitFor(ctx, t, "a franz-go and the sarama member to own all partitions", func(ctx context.Context) error {
+		return checkConsumerGroup(ctx, adm, group, topic, groupPartitions, "uniform", view(kgos[:1], true))
+	})
+	classic.close()
+	waitFor(ctx, t, "the last franz-go member to own all partitions", func(ctx context.Context) error {
+		return checkConsumerGroup(ctx, adm, group, topic, groupPartitions, "uniform", view(kgos[:1], false))
+	})
 }
