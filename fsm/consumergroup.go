@@ -128,13 +128,24 @@ type ConsumerPartitions struct {
 // with ErrInvalidConsumerGroupWrite and changes nothing. The first write to
 // a group id creates the group, and it must bring a member (else
 // ErrGroupNotFound); a classic group of that id with members refuses it
-// (ErrGroupTypeConflict), and an empty one is replaced, its committed
-// offsets kept (Kafka upgrades an empty classic group so). A GroupPut of
-// a classic group for an id that is a consumer group is refused with
-// ErrGroupTypeConflict, so an id is never both.
+// (ErrGroupTypeConflict) unless the write is the online upgrade (Upgrade,
+// carrying every member the classic group had), and an empty one is
+// replaced, its committed offsets kept (Kafka upgrades an empty classic
+// group so). A GroupPut of a classic group for an id that is a consumer
+// group with members is refused with ErrGroupTypeConflict, and replaces
+// an empty one (the downgrade), so an id is never both.
+//
+// After is the group's write count (ConsumerGroup.Writes) the write was
+// computed at, 0 for a group that does not exist: a write whose After is
+// not the group's count is refused with ErrStaleConsumerGroupWrite. The
+// coordinator enqueues a group's next write before the previous one has
+// committed; if that one is lost (a timeout, a leadership change), every
+// write computed on top of it is refused too, instead of applying to a
+// state it was not computed from.
 type ConsumerGroupWrite struct {
 	GroupID string `codec:"group_id"`
 	After   uint64 `codec:"after,omitempty"`
+	Upgrade bool   `codec:"upgrade,omitempty"`
 	// Timestamp is the leader's clock when the write was made, Unix
 	// milliseconds; it becomes the group's StateTimestamp when members
 	// join or leave.
@@ -187,7 +198,7 @@ func (f *ShardFSM) applyConsumerGroupWrite(c *ConsumerGroupWrite) any {
 		if len(c.Subscriptions) == 0 {
 			return fmt.Errorf("%w: %q", ErrGroupNotFound, c.GroupID)
 		}
-		if classic, ok := f.groups[c.GroupID]; ok && !classic.Empty() {
+		if classic, ok := f.groups[c.GroupID]; ok && !classic.Empty() && !c.Upgrade {
 			return fmt.Errorf("%w: %q has %d classic members", ErrGroupTypeConflict, c.GroupID, len(classic.Members))
 		}
 		g = ConsumerGroup{ID: c.GroupID, StateTimestamp: c.Timestamp}
@@ -235,7 +246,7 @@ func (f *ShardFSM) applyConsumerGroupWrite(c *ConsumerGroupWrite) any {
 	}
 	slices.SortFunc(next.Members, func(a, b ConsumerMember) int { return cmp.Compare(a.ID, b.ID) })
 	if !exists {
-		delete(f.groups, c.GroupID) // an empty classic group, upgraded
+		delete(f.groups, c.GroupID) // a classic group, upgraded
 	}
 	f.consumerGroups[c.GroupID] = next
 	return nil

@@ -252,3 +252,26 @@ func TestConsumerGroupWriteEncodingIsStable(t *testing.T) {
 		t.Fatalf("decoded %+v", w)
 	}
 }
+
+// TestAnUpgradeReplacesAClassicGroupWithMembers: the online upgrade's
+// write takes a classic group's id even with members, and its offsets
+// stay; only the write that says so.
+func TestAnUpgradeReplacesAClassicGroupWithMembers(t *testing.T) {
+	f := NewShardFSM(0, nil)
+	apply(t, f, 1, &GroupPut{Group: sampleGroup("busy")})
+	apply(t, f, 2, commitWith("busy", 9))
+	w := joinWrite("busy", "m1", 3, 1000)
+	w.Upgrade = true
+	if r := apply(t, f, 3, w); r != nil {
+		t.Fatalf("the upgrade: %v", r)
+	}
+	if _, ok := f.Group("busy"); ok {
+		t.Fatal("the classic group is still there beside the upgraded one")
+	}
+	if g := mustConsumerGroup(t, f, "busy"); g.Epoch != 3 || len(g.Members) != 1 {
+		t.Fatalf("the upgraded group: %+v", g)
+	}
+	if o, ok := f.Offset("busy", TopicPartition{Topic: "busy", Partition: 0}); !ok || o.Offset != 9 {
+		t.Fatalf("the upgraded group's offset: %+v %v", o, ok)
+	}
+}

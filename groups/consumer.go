@@ -22,9 +22,10 @@ type consumerGroups struct {
 }
 
 // lookupConsumer returns the live consumer group, creating an empty one
-// when create is set. A classic group of that id with members answers
-// ErrGroupIDNotFound ("not a consumer group"); an empty classic group (one
-// that only holds offsets) is taken over by a join, as Kafka upgrades it.
+// when create is set. A classic group of that id with members is upgraded
+// by a join (upgradeClassic) and answers ErrGroupIDNotFound ("not a
+// consumer group") otherwise; an empty classic group (one that only holds
+// offsets) is taken over by a join, as Kafka upgrades it.
 // A nil group with a nil error means it does not exist.
 func (c *Coordinator) lookupConsumer(id string, create bool) (*consumerGroup, error) {
 	for {
@@ -41,7 +42,17 @@ func (c *Coordinator) lookupConsumer(id string, create bool) (*consumerGroup, er
 		case ok:
 			return g, nil
 		case classic != nil:
-			if err := c.takeOverClassic(classic, create); err != nil {
+			err := c.takeOverClassic(classic, create)
+			if errors.Is(err, errClassicWithMembers) && create {
+				err = c.upgradeClassic(classic)
+				if err == nil {
+					continue // the consumer group is installed: look again
+				}
+			}
+			if errors.Is(err, errClassicWithMembers) {
+				err = fmt.Errorf("%w: group %s is not a consumer group", ErrGroupIDNotFound, classic.id)
+			}
+			if err != nil {
 				return nil, err
 			}
 			if !create {
@@ -70,7 +81,7 @@ func (c *Coordinator) lookupConsumer(id string, create bool) (*consumerGroup, er
 }
 
 // takeOverClassic checks a classic group that holds id: with members (or
-// being deleted) it is ErrGroupIDNotFound for the consumer protocol; empty,
+// being deleted) it is errClassicWithMembers; empty,
 // and only when take is set, it is closed and forgotten, so a consumer
 // group can be made in its place (the FSM replaces it when the join's
 // write applies, keeping its offsets). Takes the classic group's lock;
@@ -82,7 +93,7 @@ func (c *Coordinator) takeOverClassic(classic *group, take bool) error {
 		return nil // gone already: look again
 	}
 	if classic.state != Empty {
-		return fmt.Errorf("%w: group %s is not a consumer group", ErrGroupIDNotFound, classic.id)
+		return errClassicWithMembers
 	}
 	if take {
 		classic.close()
@@ -175,6 +186,11 @@ func (c *Coordinator) topicsView() *topicsView {
 // errConsumerGroup is the classic lookups' answer for the id of a consumer
 // group; each classic request maps it to Kafka's answer for its API.
 var errConsumerGroup = errors.New("group is a consumer group")
+
+// errClassicWithMembers is takeOverClassic's answer for a classic group
+// that is not empty: a join may upgrade it, anything else answers
+// ErrGroupIDNotFound.
+var errClassicWithMembers = errors.New("group is a classic group with members")
 
 // takeOverConsumer checks a consumer group that holds an id a classic
 // request names: with members, or not taking over, it is

@@ -342,8 +342,9 @@ func TestConsumerGroupCommitsNeedTheMembersEpoch(t *testing.T) {
 // TestClassicAndConsumerGroupsKeepToTheirIDs: a classic member whose
 // metadata is not the consumer protocol's cannot join a consumer group,
 // nor any classic member with group.consumer.migration.policy disabled;
-// a consumer member cannot join a classic group with members; an empty
-// consumer group becomes classic on a classic join.
+// a consumer member cannot join (upgrade) a classic group whose metadata
+// is not the consumer protocol's; an empty consumer group becomes classic
+// on a classic join.
 func TestClassicAndConsumerGroupsKeepToTheirIDs(t *testing.T) {
 	c, _, topics := newConsumerTestCoordinator(t, nil)
 	topics.Put("orders", 2)
@@ -623,4 +624,71 @@ func TestClassicMemberJoinsAConsumerGroup(t *testing.T) {
 	if countOwned(b.owned) != 6 {
 		t.Fatalf("the last member owns %d partitions", countOwned(b.owned))
 	}
+}
+
+// TestConsumerMemberUpgradesAClassicGroup: a consumer-protocol member
+// joining a classic group with members turns it into a consumer group
+// (Kafka's online upgrade): the classic members keep their partitions at
+// the group's generation, are told to rejoin, and the three settle on two
+// partitions each without a partition ever owned twice.
+func TestConsumerMemberUpgradesAClassicGroup(t *testing.T) {
+	c, log, topics := newConsumerTestCoordinator(t, nil)
+	topics.Put("orders", 6)
+	meta := kmsg.ConsumerMemberMetadata{Version: 1, Topics: []string{"orders"}}
+	classicJoin := func() <-chan JoinResult {
+		return joinAsync(c, JoinRequest{GroupID: "g", ClientID: "sarama", ClientHost: "/127.0.0.1", ProtocolType: "consumer",
+			Protocols: []fsm.Protocol{{Name: "range", Metadata: meta.AppendTo(nil)}}, SessionTimeoutMs: 10000, RebalanceTimeoutMs: 10000})
+	}
+	j1, j2 := classicJoin(), classicJoin()
+	r1, r2 := recv(t, j1), recv(t, j2)
+	if r1.Err != nil || r2.Err != nil {
+		t.Fatalf("classic joins: %v %v", r1.Err, r2.Err)
+	}
+	assign := func(parts ...int32) []byte {
+		a := kmsg.ConsumerMemberAssignment{Topics: []kmsg.ConsumerMemberAssignmentTopic{{Topic: "orders", Partitions: parts}}}
+		return a.AppendTo(nil)
+	}
+	leader := r1.Leader
+	assignments := map[string][]byte{r1.MemberID: assign(0, 1, 2), r2.MemberID: assign(3, 4, 5)}
+	var syncs []<-chan SyncResult
+	for _, r := range []JoinResult{r1, r2} {
+		req := SyncRequest{GroupID: "g", MemberID: r.MemberID, Generation: r.Generation}
+		if r.MemberID == leader {
+			req.Assignments = assignments
+		}
+		syncs = append(syncs, syncAsync(c, req))
+	}
+	for _, ch := range syncs {
+		if r := recv(t, ch); r.Err != nil {
+			t.Fatal(r.Err)
+		}
+	}
+	s1 := &classicClient{t: t, c: c, group: "g", id: r1.MemberID, topics: []string{"orders"}, generation: r1.Generation, owned: map[string][]int32{"orders": {0, 1, 2}}}
+	s2 := &classicClient{t: t, c: c, group: "g", id: r2.MemberID, topics: []string{"orders"}, generation: r2.Generation, owned: map[string][]int32{"orders": {3, 4, 5}}}
+
+	a := newConsumerClient(t, c, "g", "a", "orders")
+	a.mustBeat()
+	if _, ok := log.FSM.Group("g"); ok {
+		t.Fatal("the classic group is still stored after the upgrade")
+	}
+	classics := []*classicClient{s1, s2}
+	for round := 0; round < 20; round++ {
+		a.mustBeat()
+		assertMixedOwnership(t, topics, []*consumerClient{a}, classics)
+		rejoined := false
+		for _, s := range classics {
+			rejoined = s.heartbeat() || rejoined
+			assertMixedOwnership(t, topics, []*consumerClient{a}, classics)
+		}
+		d, err := c.DescribeConsumer(context.Background(), "g")
+		if err == nil && d.State == ConsumerStable && !rejoined {
+			counts := assertMixedOwnership(t, topics, []*consumerClient{a}, classics)
+			if counts[a.id] != 2 || counts[s1.id] != 2 || counts[s2.id] != 2 {
+				t.Fatalf("after the upgrade the members own %v", counts)
+			}
+			return
+		}
+	}
+	d, err := c.DescribeConsumer(context.Background(), "g")
+	t.Fatalf("the upgraded group did not settle: %+v %v", d, err)
 }
