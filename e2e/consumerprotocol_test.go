@@ -267,3 +267,39 @@ func TestMixedConsumerAndClassicGroup(t *testing.T) {
 		return checkConsumerGroup(ctx, adm, group, topic, groupPartitions, "uniform", view(kgos[:1], false))
 	})
 }
+
+// TestClassicGroupUpgradedByConsumerMembers starts a sarama classic group,
+// then two franz-go consumer-protocol members join it (Kafka's online
+// upgrade): the group becomes a consumer group with all three sharing the
+// partitions, four each, the sarama member rejoining at the new epoch.
+func TestClassicGroupUpgradedByConsumerMembers(t *testing.T) {
+	t.Parallel()
+	addr := startServer(t)
+	ctx := testContext(t, 60*time.Second)
+	adm := newAdmin(t, addr)
+	const topic, group = "upgrade-topic", "upgrade-group"
+	createTopic(ctx, t, adm, topic, groupPartitions)
+	classic := startSaramaMember(ctx, t, addr, group, topic, 0)
+	waitFor(ctx, t, "the sarama member to own all partitions", func(ctx context.Context) error {
+		return checkGroup(ctx, adm, group, topic, groupPartitions, "roundrobin", saramaView([]*saramaMember{classic}))
+	})
+	kgos := make([]*kgoMember, 2)
+	for i := range kgos {
+		kgos[i] = startKgoMember(ctx, t, addr, group, topic, i, kgo.CooperativeStickyBalancer(), kgo.ServerSideBalancer())
+	}
+	waitFor(ctx, t, "the upgraded group of three to own all partitions, four each", func(ctx context.Context) error {
+		v := kgoView(kgos)
+		for id, owned := range saramaView([]*saramaMember{classic}) {
+			v[id] = owned
+		}
+		if err := checkConsumerGroup(ctx, adm, group, topic, groupPartitions, "uniform", v); err != nil {
+			return err
+		}
+		for id, owned := range v {
+			if len(owned) != 4 {
+				return fmt.Errorf("member %s owns %d partitions", id, len(owned))
+			}
+		}
+		return nil
+	})
+}
