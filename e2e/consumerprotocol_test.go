@@ -268,11 +268,13 @@ func TestMixedConsumerAndClassicGroup(t *testing.T) {
 	})
 }
 
-// TestClassicGroupUpgradedByConsumerMembers starts a sarama classic group,
+// TestClassicGroupUpgradedAndDowngraded starts a sarama classic group,
 // then two franz-go consumer-protocol members join it (Kafka's online
 // upgrade): the group becomes a consumer group with all three sharing the
 // partitions, four each, the sarama member rejoining at the new epoch.
-func TestClassicGroupUpgradedByConsumerMembers(t *testing.T) {
+// When both franz-go members leave, the group is a classic group again
+// (the online downgrade), the sarama member owning everything.
+func TestClassicGroupUpgradedAndDowngraded(t *testing.T) {
 	t.Parallel()
 	addr := startServer(t)
 	ctx := testContext(t, 60*time.Second)
@@ -301,5 +303,11 @@ func TestClassicGroupUpgradedByConsumerMembers(t *testing.T) {
 			}
 		}
 		return nil
+	})
+	for _, m := range kgos {
+		m.close()
+	}
+	waitFor(ctx, t, "the downgraded classic group's sarama member to own all partitions", func(ctx context.Context) error {
+		return checkGroup(ctx, adm, group, topic, groupPartitions, "roundrobin", saramaView([]*saramaMember{classic}))
 	})
 }

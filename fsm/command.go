@@ -93,6 +93,9 @@ type Command interface {
 // GroupPut is the body of GroupPutType.
 type GroupPut struct {
 	Group Group `json:"group" codec:"group"`
+	// Downgrade replaces a consumer group of the id even with members:
+	// the online downgrade, whose group holds every member that remained.
+	Downgrade bool `json:"downgrade,omitempty" codec:"downgrade,omitempty"`
 }
 
 // GroupDelete is the body of GroupDeleteType.

@@ -275,3 +275,24 @@ func TestAnUpgradeReplacesAClassicGroupWithMembers(t *testing.T) {
 		t.Fatalf("the upgraded group's offset: %+v %v", o, ok)
 	}
 }
+
+// TestADowngradeReplacesAConsumerGroupWithMembers: the online
+// downgrade's GroupPut takes a consumer group's id even with members; only
+// the one that says so.
+func TestADowngradeReplacesAConsumerGroupWithMembers(t *testing.T) {
+	f := NewShardFSM(0, nil)
+	apply(t, f, 1, joinWrite("g", "m1", 1, 1000))
+	classic := sampleGroup("g")
+	if r, _ := apply(t, f, 2, &GroupPut{Group: classic}).(error); !errors.Is(r, ErrGroupTypeConflict) {
+		t.Fatalf("a plain GroupPut over a consumer group with members: %v", r)
+	}
+	if r := apply(t, f, 3, &GroupPut{Group: classic, Downgrade: true}); r != nil {
+		t.Fatalf("the downgrade: %v", r)
+	}
+	if _, ok := f.ConsumerGroup("g"); ok {
+		t.Fatal("the consumer group is still there beside the downgraded one")
+	}
+	if g, ok := f.Group("g"); !ok || len(g.Members) != len(classic.Members) {
+		t.Fatalf("the downgraded group: %+v %v", g, ok)
+	}
+}

@@ -63,7 +63,7 @@ func (f *ShardFSM) Apply(l *raft.Log) any {
 	defer f.mu.Unlock()
 	switch c := cmd.(type) {
 	case *GroupPut:
-		if cg, consumer := f.consumerGroups[c.Group.ID]; consumer && !cg.Empty() {
+		if cg, consumer := f.consumerGroups[c.Group.ID]; consumer && !cg.Empty() && !c.Downgrade {
 			return fmt.Errorf("%w: %q is a consumer group with %d members", ErrGroupTypeConflict, c.Group.ID, len(cg.Members))
 		}
 		delete(f.consumerGroups, c.Group.ID) // an empty consumer group, downgraded

@@ -473,6 +473,9 @@ type classicClient struct {
 	topics     []string
 	generation int32
 	owned      map[string][]int32
+	// topicsOf gives partition counts, for leading a classic group; nil
+	// for a client that expects never to lead.
+	topicsOf func(string) int32
 }
 
 func (cl *classicClient) joinAndSync() {
@@ -487,11 +490,31 @@ func (cl *classicClient) joinAndSync() {
 		req.MemberID = res.MemberID
 		res = cl.c.Join(context.Background(), req)
 	}
-	if res.Err != nil || res.Leader != "" || res.Protocol != "range" {
+	if res.Err != nil || res.Protocol != "range" || cl.topicsOf == nil && res.Leader != "" {
 		cl.t.Fatalf("classic join: %+v", res)
 	}
 	cl.id, cl.generation = res.MemberID, res.Generation
-	sync := cl.c.Sync(context.Background(), SyncRequest{GroupID: cl.group, MemberID: cl.id, Generation: cl.generation, ProtocolType: "consumer", Protocol: "range"})
+	syncReq := SyncRequest{GroupID: cl.group, MemberID: cl.id, Generation: cl.generation, ProtocolType: "consumer", Protocol: "range"}
+	if res.Leader == cl.id {
+		// A classic group's leader assigns, here round-robin.
+		syncReq.Assignments = map[string][]byte{}
+		per := map[string]*kmsg.ConsumerMemberAssignment{}
+		for _, m := range res.Members {
+			per[m.MemberID] = &kmsg.ConsumerMemberAssignment{}
+		}
+		i := 0
+		for _, topic := range cl.topics {
+			for p := int32(0); p < cl.topicsOf(topic); p++ {
+				a := per[res.Members[i%len(res.Members)].MemberID]
+				a.Topics = append(a.Topics, kmsg.ConsumerMemberAssignmentTopic{Topic: topic, Partitions: []int32{p}})
+				i++
+			}
+		}
+		for id, a := range per {
+			syncReq.Assignments[id] = a.AppendTo(nil)
+		}
+	}
+	sync := cl.c.Sync(context.Background(), syncReq)
 	if sync.Err != nil {
 		cl.t.Fatalf("classic sync: %v", sync.Err)
 	}
@@ -501,7 +524,7 @@ func (cl *classicClient) joinAndSync() {
 	}
 	cl.owned = map[string][]int32{}
 	for _, tp := range a.Topics {
-		cl.owned[tp.Topic] = tp.Partitions
+		cl.owned[tp.Topic] = append(cl.owned[tp.Topic], tp.Partitions...)
 	}
 }
 
@@ -691,4 +714,46 @@ func TestConsumerMemberUpgradesAClassicGroup(t *testing.T) {
 	}
 	d, err := c.DescribeConsumer(context.Background(), "g")
 	t.Fatalf("the upgraded group did not settle: %+v %v", d, err)
+}
+
+// TestLastConsumerMemberLeavingDowngradesTheGroup: when the last
+// consumer-protocol member leaves and a classic member remains, the
+// group becomes a classic group again (Kafka's online downgrade): stored
+// as one, its member told to rejoin, and led by it from there.
+func TestLastConsumerMemberLeavingDowngradesTheGroup(t *testing.T) {
+	c, log, topics := newConsumerTestCoordinator(t, nil)
+	topics.Put("orders", 4)
+	a := newConsumerClient(t, c, "g", "a", "orders")
+	converge(t, c, "g", a)
+	s := &classicClient{t: t, c: c, group: "g", topics: []string{"orders"}}
+	s.joinAndSync()
+	for range 5 {
+		a.mustBeat()
+		s.heartbeat()
+	}
+	assertMixedOwnership(t, topics, []*consumerClient{a}, []*classicClient{s})
+	s.topicsOf = func(string) int32 { return 4 }
+
+	leave := a.request()
+	leave.MemberEpoch = leaveMemberEpoch
+	if _, err := c.ConsumerHeartbeat(context.Background(), leave); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := log.FSM.ConsumerGroup("g"); ok {
+		t.Fatal("the consumer group is still stored after the downgrade")
+	}
+	stored, ok := log.FSM.Group("g")
+	if !ok || len(stored.Members) != 1 || stored.Members[0].ID != s.id {
+		t.Fatalf("the downgraded group as stored: %+v %v", stored, ok)
+	}
+	if !s.heartbeat() {
+		t.Fatal("the classic member was not told to rejoin after the downgrade")
+	}
+	if len(s.owned["orders"]) != 4 {
+		t.Fatalf("the classic member leads and owns %v", s.owned)
+	}
+	d, err := c.Describe(context.Background(), "g")
+	if err != nil || d.State != "Stable" || d.ConsumerProtocol || len(d.Members) != 1 {
+		t.Fatalf("described after the downgrade: %+v %v", d, err)
+	}
 }

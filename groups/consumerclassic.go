@@ -244,21 +244,22 @@ func (g *consumerGroup) classicSync(req SyncRequest, topics *topicsView) (SyncRe
 	}
 	g.stopTimer(&m.sync)
 	g.scheduleSession(m)
-	return SyncResult{ProtocolType: consumerProtocolType, Protocol: protocol.Name, Assignment: classicAssignment(m, protocol.Metadata, topics)}, nil
+	return SyncResult{ProtocolType: consumerProtocolType, Protocol: protocol.Name,
+		Assignment: encodeClassicAssignment(m.rec.assigned, protocol.Metadata, topics)}, nil
 }
 
-// classicAssignment encodes m's assigned partitions as the consumer
-// protocol's assignment, at the version of the member's subscription
-// (Kafka's prepareAssignment); topics no longer registered are left out.
-func classicAssignment(m *consumerMember, metadata []byte, topics *topicsView) []byte {
+// kmsgAssignment is an empty consumer-protocol assignment at the version
+// of a subscription's metadata (at most 3, the assignment's newest).
+func kmsgAssignment(metadata []byte) kmsg.ConsumerMemberAssignment {
 	a := kmsg.NewConsumerMemberAssignment()
 	if len(metadata) >= 2 {
 		a.Version = min(int16(metadata[0])<<8|int16(metadata[1]), 3)
 	}
-	for _, tp := range topics.named(m.rec.assigned) {
-		a.Topics = append(a.Topics, kmsg.ConsumerMemberAssignmentTopic{Topic: tp.Topic, Partitions: tp.Partitions})
-	}
-	return a.AppendTo(nil)
+	return a
+}
+
+func kmsgAssignmentTopic(p NamedTopicPartitions) kmsg.ConsumerMemberAssignmentTopic {
+	return kmsg.ConsumerMemberAssignmentTopic{Topic: p.Topic, Partitions: p.Partitions}
 }
 
 // checkCaughtUp answers a classic member whose epoch is behind the
@@ -393,11 +394,10 @@ func (c *Coordinator) leaveConsumerAsClassic(ctx context.Context, groupID string
 			gone = append(gone, m)
 		}
 	}
-	var w *fsm.ConsumerGroupWrite
+	pw := g.last
 	if len(gone) > 0 {
-		w = g.fence(gone...)
+		pw = g.fenceAndEnqueue(gone...)
 	}
-	pw := g.enqueue(w)
 	g.mu.Unlock()
 	if pw != nil {
 		if err := pw.await(ctx); err != nil {

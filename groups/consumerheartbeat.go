@@ -53,30 +53,24 @@ func (c *Coordinator) ConsumerHeartbeat(ctx context.Context, req ConsumerHeartbe
 		return ConsumerHeartbeatResult{}, fmt.Errorf("%w: group %s", ErrGroupIDNotFound, req.GroupID)
 	}
 	var (
-		res ConsumerHeartbeatResult
-		w   *fsm.ConsumerGroupWrite
+		res   ConsumerHeartbeatResult
+		pw    *pendingWrite
+		wrote = true
 	)
 	switch req.MemberEpoch {
 	case leaveMemberEpoch, leaveStaticMemberEpoch:
-		res, w, err = g.leave(&req)
+		res, pw, err = g.leave(&req)
 	default:
+		var w *fsm.ConsumerGroupWrite
 		res, w, err = g.heartbeat(&req, c.topicsView())
+		pw, wrote = g.enqueue(w), w != nil
 	}
+	g.mu.Unlock()
 	if err != nil {
-		g.mu.Unlock()
 		return ConsumerHeartbeatResult{}, err
 	}
-	pw := g.enqueue(w)
-	g.mu.Unlock()
-	if pw != nil {
-		if err := pw.await(ctx); err != nil {
-			return ConsumerHeartbeatResult{}, err
-		}
-	}
-	if w == nil {
-		if err := c.confirm(ctx, epoch); err != nil {
-			return ConsumerHeartbeatResult{}, err
-		}
+	if err := c.answerAfter(ctx, epoch, pw, !wrote); err != nil {
+		return ConsumerHeartbeatResult{}, err
 	}
 	return res, nil
 }

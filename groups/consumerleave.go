@@ -10,8 +10,9 @@ import (
 // static member leaves for a while): Kafka's consumerGroupLeave. A member
 // leaving for good is fenced at once (fence); a static member leaving for
 // a while keeps its assignment at epoch -2, its partitions held for it,
-// until it returns or its session expires. Called with g.mu held.
-func (g *consumerGroup) leave(req *ConsumerHeartbeatRequest) (ConsumerHeartbeatResult, *fsm.ConsumerGroupWrite, error) {
+// until it returns or its session expires. It enqueues the write and
+// returns it. Called with g.mu held.
+func (g *consumerGroup) leave(req *ConsumerHeartbeatRequest) (ConsumerHeartbeatResult, *pendingWrite, error) {
 	m := g.members[req.MemberID]
 	if req.InstanceID != nil {
 		id, ok := g.static[*req.InstanceID]
@@ -33,10 +34,10 @@ func (g *consumerGroup) leave(req *ConsumerHeartbeatRequest) (ConsumerHeartbeatR
 		rec.state, rec.epoch, rec.pendingRevocation = reconcileStable, leaveStaticMemberEpoch, nil
 		g.setReconciled(m, rec)
 		m.rebalance.stop()
-		return res, &fsm.ConsumerGroupWrite{Assignments: []fsm.ConsumerAssignmentPut{{MemberID: m.id, Assignment: rec.record()}}}, nil
+		return res, g.enqueue(&fsm.ConsumerGroupWrite{Assignments: []fsm.ConsumerAssignmentPut{{MemberID: m.id, Assignment: rec.record()}}}), nil
 	}
 	g.c.logger.Debug("member left", "group", g.id, "member", m.id)
-	return res, g.fence(m), nil
+	return res, g.fenceAndEnqueue(m), nil
 }
 
 // fence removes members from the group (they left, or missed a session,

@@ -122,5 +122,5 @@ func (g *consumerGroup) fenceIfStill(id string, still func(*consumerMember) bool
 	}
 	g.c.logger.Info("consumer group member fenced", "group", g.id, "member", id, "reason", reason, "member_epoch", m.rec.epoch)
 	g.c.expired.Add(1)
-	g.enqueue(g.fence(m))
+	g.fenceAndEnqueue(m)
 }
