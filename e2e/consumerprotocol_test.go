@@ -311,3 +311,67 @@ func TestClassicGroupUpgradedAndDowngraded(t *testing.T) {
 		return checkGroup(ctx, adm, group, topic, groupPartitions, "roundrobin", saramaView([]*saramaMember{classic}))
 	})
 }
+
+// TestKillNineKeepsConsumerProtocolEpochs kills the kcoord process (kill
+// -9) under a running three-member consumer-protocol group and starts it
+// again: from the replicated log alone, the restarted coordinator
+// continues every member at its member id, epoch and partitions, with no
+// callback, and their commits at that epoch go through.
+func TestKillNineKeepsConsumerProtocolEpochs(t *testing.T) {
+	t.Parallel()
+	p := newProc(t, "-c", "group.consumer.min.heartbeat.interval.ms=100", "-c", "group.consumer.heartbeat.interval.ms=300")
+	ctx := testContext(t, 60*time.Second)
+	p.start(ctx)
+	const topic, group = "kill9-kip848-topic", "kill9-kip848-group"
+	adm := newAdmin(t, p.kafka)
+	createTopic(ctx, t, adm, topic, groupPartitions)
+	members := make([]*kgoMember, 3)
+	for i := range members {
+		members[i] = startKgoMember(ctx, t, p.kafka, group, topic, i, kgo.RangeBalancer(), kgo.ServerSideBalancer(), kgo.RetryTimeout(20*time.Second))
+	}
+	waitFor(ctx, t, "three consumer-protocol members to own all partitions", func(ctx context.Context) error {
+		return checkConsumerGroup(ctx, adm, group, topic, groupPartitions, "range", kgoView(members))
+	})
+	type state struct {
+		memberID  string
+		epoch     int32
+		owned     []int32
+		callbacks int64
+	}
+	snapshot := func() []state {
+		var s []state
+		for _, m := range members {
+			id, epoch := m.cl.GroupMetadata()
+			s = append(s, state{id, epoch, m.owned.list(), m.callbacks.Load()})
+		}
+		return s
+	}
+	before := snapshot()
+
+	p.kill9()
+	t.Log("killed kcoord under a live consumer-protocol group")
+	p.start(ctx)
+	adm = newAdmin(t, p.kafka)
+	time.Sleep(2 * time.Second) // several heartbeat intervals against the new process
+	waitFor(ctx, t, "the group to be described again", func(ctx context.Context) error {
+		return checkConsumerGroup(ctx, adm, group, topic, groupPartitions, "range", kgoView(members))
+	})
+	if after := snapshot(); !slices.EqualFunc(before, after, func(a, b state) bool {
+		return a.memberID == b.memberID && a.epoch == b.epoch && slices.Equal(a.owned, b.owned) && a.callbacks == b.callbacks
+	}) {
+		t.Errorf("members changed across kill -9:\nbefore %+v\nafter  %+v", before, after)
+	}
+	want := map[string]map[int32]committed{topic: {}}
+	for i, m := range members {
+		memberID, _ := m.cl.GroupMetadata()
+		offsets := make(map[int32]int64)
+		for _, p := range m.owned.list() {
+			offsets[p] = commitOffsetFor(i, p, 1)
+			want[topic][p] = committed{Offset: offsets[p], Metadata: memberID}
+		}
+		if err := m.commit(ctx, topic, offsets); err != nil {
+			t.Fatalf("member %d commit after kill -9: %v", i, err)
+		}
+	}
+	checkOffsets(ctx, t, adm, group, want)
+}
