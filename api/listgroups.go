@@ -72,9 +72,11 @@ func (h *Handlers) listGroups(ctx context.Context, _ *transport.RequestContext, 
 	return resp, nil
 }
 
+// containsFold reports whether list holds s, in any case and with
+// spaces around trimmed (Kafka trims and lower-cases the filters).
 func containsFold(list []string, s string) bool {
 	for _, x := range list {
-		if strings.EqualFold(x, s) {
+		if strings.EqualFold(strings.TrimSpace(x), s) {
 			return true
 		}
 	}

@@ -192,8 +192,9 @@ func (f *ShardFSM) applyConsumerGroupWrite(c *ConsumerGroupWrite) any {
 		return fmt.Errorf("%w: %q is at write %d, the write was computed at %d", ErrStaleConsumerGroupWrite, c.GroupID, g.Writes, c.After)
 	}
 	if !exists {
-		// Only a member joining makes a group: a leave or an expiry
-		// computed before a GroupDelete committed must not bring the
+		// Only a member joining makes a group: a write that names no
+		// new member, at write 0 (the chain check above refuses one
+		// computed at a later write as stale), must not bring a deleted
 		// group back.
 		if len(c.Subscriptions) == 0 {
 			return fmt.Errorf("%w: %q", ErrGroupNotFound, c.GroupID)

@@ -50,7 +50,7 @@ func (c *Coordinator) lookupConsumer(id string, create bool) (*consumerGroup, er
 				}
 			}
 			if errors.Is(err, errClassicWithMembers) {
-				err = fmt.Errorf("%w: group %s is not a consumer group", ErrGroupIDNotFound, classic.id)
+				err = fmt.Errorf("%w: Group %s is not a consumer group.", ErrGroupIDNotFound, classic.id)
 			}
 			if err != nil {
 				return nil, err
@@ -72,7 +72,15 @@ func (c *Coordinator) lookupConsumer(id string, create bool) (*consumerGroup, er
 			continue // a classic group was created meanwhile
 		}
 		if g, ok = c.consumers[id]; !ok {
-			g = newConsumerGroup(c, id)
+			// A group taken over in memory only (an empty one that a
+			// classic request took and then wrote nothing for) is still
+			// stored: go on from the stored group, so the write chain
+			// holds.
+			if r, stored := c.state.ConsumerGroup(id); stored {
+				g = consumerGroupFromRecord(c, r)
+			} else {
+				g = newConsumerGroup(c, id)
+			}
 			c.consumers[id] = g
 		}
 		c.mu.Unlock()
@@ -131,6 +139,26 @@ func (c *Coordinator) lockConsumer(id string, create bool) (*consumerGroup, erro
 		}
 		return g, nil
 	}
+}
+
+// dropIfUnstored forgets a group that a refused join made and nothing
+// stored (no write, no member), and puts back the classic group it took
+// over, as stored, so a refused join changes nothing. Called with g.mu
+// held.
+func (g *consumerGroup) dropIfUnstored() {
+	if g.writes != 0 || len(g.members) > 0 || g.last != nil || g.closed {
+		return
+	}
+	g.close()
+	c := g.c
+	c.mu.Lock()
+	if c.consumers[g.id] == g {
+		delete(c.consumers, g.id)
+		if r, ok := c.state.Group(g.id); ok && c.groups[g.id] == nil {
+			c.groups[g.id] = groupFromRecord(c, r)
+		}
+	}
+	c.mu.Unlock()
 }
 
 // forgetConsumer drops a deleted consumer group from the map if it is
@@ -211,6 +239,11 @@ func (c *Coordinator) takeOverConsumer(g *consumerGroup, take bool) error {
 		return fmt.Errorf("%w: consumer group %s is being deleted", ErrCoordinatorNotAvailable, g.id)
 	case len(g.members) > 0 || !take:
 		return errConsumerGroup
+	case g.last != nil:
+		// Its last member's leave is still being written: a classic
+		// group made now would be stored before the consumer group is
+		// empty, and refused.
+		return fmt.Errorf("%w: consumer group %s has a write in flight", ErrLoadInProgress, g.id)
 	}
 	g.close()
 	c.forgetConsumer(g)

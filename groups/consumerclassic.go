@@ -47,15 +47,19 @@ func (c *Coordinator) joinConsumerAsClassic(ctx context.Context, req JoinRequest
 	if g == nil {
 		return c.Join(ctx, req) // deleted meanwhile: a classic group now
 	}
-	res, w, err := g.classicJoin(req, c.topicsView())
-	if err != nil {
-		g.mu.Unlock()
-		res.Err = err
+	res, pw, wrote := func() (JoinResult, *pendingWrite, bool) {
+		defer g.mu.Unlock()
+		res, w, err := g.classicJoin(req, c.topicsView())
+		if err != nil {
+			res.Err = err
+			return res, nil, false
+		}
+		return res, g.enqueue(w), w != nil
+	}()
+	if res.Err != nil {
 		return res
 	}
-	pw := g.enqueue(w)
-	g.mu.Unlock()
-	if err := c.answerAfter(ctx, epoch, pw, w == nil); err != nil {
+	if err := c.answerAfter(ctx, epoch, pw, !wrote); err != nil {
 		return JoinResult{Err: err, MemberID: res.MemberID}
 	}
 	return res
@@ -190,8 +194,7 @@ func (g *consumerGroup) classicJoinMember(id, instanceID string, unknown bool) (
 		return g.members[holderID], nil, nil
 	}
 	m = &consumerMember{id: id}
-	if held {
-		holder := g.members[holderID]
+	if holder := g.members[holderID]; held && holder != nil {
 		if holder.sub.Classic == nil && holder.rec.epoch != leaveStaticMemberEpoch {
 			return nil, nil, fmt.Errorf("%w: static member %s with instance id %s cannot join the group because the instance id is owned by member %s",
 				ErrUnreleasedInstanceID, id, instanceID, holderID)

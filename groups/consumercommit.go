@@ -81,8 +81,8 @@ func (g *consumerGroup) validateCommit(req CommitRequest) error {
 // the coordinator's leadership (Check) since the request arrived. Called
 // from any handler goroutine; it does not block on Raft.
 func (c *Coordinator) CheckFetchMember(groupID string, memberID *string, memberEpoch int32) error {
-	if c.consumerOf(groupID) == nil {
-		return nil
+	if c.consumerOf(groupID) == nil || memberID == nil && memberEpoch < 0 {
+		return nil // not a consumer group, or an admin fetch
 	}
 	g, err := c.lockConsumer(groupID, false)
 	if err != nil || g == nil {

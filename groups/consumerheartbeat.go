@@ -50,22 +50,25 @@ func (c *Coordinator) ConsumerHeartbeat(ctx context.Context, req ConsumerHeartbe
 		return ConsumerHeartbeatResult{}, err
 	}
 	if g == nil {
-		return ConsumerHeartbeatResult{}, fmt.Errorf("%w: group %s", ErrGroupIDNotFound, req.GroupID)
+		return ConsumerHeartbeatResult{}, fmt.Errorf("%w: Consumer group %s not found.", ErrGroupIDNotFound, req.GroupID)
 	}
-	var (
-		res   ConsumerHeartbeatResult
-		pw    *pendingWrite
-		wrote = true
-	)
-	switch req.MemberEpoch {
-	case leaveMemberEpoch, leaveStaticMemberEpoch:
-		res, pw, err = g.leave(&req)
-	default:
-		var w *fsm.ConsumerGroupWrite
-		res, w, err = g.heartbeat(&req, c.topicsView())
-		pw, wrote = g.enqueue(w), w != nil
-	}
-	g.mu.Unlock()
+	res, pw, wrote, err := func() (res ConsumerHeartbeatResult, pw *pendingWrite, wrote bool, err error) {
+		defer g.mu.Unlock() // also if an assignor panics: the group must not stay locked
+		defer func() {
+			if err != nil {
+				g.dropIfUnstored()
+			}
+		}()
+		if req.MemberEpoch == leaveMemberEpoch || req.MemberEpoch == leaveStaticMemberEpoch {
+			res, pw, err = g.leave(&req)
+			return res, pw, true, err
+		}
+		res, w, err := g.heartbeat(&req, c.topicsView())
+		if err != nil {
+			return res, nil, false, err
+		}
+		return res, g.enqueue(w), w != nil, nil
+	}()
 	if err != nil {
 		return ConsumerHeartbeatResult{}, err
 	}
@@ -91,7 +94,7 @@ func newConsumerMemberID() string {
 func (g *consumerGroup) heartbeat(req *ConsumerHeartbeatRequest, topics *topicsView) (ConsumerHeartbeatResult, *fsm.ConsumerGroupWrite, error) {
 	var none ConsumerHeartbeatResult
 	owned := ownedTopicPartitions(req.Owned)
-	m, from, err := g.heartbeatMember(req, owned)
+	m, from, err := g.heartbeatMember(req)
 	if err != nil {
 		return none, nil, err
 	}
@@ -239,6 +242,9 @@ func (g *consumerGroup) advance(u memberUpdate, topics *topicsView) (reconciled,
 	}
 	if joined || u.next != nil {
 		if u.next != nil {
+			if old := m.sub.InstanceID; old != "" && old != sub.InstanceID && g.static[old] == m.id {
+				delete(g.static, old) // a member that rejoined under another instance id
+			}
 			m.sub, m.regex = sub, u.regex
 			g.hashChecked = false
 		}
@@ -256,9 +262,17 @@ func (g *consumerGroup) advance(u memberUpdate, topics *topicsView) (reconciled,
 	}
 	if rebuilt {
 		g.targetEpoch, w.TargetEpoch = targetEpoch, targetEpoch
-		for _, id := range built.changed {
-			g.members[id].target = built.target[id]
-			w.Targets = append(w.Targets, fsm.ConsumerTargetPut{MemberID: id, Partitions: toConsumerPartitions(built.target[id])})
+		for _, tm := range view {
+			o := g.members[tm.id]
+			stored := o.target
+			if o == m && joined {
+				stored = nil // a new member has no target stored yet, whatever it took over
+			}
+			next := built.target[tm.id]
+			if !sameTopicPartitions(stored, next) {
+				w.Targets = append(w.Targets, fsm.ConsumerTargetPut{MemberID: tm.id, Partitions: toConsumerPartitions(next)})
+			}
+			o.target = next
 		}
 	} else if from != nil {
 		w.Targets = []fsm.ConsumerTargetPut{{MemberID: m.id, Partitions: toConsumerPartitions(m.target)}}
@@ -289,12 +303,16 @@ func (g *consumerGroup) advance(u memberUpdate, topics *topicsView) (reconciled,
 // check its epoch instead and fence it again until its session expires
 // (45 s with no partitions); KIP-848 says epoch 0 (re)joins, and kfake
 // rejoins in place too. Called with g.mu held.
-func (g *consumerGroup) heartbeatMember(req *ConsumerHeartbeatRequest, owned topicPartitions) (m, from *consumerMember, err error) {
+func (g *consumerGroup) heartbeatMember(req *ConsumerHeartbeatRequest) (m, from *consumerMember, err error) {
 	m = g.members[req.MemberID]
 	if req.MemberEpoch == joinMemberEpoch {
 		if req.InstanceID != nil {
-			if prevID, ok := g.static[*req.InstanceID]; ok && prevID != req.MemberID {
+			if prevID, ok := g.static[*req.InstanceID]; ok && prevID != req.MemberID && g.members[prevID] != nil {
 				prev := g.members[prevID]
+				if m != nil {
+					return nil, nil, fmt.Errorf("%w: member %s is in the group already; a static member takes over instance id %s under a new member id",
+						ErrUnreleasedInstanceID, req.MemberID, *req.InstanceID)
+				}
 				if prev.rec.epoch != leaveStaticMemberEpoch {
 					return nil, nil, fmt.Errorf("%w: static member %s with instance id %s cannot join the group because the instance id is owned by member %s",
 						ErrUnreleasedInstanceID, req.MemberID, *req.InstanceID, prevID)
@@ -310,15 +328,18 @@ func (g *consumerGroup) heartbeatMember(req *ConsumerHeartbeatRequest, owned top
 		}
 		return m, from, nil
 	}
-	if m == nil {
-		return nil, nil, fmt.Errorf("%w: member %s is not a member of group %s", ErrUnknownMemberID, req.MemberID, g.id)
-	}
+	// A static member is found by its instance id first, so a replaced
+	// one is told it is fenced, not unknown (Kafka's
+	// getOrMaybeSubscribeStaticConsumerGroupMember).
 	if req.InstanceID != nil {
-		if err := g.checkStatic(m.id, *req.InstanceID); err != nil {
+		if err := g.checkStatic(req.MemberID, *req.InstanceID); err != nil {
 			return nil, nil, err
 		}
 	}
-	if err := checkMemberEpoch(&m.rec, req.MemberEpoch, owned); err != nil {
+	if m == nil {
+		return nil, nil, fmt.Errorf("%w: member %s is not a member of group %s", ErrUnknownMemberID, req.MemberID, g.id)
+	}
+	if err := checkMemberEpoch(&m.rec, req.MemberEpoch, req.Owned); err != nil {
 		return nil, nil, err
 	}
 	return m, nil, nil
@@ -330,7 +351,7 @@ func (g *consumerGroup) heartbeatMember(req *ConsumerHeartbeatRequest, owned top
 func (g *consumerGroup) checkStatic(id, instanceID string) error {
 	holder, ok := g.static[instanceID]
 	switch {
-	case !ok:
+	case !ok || g.members[holder] == nil:
 		return fmt.Errorf("%w: instance id %s is unknown", ErrUnknownMemberID, instanceID)
 	case holder != id:
 		return fmt.Errorf("%w: instance id %s belongs to member %s, not %s", ErrFencedInstanceID, instanceID, holder, id)

@@ -57,10 +57,24 @@ func (g *consumerGroup) expire(now, retention int64) (n int, removed bool) {
 	if len(g.members) > 0 || len(stored) > len(expired) || len(g.pendingCommits) > 0 {
 		return len(expired), false
 	}
-	logWrite(g.c, g.c.write(&fsm.GroupDelete{GroupID: g.id}), g.id, "removing an empty consumer group", nil)
-	g.close()
-	g.c.forgetConsumer(g)
-	g.c.logger.Info("empty consumer group removed", "group", g.id)
+	// The group stays, being deleted, until its delete commits, so a join
+	// meanwhile cannot make a group whose writes the stored one refuses.
+	g.deleting = true
+	f := g.c.write(&fsm.GroupDelete{GroupID: g.id})
+	go func() {
+		err := waitWrite(f)
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		g.deleting = false
+		if err != nil && err != fsm.ErrGroupNotFound {
+			g.c.logger.Warn("removing an empty consumer group failed; reloading it", "group", g.id, "error", err)
+			g.markStale()
+			return
+		}
+		g.close()
+		g.c.forgetConsumer(g)
+		g.c.logger.Info("empty consumer group removed", "group", g.id)
+	}()
 	return len(expired), true
 }
 

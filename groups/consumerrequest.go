@@ -107,7 +107,7 @@ func validateConsumerHeartbeat(req *ConsumerHeartbeatRequest, assignors []string
 // nothing outside what it is assigned now, which is a member whose answer
 // with the new epoch was lost. Anything else is ErrFencedMemberEpoch: the
 // member gives up its partitions and rejoins.
-func checkMemberEpoch(m *reconciled, received int32, owned topicPartitions) error {
+func checkMemberEpoch(m *reconciled, received int32, owned []TopicIDPartitions) error {
 	switch {
 	case received > m.epoch:
 		return fmt.Errorf("%w: the member epoch %d is ahead of the coordinator's %d; the member must abandon all its partitions and rejoin",
@@ -119,16 +119,21 @@ func checkMemberEpoch(m *reconciled, received int32, owned topicPartitions) erro
 	return nil
 }
 
-// ownsOnlyAssigned reports whether every partition in owned is in
-// assigned; a heartbeat that did not say what it owns (nil) does not
+// ownsOnlyAssigned reports whether every topic and partition in owned is
+// in assigned, as the heartbeat lists them: a topic the member is not
+// assigned disqualifies it even with no partitions listed (Kafka's
+// isSubset), and a heartbeat that did not say what it owns (nil) does not
 // qualify, as in Kafka.
-func ownsOnlyAssigned(owned, assigned topicPartitions) bool {
+func ownsOnlyAssigned(owned []TopicIDPartitions, assigned topicPartitions) bool {
 	if owned == nil {
 		return false
 	}
-	for t, parts := range owned {
-		for _, p := range parts {
-			if !assigned.contains(t, p) {
+	for _, o := range owned {
+		if _, ok := assigned[o.TopicID]; !ok {
+			return false
+		}
+		for _, p := range o.Partitions {
+			if !assigned.contains(o.TopicID, p) {
 				return false
 			}
 		}

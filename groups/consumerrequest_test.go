@@ -81,20 +81,26 @@ func TestMemberEpochCheck(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		received int32
-		owned    topicPartitions
+		owned    []TopicIDPartitions
 		fenced   bool
 	}{
-		{"the member's epoch", 5, tps(topicA, []int32{0, 7}), false},
-		{"an epoch ahead", 6, tps(topicA, []int32{0}), true},
-		{"the previous epoch, owning part of the assignment", 4, tps(topicA, []int32{1}), false},
-		{"the previous epoch, owning nothing", 4, topicPartitions{}, false},
-		{"the previous epoch, owning a partition no longer assigned", 4, tps(topicA, []int32{1, 2}), true},
+		{"the member's epoch", 5, owns(topicA, 0, 7), false},
+		{"an epoch ahead", 6, owns(topicA, 0), true},
+		{"the previous epoch, owning part of the assignment", 4, owns(topicA, 1), false},
+		{"the previous epoch, owning nothing", 4, []TopicIDPartitions{}, false},
+		{"the previous epoch, owning a partition no longer assigned", 4, owns(topicA, 1, 2), true},
+		{"the previous epoch, naming a topic it is not assigned, with no partitions", 4, owns(topicB), true},
 		{"the previous epoch, not saying what it owns", 4, nil, true},
-		{"an older epoch", 3, tps(topicA, []int32{0}), true},
+		{"an older epoch", 3, owns(topicA, 0), true},
 	} {
 		err := checkMemberEpoch(&m, tc.received, tc.owned)
 		if fenced := errors.Is(err, ErrFencedMemberEpoch); fenced != tc.fenced || (!tc.fenced && err != nil) {
 			t.Errorf("%s: %v, fenced want %v", tc.name, err, tc.fenced)
 		}
 	}
+}
+
+// owns is a heartbeat's owned partitions of one topic.
+func owns(t topicID, parts ...int32) []TopicIDPartitions {
+	return []TopicIDPartitions{{TopicID: t, Partitions: parts}}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/kcoord/kcoord/fsm"
 )
@@ -55,8 +56,9 @@ func (pw *pendingWrite) await(ctx context.Context) error {
 	select {
 	case <-pw.done:
 	case <-ctx.Done():
-		// The write goes on; the member's retry reads its outcome.
-		return ErrTimeout
+		// The write goes on; the member's retry reads its outcome. A
+		// closed connection (Canceled) is not answered at all.
+		return ctx.Err()
 	}
 	switch {
 	case pw.err == nil:
@@ -99,10 +101,17 @@ func (c *Coordinator) reloadConsumer(g *consumerGroup) {
 		err = c.log.Barrier(c.cfg.WriteTimeout)
 	}
 	if err != nil {
-		g.mu.Lock()
-		g.reloading = false
-		g.mu.Unlock()
-		c.logger.Debug("consumer group reload failed", "group", g.id, "error", err)
+		c.logger.Debug("consumer group reload failed; retrying", "group", g.id, "error", err)
+		// Try again while this coordinator still serves, so a stale
+		// group whose members are all gone is still fenced and expired.
+		time.AfterFunc(time.Second, func() {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			g.reloading = false
+			if !g.closed && c.Active() {
+				g.startReload()
+			}
+		})
 		return
 	}
 	var fresh *consumerGroup
