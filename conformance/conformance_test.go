@@ -20,6 +20,7 @@ func scenarios() []Scenario {
 		adminScenarios,
 		retentionScenarios,
 		rebalanceScenarios,
+		consumerScenarios,
 	} {
 		all = append(all, part...)
 	}

@@ -19,6 +19,7 @@ var groupAPIs = []int16{
 	kmsg.FindCoordinator.Int16(), kmsg.JoinGroup.Int16(), kmsg.SyncGroup.Int16(), kmsg.Heartbeat.Int16(),
 	kmsg.LeaveGroup.Int16(), kmsg.OffsetCommit.Int16(), kmsg.OffsetFetch.Int16(), kmsg.DescribeGroups.Int16(),
 	kmsg.ListGroups.Int16(), kmsg.DeleteGroups.Int16(), kmsg.OffsetDelete.Int16(),
+	kmsg.ConsumerGroupHeartbeat.Int16(), kmsg.ConsumerGroupDescribe.Int16(),
 }
 
 // played collects the (API key, version) of every request in steps.

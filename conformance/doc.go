@@ -26,6 +26,14 @@
 // Requests may name members by symbol ("$A"); the symbol is replaced by the
 // id it is bound to when the request is sent.
 //
+// The consumer group protocol (KIP-848: ConsumerGroupHeartbeat,
+// ConsumerGroupDescribe; requests_consumer.go) names members by the
+// client's own ids from ConsumerGroupHeartbeat v1, which scripts write as
+// literals ("m1"); an id a v0 server hands out becomes the joining
+// member's symbol. It names topics by id, which differ between servers:
+// scripts name topics by name, the runner learns each server's ids from
+// its Metadata and swaps them in, and answers are printed by topic name.
+//
 // # Transcripts
 //
 // Each answer becomes one line: the member, the API and version, and the
@@ -41,8 +49,9 @@
 // is compared with that instead. The test fails if kfake starts answering as
 // Kafka does (the override is then stale). A few departures of kfake affect
 // every transcript (the form of member ids, client hosts and null offset
-// metadata); they are normalised for kfake only, in normalize.go, each with
-// its Kafka reference.
+// metadata, and for KIP-848 the form of v0 member ids and the topic names
+// of ConsumerGroupDescribe); they are normalised for kfake only, in
+// normalize.go and normalize_consumer.go, each with its Kafka reference.
 //
 // Which Kafka: the answers are Apache Kafka 4.x's, the Java coordinator
 // of group-coordinator/ behind KafkaApis. An override citing a .java

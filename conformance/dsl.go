@@ -34,6 +34,10 @@ type Config struct {
 	Retention time.Duration
 	// RetentionCheck is offsets.retention.check.interval.ms.
 	RetentionCheck time.Duration
+	// ConsumerHeartbeat and ConsumerSession are
+	// group.consumer.heartbeat.interval.ms and
+	// group.consumer.session.timeout.ms (KIP-848 groups).
+	ConsumerHeartbeat, ConsumerSession time.Duration
 }
 
 // DefaultConfig is the configuration scenarios start from: Kafka's defaults
@@ -46,6 +50,10 @@ var DefaultConfig = Config{
 	MetadataMaxBytes: 4096,
 	Retention:        7 * 24 * time.Hour,
 	RetentionCheck:   10 * time.Minute,
+	// Kafka's defaults: the interval is in every ConsumerGroupHeartbeat
+	// answer, and no script runs long enough to miss a session.
+	ConsumerHeartbeat: 5 * time.Second,
+	ConsumerSession:   45 * time.Second,
 }
 
 // WithDefaults fills the zero fields of c from DefaultConfig.
@@ -71,6 +79,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.RetentionCheck == 0 {
 		c.RetentionCheck = d.RetentionCheck
+	}
+	if c.ConsumerHeartbeat == 0 {
+		c.ConsumerHeartbeat = d.ConsumerHeartbeat
+	}
+	if c.ConsumerSession == 0 {
+		c.ConsumerSession = d.ConsumerSession
 	}
 	return c
 }

@@ -33,18 +33,28 @@ import (
 //     partition without an offset is answered with ""
 //     (core/src/main/scala/kafka/coordinator/group/
 //     GroupMetadataManager.scala, getOffsets); kfake answers null.
+//
+// The consumer group protocol (KIP-848) adds two, in normalize_consumer.go:
+// the ids of ConsumerGroupHeartbeat v0 members the server names, and the
+// topic names of ConsumerGroupDescribe assignments.
 
 var (
 	kafkaMemberID = regexp.MustCompile(`^(.*)-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
 	kfakeMemberID = regexp.MustCompile(`^(.*)-[0-9a-f]{32}$`)
 )
 
-// symbols binds member ids to symbols and back, for one run.
+// symbols binds member ids to symbols and back, for one run, and names
+// the server's topics by id (for the consumer group protocol).
 type symbols struct {
 	kfake  bool
 	byID   map[string]string
 	bySym  map[string]string
 	prefix map[string]int
+	// topicIDs and topicNames map the server's topics between names and
+	// ids; nil until a request of the consumer group protocol loads them
+	// (runner.loadTopics).
+	topicIDs   map[string][16]byte
+	topicNames map[[16]byte]string
 }
 
 func newSymbols(kfake bool) *symbols {
@@ -54,20 +64,28 @@ func newSymbols(kfake bool) *symbols {
 // name returns id's symbol, binding a new one for an id not seen before:
 // "$" + its prefix (the client or instance id), then "$<prefix>2", ...
 // Anything that is not a member id of the server's form is printed quoted.
-func (s *symbols) name(id string) string {
+func (s *symbols) name(id string) string { return s.nameFor(id, "") }
+
+// nameFor is name for an id that owner (the member answered) may have been
+// given: an id of the form Kafka gives a ConsumerGroupHeartbeat v0 member
+// (a bare Uuid, see normalize_consumer.go) is bound to "$" + owner.
+func (s *symbols) nameFor(id, owner string) string {
 	if sym, ok := s.byID[id]; ok {
 		return sym
 	}
-	m := kafkaMemberID.FindStringSubmatch(id)
-	if m == nil && s.kfake {
-		m = kfakeMemberID.FindStringSubmatch(id)
-	}
-	if m == nil {
+	var prefix string
+	if m := kafkaMemberID.FindStringSubmatch(id); m != nil {
+		prefix = m[1]
+	} else if m := kfakeMemberID.FindStringSubmatch(id); m != nil && s.kfake {
+		prefix = m[1]
+	} else if owner != "" && kafkaUuid.MatchString(id) {
+		prefix = owner
+	} else {
 		return strconv.Quote(id)
 	}
-	s.prefix[m[1]]++
-	sym := "$" + m[1]
-	if n := s.prefix[m[1]]; n > 1 {
+	s.prefix[prefix]++
+	sym := "$" + prefix
+	if n := s.prefix[prefix]; n > 1 {
 		sym += strconv.Itoa(n)
 	}
 	s.byID[id], s.bySym[sym] = sym, id
@@ -102,6 +120,21 @@ func (s *symbols) bind(r kmsg.Request) {
 		}
 	case *kmsg.OffsetCommitRequest:
 		r.MemberID = s.resolve(r.MemberID)
+	case *kmsg.OffsetFetchRequest:
+		for i := range r.Groups {
+			if r.Groups[i].MemberID != nil {
+				r.Groups[i].MemberID = kmsg.StringPtr(s.resolve(*r.Groups[i].MemberID))
+			}
+		}
+	case *kmsg.ConsumerGroupHeartbeatRequest:
+		r.MemberID = s.resolve(r.MemberID)
+		for i := range r.Topics {
+			if name, ok := refName(r.Topics[i].TopicID); ok {
+				if id, ok := s.topicIDs[name]; ok {
+					r.Topics[i].TopicID = id
+				}
+			}
+		}
 	}
 }
 
@@ -147,11 +180,15 @@ func subscribed(meta []byte) string {
 	return strings.Join(m.Topics, ",")
 }
 
-// render turns an answer into a transcript line.
-func (s *symbols) render(resp kmsg.Response) string {
+// render turns the answer to member's request into a transcript line.
+func (s *symbols) render(member string, resp kmsg.Response) string {
 	v := resp.GetVersion()
 	head := fmt.Sprintf("%s v%d:", kmsg.NameForKey(resp.Key()), v)
 	switch r := resp.(type) {
+	case *kmsg.ConsumerGroupHeartbeatResponse:
+		return s.consumerHeartbeat(head, member, r)
+	case *kmsg.ConsumerGroupDescribeResponse:
+		return s.consumerDescribe(head, r)
 	case *kmsg.JoinGroupResponse:
 		line := fmt.Sprintf("%s %s gen=%d member=%s leader=%s", head, errName(r.ErrorCode), r.Generation, s.name(r.MemberID), s.optName(r.LeaderID))
 		if v >= 7 {

@@ -298,12 +298,14 @@ func InGroup(group string) Opt {
 			r.Group = group
 		case *kmsg.OffsetDeleteRequest:
 			r.Group = group
+		case *kmsg.ConsumerGroupHeartbeatRequest:
+			r.Group = group
 		}
 	}
 }
 
 // Inst sets the group.instance.id (KIP-345) of a JoinGroup, SyncGroup,
-// Heartbeat or OffsetCommit.
+// Heartbeat, OffsetCommit or ConsumerGroupHeartbeat.
 func Inst(instance string) Opt {
 	return func(r kmsg.Request) {
 		p := kmsg.StringPtr(instance)
@@ -315,6 +317,8 @@ func Inst(instance string) Opt {
 		case *kmsg.HeartbeatRequest:
 			r.InstanceID = p
 		case *kmsg.OffsetCommitRequest:
+			r.InstanceID = p
+		case *kmsg.ConsumerGroupHeartbeatRequest:
 			r.InstanceID = p
 		}
 	}

@@ -151,6 +151,11 @@ func (r *runner) send(member string, req kmsg.Request) (string, error) {
 	case c.pending != nil:
 		return fmt.Sprintf("%s: not sent, %s v%d still pending", name, kmsg.NameForKey(c.pending.req.Key()), c.pending.req.GetVersion()), nil
 	}
+	if k := req.Key(); k == kmsg.ConsumerGroupHeartbeat.Int16() || k == kmsg.ConsumerGroupDescribe.Int16() {
+		if err := r.loadTopics(); err != nil {
+			return "", err
+		}
+	}
 	req, err = clone(req)
 	if err != nil {
 		return "", err
@@ -194,7 +199,7 @@ func (r *runner) await(member string, d time.Duration, stillPending bool) (strin
 			}
 			return name + ": connection closed", nil
 		}
-		return member + " " + r.syms.render(res.resp), nil
+		return member + " " + r.syms.render(member, res.resp), nil
 	case <-timer.C:
 		if stillPending {
 			return fmt.Sprintf("%s: pending after %v", name, d), nil
@@ -203,6 +208,41 @@ func (r *runner) await(member string, d time.Duration, stillPending bool) (strin
 	case <-r.ctx.Done():
 		return "", r.ctx.Err()
 	}
+}
+
+// loadTopics learns the server's topic ids, on a connection of its own,
+// the first time a request of the consumer group protocol needs them: its
+// requests and answers name topics by id, and ids differ between servers.
+func (r *runner) loadTopics() error {
+	if r.syms.topicIDs != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, 5*time.Second)
+	defer cancel()
+	c, err := transport.Dial(ctx, r.addr)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 12 // topic ids; null topics: all of them
+	resp, err := c.Do(ctx, req)
+	if err != nil {
+		return fmt.Errorf("loading topic ids: %w", err)
+	}
+	ids, names := map[string][16]byte{}, map[[16]byte]string{}
+	for _, t := range resp.(*kmsg.MetadataResponse).Topics {
+		if t.Topic != nil && t.ErrorCode == 0 {
+			ids[*t.Topic], names[t.TopicID] = t.TopicID, *t.Topic
+		}
+	}
+	for _, name := range Topics {
+		if _, ok := ids[name]; !ok {
+			return fmt.Errorf("loading topic ids: the server has no id for topic %s", name)
+		}
+	}
+	r.syms.topicIDs, r.syms.topicNames = ids, names
+	return nil
 }
 
 func (r *runner) close() {

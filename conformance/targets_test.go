@@ -28,8 +28,10 @@ func startKfake(t *testing.T, cfg Config) string {
 		kfake.BrokerConfigs(map[string]string{
 			"group.max.size": strconv.Itoa(int(cfg.MaxSize)),
 			// kfake's extension: offsets.retention.minutes in ms.
-			"offset.retention.ms":                 strconv.FormatInt(cfg.Retention.Milliseconds(), 10),
-			"offsets.retention.check.interval.ms": strconv.FormatInt(cfg.RetentionCheck.Milliseconds(), 10),
+			"offset.retention.ms":                  strconv.FormatInt(cfg.Retention.Milliseconds(), 10),
+			"offsets.retention.check.interval.ms":  strconv.FormatInt(cfg.RetentionCheck.Milliseconds(), 10),
+			"group.consumer.heartbeat.interval.ms": strconv.FormatInt(cfg.ConsumerHeartbeat.Milliseconds(), 10),
+			"group.consumer.session.timeout.ms":    strconv.FormatInt(cfg.ConsumerSession.Milliseconds(), 10),
 		}),
 	)
 	if err != nil {
@@ -51,6 +53,12 @@ func startKcoord(t *testing.T, cfg Config) string {
 	sc.OffsetMetadataMaxBytes = cfg.MetadataMaxBytes
 	sc.OffsetsRetention = cfg.Retention
 	sc.OffsetsRetentionCheckInterval = cfg.RetentionCheck
+	sc.GroupConsumerHeartbeatInterval = cfg.ConsumerHeartbeat
+	sc.GroupConsumerMinHeartbeatInterval = min(sc.GroupConsumerMinHeartbeatInterval, cfg.ConsumerHeartbeat)
+	sc.GroupConsumerMaxHeartbeatInterval = max(sc.GroupConsumerMaxHeartbeatInterval, cfg.ConsumerHeartbeat)
+	sc.GroupConsumerSessionTimeout = cfg.ConsumerSession
+	sc.GroupConsumerMinSessionTimeout = min(sc.GroupConsumerMinSessionTimeout, cfg.ConsumerSession)
+	sc.GroupConsumerMaxSessionTimeout = max(sc.GroupConsumerMaxSessionTimeout, cfg.ConsumerSession)
 	s := server.StartTestServer(t, sc)
 	addr := s.KafkaAddr().String()
 	createTopics(t, addr)
