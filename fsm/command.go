@@ -95,7 +95,11 @@ type GroupPut struct {
 	Group Group `json:"group" codec:"group"`
 	// Downgrade replaces a consumer group of the id even with members:
 	// the online downgrade, whose group holds every member that remained.
-	Downgrade bool `json:"downgrade,omitempty" codec:"downgrade,omitempty"`
+	// It was computed at the consumer group's write ConsumerAfter (see
+	// ConsumerGroupWrite.After), and is refused with
+	// ErrStaleConsumerGroupWrite at any other.
+	Downgrade     bool   `json:"downgrade,omitempty" codec:"downgrade,omitempty"`
+	ConsumerAfter uint64 `json:"consumer_after,omitempty" codec:"consumer_after,omitempty"`
 }
 
 // GroupDelete is the body of GroupDeleteType.

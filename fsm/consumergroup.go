@@ -132,8 +132,9 @@ type ConsumerPartitions struct {
 // carrying every member the classic group had), and an empty one is
 // replaced, its committed offsets kept (Kafka upgrades an empty classic
 // group so). A GroupPut of a classic group for an id that is a consumer
-// group with members is refused with ErrGroupTypeConflict, and replaces
-// an empty one (the downgrade), so an id is never both.
+// group with members is refused with ErrGroupTypeConflict unless it is
+// the online downgrade (GroupPut.Downgrade), and replaces an empty one,
+// so an id is never both.
 //
 // After is the group's write count (ConsumerGroup.Writes) the write was
 // computed at, 0 for a group that does not exist: a write whose After is

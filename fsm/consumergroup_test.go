@@ -286,7 +286,10 @@ func TestADowngradeReplacesAConsumerGroupWithMembers(t *testing.T) {
 	if r, _ := apply(t, f, 2, &GroupPut{Group: classic}).(error); !errors.Is(r, ErrGroupTypeConflict) {
 		t.Fatalf("a plain GroupPut over a consumer group with members: %v", r)
 	}
-	if r := apply(t, f, 3, &GroupPut{Group: classic, Downgrade: true}); r != nil {
+	if r, _ := apply(t, f, 3, &GroupPut{Group: classic, Downgrade: true, ConsumerAfter: 7}).(error); !errors.Is(r, ErrStaleConsumerGroupWrite) {
+		t.Fatalf("a downgrade computed at another write: %v, want ErrStaleConsumerGroupWrite", r)
+	}
+	if r := apply(t, f, 4, &GroupPut{Group: classic, Downgrade: true, ConsumerAfter: 1}); r != nil {
 		t.Fatalf("the downgrade: %v", r)
 	}
 	if _, ok := f.ConsumerGroup("g"); ok {

@@ -63,7 +63,11 @@ func (f *ShardFSM) Apply(l *raft.Log) any {
 	defer f.mu.Unlock()
 	switch c := cmd.(type) {
 	case *GroupPut:
-		if cg, consumer := f.consumerGroups[c.Group.ID]; consumer && !cg.Empty() && !c.Downgrade {
+		cg, consumer := f.consumerGroups[c.Group.ID]
+		switch {
+		case c.Downgrade && cg.Writes != c.ConsumerAfter:
+			return fmt.Errorf("%w: the downgrade of %q was computed at write %d, the group is at %d", ErrStaleConsumerGroupWrite, c.Group.ID, c.ConsumerAfter, cg.Writes)
+		case consumer && !cg.Empty() && !c.Downgrade:
 			return fmt.Errorf("%w: %q is a consumer group with %d members", ErrGroupTypeConflict, c.Group.ID, len(cg.Members))
 		}
 		delete(f.consumerGroups, c.Group.ID) // an empty consumer group, downgraded

@@ -49,14 +49,15 @@ func (c *Coordinator) lookupConsumer(id string, create bool) (*consumerGroup, er
 					continue // the consumer group is installed: look again
 				}
 			}
-			if errors.Is(err, errClassicWithMembers) {
-				err = fmt.Errorf("%w: Group %s is not a consumer group.", ErrGroupIDNotFound, classic.id)
-			}
-			if err != nil {
+			switch {
+			case errors.Is(err, errLookAgain):
+				continue // the classic group went meanwhile
+			case errors.Is(err, errClassicWithMembers):
+				return nil, classicGroupError{id}
+			case err != nil:
 				return nil, err
-			}
-			if !create {
-				return nil, nil
+			case !create:
+				return nil, nil // an empty classic group: no consumer group
 			}
 			continue // the classic group is gone: look again
 		case !create:
@@ -98,7 +99,7 @@ func (c *Coordinator) takeOverClassic(classic *group, take bool) error {
 	classic.mu.Lock()
 	defer classic.mu.Unlock()
 	if classic.closed {
-		return nil // gone already: look again
+		return errLookAgain
 	}
 	if classic.state != Empty {
 		return errClassicWithMembers
@@ -142,23 +143,33 @@ func (c *Coordinator) lockConsumer(id string, create bool) (*consumerGroup, erro
 }
 
 // dropIfUnstored forgets a group that a refused join made and nothing
-// stored (no write, no member), and puts back the classic group it took
-// over, as stored, so a refused join changes nothing. Called with g.mu
-// held.
+// stored (no write, and no member unless they came from an upgrade not
+// written yet), and puts back the classic group it took over or
+// upgraded, as stored, so a refused join changes nothing. Called with
+// g.mu held.
 func (g *consumerGroup) dropIfUnstored() {
-	if g.writes != 0 || len(g.members) > 0 || g.last != nil || g.closed {
+	if g.writes != 0 || g.last != nil || g.closed || len(g.members) > 0 && g.upgrade == nil {
 		return
 	}
 	g.close()
 	c := g.c
+	var restored *group
 	c.mu.Lock()
 	if c.consumers[g.id] == g {
 		delete(c.consumers, g.id)
 		if r, ok := c.state.Group(g.id); ok && c.groups[g.id] == nil {
-			c.groups[g.id] = groupFromRecord(c, r)
+			restored = groupFromRecord(c, r)
+			restored.mu.Lock()
+			c.groups[g.id] = restored
 		}
 	}
 	c.mu.Unlock()
+	if restored != nil {
+		for _, m := range restored.members {
+			restored.startSession(m) // a classic group whose upgrade was refused
+		}
+		restored.mu.Unlock()
+	}
 }
 
 // forgetConsumer drops a deleted consumer group from the map if it is
@@ -215,6 +226,28 @@ func (c *Coordinator) topicsView() *topicsView {
 // group; each classic request maps it to Kafka's answer for its API.
 var errConsumerGroup = errors.New("group is a consumer group")
 
+// errLookAgain is a takeover's answer for a group that went (closed) while
+// it was looked up: the lookup starts over.
+var errLookAgain = errors.New("the group changed while it was looked up")
+
+// classicGroupError is the consumer lookups' answer for the id of a
+// classic group with members: GROUP_ID_NOT_FOUND for the consumer
+// protocol, and a sign for a classic request routed to a consumer group
+// that was downgraded meanwhile to go back to the classic path.
+type classicGroupError struct{ id string }
+
+func (e classicGroupError) Error() string {
+	return fmt.Sprintf("%v: Group %s is not a consumer group.", ErrGroupIDNotFound, e.id)
+}
+
+func (e classicGroupError) Unwrap() error { return ErrGroupIDNotFound }
+
+// isClassicGroup reports whether err is a classicGroupError.
+func isClassicGroup(err error) bool {
+	var ce classicGroupError
+	return errors.As(err, &ce)
+}
+
 // errClassicWithMembers is takeOverClassic's answer for a classic group
 // that is not empty: a join may upgrade it, anything else answers
 // ErrGroupIDNotFound.
@@ -231,7 +264,7 @@ func (c *Coordinator) takeOverConsumer(g *consumerGroup, take bool) error {
 	defer g.mu.Unlock()
 	switch {
 	case g.closed:
-		return nil
+		return errLookAgain
 	case g.stale:
 		g.startReload()
 		return fmt.Errorf("%w: consumer group %s is reloading after a failed write", ErrLoadInProgress, g.id)

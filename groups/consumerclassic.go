@@ -41,6 +41,9 @@ func (c *Coordinator) joinConsumerAsClassic(ctx context.Context, req JoinRequest
 		return JoinResult{Err: err, MemberID: req.MemberID}
 	}
 	g, err := c.lockConsumer(req.GroupID, false)
+	if isClassicGroup(err) {
+		return c.Join(ctx, req) // downgraded meanwhile: a classic group now
+	}
 	if err != nil {
 		return JoinResult{Err: err, MemberID: req.MemberID}
 	}
@@ -173,9 +176,9 @@ func (g *consumerGroup) checkClassicProtocols(id, protocolType string, protocols
 // classicJoinMember finds the member a classic JoinGroup is for (Kafka's
 // getOrMaybeSubscribe*ConsumerGroupMember for classic members): a dynamic
 // member is made when unknown; a static member joining without a member
-// id takes over from the member holding its instance id, which must be a
-// classic member or one that left for a while (epoch -2); with a member
-// id, it must hold the instance id. Called with g.mu held.
+// id takes over from the member holding its instance id, of either
+// protocol; with a member id, it must hold the instance id. Called with
+// g.mu held.
 func (g *consumerGroup) classicJoinMember(id, instanceID string, unknown bool) (m, from *consumerMember, err error) {
 	if instanceID == "" {
 		if m = g.members[id]; m == nil {
@@ -194,11 +197,10 @@ func (g *consumerGroup) classicJoinMember(id, instanceID string, unknown bool) (
 		return g.members[holderID], nil, nil
 	}
 	m = &consumerMember{id: id}
+	// A classic member takes its instance id over from whoever holds it,
+	// at once, as in Kafka (only two consumer-protocol members wait for a
+	// temporary leave).
 	if holder := g.members[holderID]; held && holder != nil {
-		if holder.sub.Classic == nil && holder.rec.epoch != leaveStaticMemberEpoch {
-			return nil, nil, fmt.Errorf("%w: static member %s with instance id %s cannot join the group because the instance id is owned by member %s",
-				ErrUnreleasedInstanceID, id, instanceID, holderID)
-		}
 		from = holder
 		m.sub, m.regex, m.target = from.sub, from.regex, from.target
 	}
@@ -215,12 +217,17 @@ func (c *Coordinator) syncConsumerAsClassic(ctx context.Context, req SyncRequest
 		return SyncResult{Err: err}
 	}
 	g, err := c.lockConsumer(req.GroupID, false)
+	if isClassicGroup(err) {
+		return c.Sync(ctx, req) // downgraded meanwhile: a classic group now
+	}
 	if err != nil || g == nil {
 		return SyncResult{Err: orUnknownMember(err)}
 	}
-	res, err := g.classicSync(req, c.topicsView())
-	pw := g.last
-	g.mu.Unlock()
+	res, pw, err := func() (SyncResult, *pendingWrite, error) {
+		defer g.mu.Unlock()
+		res, err := g.classicSync(req, c.topicsView())
+		return res, g.last, err
+	}()
 	if err == nil {
 		err = c.answerAfter(ctx, epoch, pw, true)
 	}
@@ -282,12 +289,16 @@ func (g *consumerGroup) checkCaughtUp(m *consumerMember) error {
 // from a handler goroutine.
 func (c *Coordinator) heartbeatConsumerAsClassic(ctx context.Context, req HeartbeatRequest) error {
 	g, err := c.lockConsumer(req.GroupID, false)
+	if isClassicGroup(err) {
+		return c.Heartbeat(req) // downgraded meanwhile: a classic group now
+	}
 	if err != nil || g == nil {
 		return orUnknownMember(err)
 	}
-	err = g.classicHeartbeat(req)
-	pw := g.last
-	g.mu.Unlock()
+	pw, err := func() (*pendingWrite, error) {
+		defer g.mu.Unlock()
+		return g.last, g.classicHeartbeat(req)
+	}()
 	if pw != nil {
 		if werr := pw.await(ctx); werr != nil {
 			return werr
@@ -363,6 +374,9 @@ func (g *consumerGroup) classicMember(id, instanceID string, generation int32) (
 // a handler goroutine.
 func (c *Coordinator) leaveConsumerAsClassic(ctx context.Context, groupID string, leaving []LeaveMember) ([]LeaveResult, error) {
 	g, err := c.lockConsumer(groupID, false)
+	if isClassicGroup(err) {
+		return c.Leave(groupID, leaving) // downgraded meanwhile: a classic group now
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,9 @@ import (
 // group.
 func (c *Coordinator) commitToConsumerGroup(req CommitRequest) error {
 	g, err := c.lockConsumer(req.GroupID, false)
+	if isClassicGroup(err) {
+		return c.Commit(req) // downgraded meanwhile: a classic group now
+	}
 	if err != nil {
 		return err
 	}

@@ -48,9 +48,13 @@ func (g *consumerGroup) downgradable(leaving []*consumerMember) bool {
 
 // downgrade replaces the group by a classic group of its remaining
 // members (ClassicGroup.fromConsumerGroup): Stable at the group epoch as
-// its generation, each member assigned its part of the target, the
-// protocol chosen by the classic vote; it is stored with one GroupPut
-// marked Downgrade and starts a rebalance at once. The consumer group is
+// its generation, the protocol chosen by the classic vote, each member
+// assigned what it holds now (assigned and pending revocation; Kafka
+// stores the target, which may name a partition another member still
+// holds, and a failover or an upgrade before the classic rebalance ends
+// would hand it out twice); it is stored with one GroupPut marked
+// Downgrade, chained to the group's writes, and starts a rebalance at
+// once. The consumer group is
 // closed. If the write fails, undoDowngrade puts a consumer group back,
 // to be reloaded from the FSM. It returns nil, having changed nothing,
 // when this coordinator no longer serves the group. Called with g.mu held.
@@ -67,7 +71,7 @@ func (g *consumerGroup) downgrade(leaving []*consumerMember) *pendingWrite {
 			ID: m.id, InstanceID: m.sub.InstanceID, ClientID: m.sub.ClientID, ClientHost: m.sub.ClientHost,
 			SessionTimeoutMs: m.sub.Classic.SessionTimeoutMs, RebalanceTimeoutMs: m.sub.RebalanceTimeoutMs,
 			Protocols:  slices.Clone(m.sub.Classic.Protocols),
-			Assignment: encodeClassicAssignment(m.target, m.sub.Classic.Protocols[0].Metadata, topics),
+			Assignment: encodeClassicAssignment(m.held(), m.sub.Classic.Protocols[0].Metadata, topics),
 		})
 	}
 	rec.Leader = rec.Members[0].ID
@@ -89,7 +93,7 @@ func (g *consumerGroup) downgrade(leaving []*consumerMember) *pendingWrite {
 		g.remove(m)
 	}
 	g.close()
-	f := c.write(&fsm.GroupPut{Group: rec, Downgrade: true})
+	f := c.write(&fsm.GroupPut{Group: rec, Downgrade: true, ConsumerAfter: g.writes})
 	for _, m := range classic.members {
 		classic.startSession(m)
 	}
@@ -137,4 +141,16 @@ func encodeClassicAssignment(tp topicPartitions, metadata []byte, topics *topics
 		a.Topics = append(a.Topics, kmsgAssignmentTopic(p))
 	}
 	return a.AppendTo(nil)
+}
+
+// held is what m holds now: assigned and still to revoke.
+func (m *consumerMember) held() topicPartitions {
+	var tp topicPartitions
+	for t, parts := range m.rec.assigned {
+		tp = tp.add(t, parts)
+	}
+	for t, parts := range m.rec.pendingRevocation {
+		tp = tp.add(t, parts)
+	}
+	return tp
 }

@@ -51,6 +51,11 @@ type consumerGroup struct {
 	// last is the latest write enqueued that has not completed yet (nil
 	// when none): an answer read from the state in memory waits for it.
 	last *pendingWrite
+	// upgrade is the write that stores the group converted from a classic
+	// group, until the join that upgraded it succeeds (enqueue writes it
+	// first); a refused join drops the group and the classic group comes
+	// back (dropIfUnstored).
+	upgrade *fsm.ConsumerGroupWrite
 
 	members map[string]*consumerMember
 	// static maps instance ids to member ids.

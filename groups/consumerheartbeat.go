@@ -313,7 +313,11 @@ func (g *consumerGroup) heartbeatMember(req *ConsumerHeartbeatRequest) (m, from 
 					return nil, nil, fmt.Errorf("%w: member %s is in the group already; a static member takes over instance id %s under a new member id",
 						ErrUnreleasedInstanceID, req.MemberID, *req.InstanceID)
 				}
-				if prev.rec.epoch != leaveStaticMemberEpoch {
+				// A classic member's instance id is taken over at once
+				// (a rolling restart onto the consumer protocol sends no
+				// leave); a consumer-protocol member's only once it left
+				// for a while, as in Kafka.
+				if prev.sub.Classic == nil && prev.rec.epoch != leaveStaticMemberEpoch {
 					return nil, nil, fmt.Errorf("%w: static member %s with instance id %s cannot join the group because the instance id is owned by member %s",
 						ErrUnreleasedInstanceID, req.MemberID, *req.InstanceID, prevID)
 				}
@@ -366,6 +370,7 @@ func (g *consumerGroup) checkStatic(id, instanceID string) error {
 func updatedSubscription(m *consumerMember, req *ConsumerHeartbeatRequest) (*fsm.ConsumerSubscription, *regexp.Regexp, error) {
 	sub := m.sub
 	sub.Topics = slices.Clone(sub.Topics)
+	sub.Classic = nil // it heartbeats: it uses the consumer protocol now
 	if req.InstanceID != nil {
 		sub.InstanceID = *req.InstanceID
 	}

@@ -6,7 +6,8 @@ import "time"
 // session, rebalance, join and sync timeouts; the last two only for a
 // classic-protocol member). Each fires on its own goroutine, takes the
 // group lock and checks its token, so a timer that fired just as it was
-// replaced does nothing; a stale or closed group's timers do nothing.
+// replaced or stopped does nothing; a stale or closed group's timers do
+// nothing.
 // Every one of them, when it fires, fences the member.
 
 // memberTimer is one of a member's timers. Guarded by the group's lock.
@@ -15,8 +16,11 @@ type memberTimer struct {
 	token uint64
 }
 
-// stop stops the timer. Called with the group's lock held.
+// stop stops the timer; one that fired already and waits for the lock
+// finds its token changed and does nothing. Called with the group's lock
+// held.
 func (mt *memberTimer) stop() {
+	mt.token++
 	if mt.t != nil {
 		mt.t.Stop()
 		mt.t = nil
@@ -45,7 +49,7 @@ func (g *consumerGroup) arm(mt *memberTimer, m *consumerMember, d time.Duration,
 func (g *consumerGroup) startSessions() {
 	for _, m := range g.members {
 		g.scheduleSession(m)
-		if m.rec.state == reconcileUnrevoked {
+		if m.rec.state == reconcileUnrevoked && m.sub.Classic == nil {
 			g.scheduleRebalance(m)
 		}
 	}
@@ -63,7 +67,9 @@ func (g *consumerGroup) scheduleSession(m *consumerMember) {
 // Called with g.mu held.
 func (g *consumerGroup) scheduleRebalanceIfRevoking(m *consumerMember, before reconciled) {
 	switch {
-	case m.rec.state != reconcileUnrevoked:
+	case m.rec.state != reconcileUnrevoked || m.sub.Classic != nil:
+		// A classic member has its join and sync deadlines instead,
+		// as in Kafka.
 		m.rebalance.stop()
 	case before.state != reconcileUnrevoked || before.epoch != m.rec.epoch || m.rebalance.t == nil:
 		g.scheduleRebalance(m)

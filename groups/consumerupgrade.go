@@ -16,13 +16,15 @@ import (
 // members carry on and are told to rejoin at the new epoch that the join
 // brings.
 
-// upgradeClassic turns the classic group into a consumer group, installs
-// it and enqueues its first write; the heartbeat that asked goes on from
-// there. It refuses, with ErrGroupIDNotFound and Kafka's message, when
+// upgradeClassic turns the classic group into a consumer group and
+// installs it, with the write that stores it held until the join that
+// asked succeeds (consumerGroup.upgrade); the heartbeat goes on from
+// there, and if it is refused the classic group comes back as stored. It refuses, with ErrGroupIDNotFound and Kafka's message, when
 // group.consumer.migration.policy does not allow upgrades, when the group
 // does not use the consumer protocol or its metadata does not parse, or
 // when it has more members than group.consumer.max.size. Takes the
-// classic group's lock, then c.mu; called without either.
+// classic group's lock, then the new group's (private until installed),
+// then c.mu; called without any.
 func (c *Coordinator) upgradeClassic(classic *group) error {
 	classic.mu.Lock()
 	defer classic.mu.Unlock()
@@ -33,14 +35,14 @@ func (c *Coordinator) upgradeClassic(classic *group) error {
 		return fmt.Errorf("%w: Cannot upgrade classic group %s to consumer group because %s.", ErrGroupIDNotFound, classic.id, why)
 	}
 	switch {
+	case classic.state == Dead:
+		return fmt.Errorf("%w: group %s is being deleted", ErrCoordinatorNotAvailable, classic.id)
 	case c.cfg.MigrationPolicy != MigrationUpgrade && c.cfg.MigrationPolicy != MigrationBidirectional:
 		return refuse("online upgrade is disabled")
 	case classic.protocolType != consumerProtocolType:
 		return refuse("the group does not use the consumer embedded protocol")
 	case len(classic.members) > int(c.cfg.ConsumerMaxSize):
 		return refuse("the group size exceeds the consumer group maximum size")
-	case classic.state == Dead:
-		return fmt.Errorf("%w: group %s is being deleted", ErrCoordinatorNotAvailable, classic.id)
 	}
 	g, w, err := consumerGroupFromClassic(c, classic, c.topicsView())
 	if err != nil {
@@ -63,7 +65,7 @@ func (c *Coordinator) upgradeClassic(classic *group) error {
 		m.respondSync(SyncResult{Err: ErrRebalanceInProgress})
 	}
 	classic.close()
-	g.enqueue(w)
+	g.upgrade = w // written before the join's own write, or dropped with the group
 	g.startSessions()
 	c.logger.Info("classic group upgraded to a consumer group", "group", g.id, "members", len(g.members), "epoch", g.epoch)
 	return nil
@@ -91,6 +93,10 @@ func consumerGroupFromClassic(c *Coordinator, classic *group, topics *topicsView
 			if err := a.ReadFrom(cm.assignment); err != nil {
 				return nil, nil, fmt.Errorf("the embedded consumer protocol is malformed")
 			}
+			if len(a.UserData) > 0 {
+				// The coordinator's assignors cannot carry it on.
+				return nil, nil, fmt.Errorf("an unsupported custom assignor is in use. Please refer to the documentation or switch to a default assignor before re-attempting the upgrade")
+			}
 			for _, tp := range a.Topics {
 				if t, ok := topics.byName[tp.Topic]; ok {
 					assigned = assigned.add(t.id, tp.Partitions)
@@ -108,7 +114,7 @@ func consumerGroupFromClassic(c *Coordinator, classic *group, topics *topicsView
 		}
 		m := &consumerMember{id: cm.id, sub: sub, target: assigned}
 		g.add(m)
-		g.setReconciled(m, reconciled{state: reconcileStable, epoch: g.epoch, previousEpoch: g.epoch - 1, assigned: assigned})
+		g.setReconciled(m, reconciled{state: reconcileStable, epoch: g.epoch, previousEpoch: g.epoch, assigned: assigned})
 		view = append(view, m.targetMember(sub, nil))
 		w.Subscriptions = append(w.Subscriptions, fsm.ConsumerSubscriptionPut{MemberID: m.id, Subscription: sub})
 		w.Targets = append(w.Targets, fsm.ConsumerTargetPut{MemberID: m.id, Partitions: toConsumerPartitions(assigned)})

@@ -23,6 +23,10 @@ func (g *consumerGroup) enqueue(w *fsm.ConsumerGroupWrite) *pendingWrite {
 	if w == nil {
 		return g.last
 	}
+	if up := g.upgrade; up != nil {
+		g.upgrade = nil
+		g.enqueue(up)
+	}
 	w.GroupID, w.After = g.id, g.writes
 	if w.Timestamp == 0 {
 		w.Timestamp = g.c.now()
@@ -115,18 +119,28 @@ func (c *Coordinator) reloadConsumer(g *consumerGroup) {
 		return
 	}
 	var fresh *consumerGroup
+	var classic *group
 	if r, ok := c.state.ConsumerGroup(g.id); ok {
 		fresh = consumerGroupFromRecord(c, r)
 		fresh.mu.Lock() // private until its sessions run
 		defer fresh.mu.Unlock()
+	} else if r, ok := c.state.Group(g.id); ok {
+		// The group is stored as a classic group (an upgrade or a
+		// downgrade whose write failed): serve that again.
+		classic = groupFromRecord(c, r)
+		classic.mu.Lock()
+		defer classic.mu.Unlock()
 	}
 	c.mu.Lock()
 	current := c.active && c.epoch == epoch && c.consumers[g.id] == g
 	if current {
+		delete(c.consumers, g.id)
 		if fresh != nil {
 			c.consumers[g.id] = fresh
+		} else if classic != nil && c.groups[g.id] == nil {
+			c.groups[g.id] = classic
 		} else {
-			delete(c.consumers, g.id)
+			classic = nil
 		}
 	}
 	c.mu.Unlock()
@@ -138,6 +152,11 @@ func (c *Coordinator) reloadConsumer(g *consumerGroup) {
 	}
 	if fresh != nil {
 		fresh.startSessions()
+	}
+	if classic != nil {
+		for _, m := range classic.members {
+			classic.startSession(m)
+		}
 	}
 	c.logger.Info("consumer group reloaded", "group", g.id, "epoch", fresh.epochOrZero())
 }

@@ -311,6 +311,16 @@ func (c *Coordinator) Active() bool {
 // group into a classic one on a classic join); a nil group with a nil
 // error means the group does not exist.
 func (c *Coordinator) lookup(id string, create bool) (*group, error) {
+	for {
+		g, err := c.lookupOnce(id, create)
+		if err != errLookAgain {
+			return g, err
+		}
+	}
+}
+
+// lookupOnce is one try of lookup; errLookAgain asks for another.
+func (c *Coordinator) lookupOnce(id string, create bool) (*group, error) {
 	c.mu.RLock()
 	g, ok := c.groups[id]
 	active, loading, epoch := c.active, c.loading, c.epoch

@@ -16,6 +16,9 @@ func (c *Coordinator) Delete(ctx context.Context, groupID string) error {
 	g, err := c.lockGroup(groupID, false)
 	if err == errConsumerGroup {
 		cg, err := c.lockConsumer(groupID, false)
+		if isClassicGroup(err) {
+			return c.Delete(ctx, groupID) // downgraded meanwhile
+		}
 		if err != nil || cg == nil {
 			return err
 		}

@@ -27,6 +27,9 @@ func (c *Coordinator) DeleteOffsets(groupID string, partitions []fsm.TopicPartit
 	g, err := c.lockGroup(groupID, false)
 	if err == errConsumerGroup {
 		cg, err := c.lockConsumer(groupID, false)
+		if isClassicGroup(err) {
+			return c.DeleteOffsets(groupID, partitions) // downgraded meanwhile
+		}
 		if err != nil {
 			return nil, err
 		}

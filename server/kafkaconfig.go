@@ -83,7 +83,7 @@ var kafkaKeys = []kafkaKey{
 	{name: "group.consumer.migration.policy",
 		strp:    func(c *Config) *string { return &c.GroupConsumerMigrationPolicy },
 		choices: []string{"bidirectional", "upgrade", "downgrade", "disabled"},
-		help:    "which way a group with members may change protocol: classic members join a KIP-848 group and the last KIP-848 member leaving downgrades it (downgrade, bidirectional); a KIP-848 member upgrades a classic group (upgrade, bidirectional); none (disabled)"},
+		help:    "which way a group with members may change protocol: a KIP-848 member joining upgrades a classic group (upgrade, bidirectional); the last KIP-848 member leaving downgrades a group of classic members (downgrade, bidirectional); classic members may join a KIP-848 group unless disabled"},
 	{name: "offsets.retention.minutes", min: 1, max: min(math.MaxInt32, maxMinutes), unit: time.Minute,
 		durp: func(c *Config) *time.Duration { return &c.OffsetsRetention },
 		help: "how long committed offsets of an empty group are kept"},
