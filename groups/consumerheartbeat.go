@@ -170,20 +170,30 @@ func (g *consumerGroup) advance(u memberUpdate, topics *topicsView) (reconciled,
 	bump := (joined && from == nil) || (u.next != nil && subscriptionChanged(m.sub, sub))
 
 	// The group's members as they would be, for the metadata hash and the
-	// target: m with its new subscription, from gone.
-	view := make([]targetMember, 0, len(g.members)+1)
-	assignorNames := make([]string, 0, len(g.members)+1)
-	for _, o := range g.sortedMembers() {
-		if o != from && o != m {
-			view = append(view, o.targetMember(o.sub, o.regex))
-			assignorNames = append(assignorNames, o.sub.ServerAssignor)
+	// target: m with its new subscription, from gone. Made only when one
+	// of them is needed: a heartbeat that changes nothing costs the same
+	// however large the group.
+	var view []targetMember
+	var assignorNames []string
+	makeView := func() {
+		if view != nil {
+			return
 		}
+		view = make([]targetMember, 0, len(g.members)+1)
+		assignorNames = make([]string, 0, len(g.members)+1)
+		for _, o := range g.members {
+			if o != from && o != m {
+				view = append(view, o.targetMember(o.sub, o.regex))
+				assignorNames = append(assignorNames, o.sub.ServerAssignor)
+			}
+		}
+		view = append(view, m.targetMember(sub, u.regex))
+		assignorNames = append(assignorNames, sub.ServerAssignor)
+		slices.SortFunc(view, func(a, b targetMember) int { return cmp.Compare(a.id, b.id) })
 	}
-	view = append(view, m.targetMember(sub, u.regex))
-	assignorNames = append(assignorNames, sub.ServerAssignor)
-	slices.SortFunc(view, func(a, b targetMember) int { return cmp.Compare(a.id, b.id) })
 	hash, hashed := g.metadataHash, false
 	if bump || !g.hashChecked || g.hashVersion != topics.version {
+		makeView()
 		hash, hashed = topics.hashOf(view), true
 		bump = bump || hash != g.metadataHash
 	}
@@ -196,6 +206,7 @@ func (g *consumerGroup) advance(u memberUpdate, topics *topicsView) (reconciled,
 	var built targetResult
 	rebuilt := epoch > g.targetEpoch
 	if rebuilt {
+		makeView()
 		var err error
 		if built, err = g.buildTarget(view, assignorNames, m.id, from, topics); err != nil {
 			return reconciled{}, nil, err
