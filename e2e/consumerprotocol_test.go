@@ -51,18 +51,7 @@ func runConsumerProtocolGroup(t *testing.T, seeds []string, assignor string, bal
 		return checkConsumerGroup(ctx, adm, group, topic, groupPartitions, assignor, kgoView(members))
 	})
 
-	want := map[string]map[int32]committed{topic: {}}
-	for i, m := range members {
-		memberID, _ := m.cl.GroupMetadata()
-		offsets := make(map[int32]int64)
-		for _, p := range m.owned.list() {
-			offsets[p] = commitOffsetFor(i, p, 0)
-			want[topic][p] = committed{Offset: offsets[p], Metadata: memberID}
-		}
-		if err := m.commit(ctx, topic, offsets); err != nil {
-			t.Fatalf("member %d commit: %v", i, err)
-		}
-	}
+	want := commitOwned(ctx, t, members, topic, 0)
 	checkOffsets(ctx, t, adm, group, want)
 
 	listed, err := adm.ListGroups(ctx)
@@ -99,21 +88,7 @@ func TestConsumerProtocolGroupSurvivesCoordinatorKill(t *testing.T) {
 	waitFor(ctx, t, "three consumer-protocol members to own all partitions", func(ctx context.Context) error {
 		return checkConsumerGroup(ctx, adm, group, topic, groupPartitions, "uniform", kgoView(members))
 	})
-	type state struct {
-		memberID  string
-		epoch     int32
-		owned     []int32
-		callbacks int64
-	}
-	snapshot := func() []state {
-		var s []state
-		for _, m := range members {
-			id, epoch := m.cl.GroupMetadata()
-			s = append(s, state{id, epoch, m.owned.list(), m.callbacks.Load()})
-		}
-		return s
-	}
-	before := snapshot()
+	before := memberStates(members)
 
 	victim := coordinatorIndex(ctx, t, adm, group, servers)
 	t.Logf("killing node %d, the group's coordinator; members before: %+v", victim+1, before)
@@ -126,23 +101,10 @@ func TestConsumerProtocolGroupSurvivesCoordinatorKill(t *testing.T) {
 	})
 	// Several heartbeat intervals against the new coordinator.
 	time.Sleep(2 * time.Second)
-	if after := snapshot(); !slices.EqualFunc(before, after, func(a, b state) bool {
-		return a.memberID == b.memberID && a.epoch == b.epoch && slices.Equal(a.owned, b.owned) && a.callbacks == b.callbacks
-	}) {
+	if after := memberStates(members); !slices.EqualFunc(before, after, memberState.same) {
 		t.Errorf("members changed across the coordinator's crash:\nbefore %+v\nafter  %+v", before, after)
 	}
-	want := map[string]map[int32]committed{topic: {}}
-	for i, m := range members {
-		memberID, _ := m.cl.GroupMetadata()
-		offsets := make(map[int32]int64)
-		for _, p := range m.owned.list() {
-			offsets[p] = commitOffsetFor(i, p, 1)
-			want[topic][p] = committed{Offset: offsets[p], Metadata: memberID}
-		}
-		if err := m.commit(ctx, topic, offsets); err != nil {
-			t.Fatalf("member %d commit after the crash: %v", i, err)
-		}
-	}
+	want := commitOwned(ctx, t, members, topic, 1)
 	checkOffsets(ctx, t, survivor, group, want)
 }
 
@@ -332,21 +294,7 @@ func TestKillNineKeepsConsumerProtocolEpochs(t *testing.T) {
 	waitFor(ctx, t, "three consumer-protocol members to own all partitions", func(ctx context.Context) error {
 		return checkConsumerGroup(ctx, adm, group, topic, groupPartitions, "range", kgoView(members))
 	})
-	type state struct {
-		memberID  string
-		epoch     int32
-		owned     []int32
-		callbacks int64
-	}
-	snapshot := func() []state {
-		var s []state
-		for _, m := range members {
-			id, epoch := m.cl.GroupMetadata()
-			s = append(s, state{id, epoch, m.owned.list(), m.callbacks.Load()})
-		}
-		return s
-	}
-	before := snapshot()
+	before := memberStates(members)
 
 	p.kill9()
 	t.Log("killed kcoord under a live consumer-protocol group")
@@ -356,22 +304,51 @@ func TestKillNineKeepsConsumerProtocolEpochs(t *testing.T) {
 	waitFor(ctx, t, "the group to be described again", func(ctx context.Context) error {
 		return checkConsumerGroup(ctx, adm, group, topic, groupPartitions, "range", kgoView(members))
 	})
-	if after := snapshot(); !slices.EqualFunc(before, after, func(a, b state) bool {
-		return a.memberID == b.memberID && a.epoch == b.epoch && slices.Equal(a.owned, b.owned) && a.callbacks == b.callbacks
-	}) {
+	if after := memberStates(members); !slices.EqualFunc(before, after, memberState.same) {
 		t.Errorf("members changed across kill -9:\nbefore %+v\nafter  %+v", before, after)
 	}
+	want := commitOwned(ctx, t, members, topic, 1)
+	checkOffsets(ctx, t, adm, group, want)
+}
+
+// memberState is what a franz-go member knows of its membership: a
+// failover must change none of it.
+type memberState struct {
+	memberID  string
+	epoch     int32
+	owned     []int32
+	callbacks int64
+}
+
+func (a memberState) same(b memberState) bool {
+	return a.memberID == b.memberID && a.epoch == b.epoch && slices.Equal(a.owned, b.owned) && a.callbacks == b.callbacks
+}
+
+// memberStates reads every member's state.
+func memberStates(members []*kgoMember) []memberState {
+	var s []memberState
+	for _, m := range members {
+		id, epoch := m.cl.GroupMetadata()
+		s = append(s, memberState{id, epoch, m.owned.list(), m.callbacks.Load()})
+	}
+	return s
+}
+
+// commitOwned has every member commit what it owns, in round, and
+// returns what the group's offsets must then read.
+func commitOwned(ctx context.Context, t *testing.T, members []*kgoMember, topic string, round int) map[string]map[int32]committed {
+	t.Helper()
 	want := map[string]map[int32]committed{topic: {}}
 	for i, m := range members {
 		memberID, _ := m.cl.GroupMetadata()
 		offsets := make(map[int32]int64)
 		for _, p := range m.owned.list() {
-			offsets[p] = commitOffsetFor(i, p, 1)
+			offsets[p] = commitOffsetFor(i, p, round)
 			want[topic][p] = committed{Offset: offsets[p], Metadata: memberID}
 		}
 		if err := m.commit(ctx, topic, offsets); err != nil {
-			t.Fatalf("member %d commit after kill -9: %v", i, err)
+			t.Fatalf("round %d: member %d commit: %v", round, i, err)
 		}
 	}
-	checkOffsets(ctx, t, adm, group, want)
+	return want
 }

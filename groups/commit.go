@@ -66,18 +66,25 @@ func (c *Coordinator) finishCommit(g *group, req CommitRequest, f raft.ApplyFutu
 // per group of the largest commit it saw was 54 MB at 100 k groups of 10
 // partitions. Called with g.mu held.
 func (g *group) trackCommits(offsets []fsm.OffsetCommitPartition, delta int) {
-	if g.pendingCommits == nil {
-		g.pendingCommits = make(map[fsm.TopicPartition]int, len(offsets))
+	g.pendingCommits = trackCommits(g.pendingCommits, offsets, delta)
+}
+
+// trackCommits adds delta to each partition's count of commits in flight
+// and returns the counts, nil when none is left.
+func trackCommits(pending map[fsm.TopicPartition]int, offsets []fsm.OffsetCommitPartition, delta int) map[fsm.TopicPartition]int {
+	if pending == nil {
+		pending = make(map[fsm.TopicPartition]int, len(offsets))
 	}
 	for _, o := range offsets {
 		tp := fsm.TopicPartition{Topic: o.Topic, Partition: o.Partition}
-		if g.pendingCommits[tp] += delta; g.pendingCommits[tp] <= 0 {
-			delete(g.pendingCommits, tp)
+		if pending[tp] += delta; pending[tp] <= 0 {
+			delete(pending, tp)
 		}
 	}
-	if len(g.pendingCommits) == 0 {
-		g.pendingCommits = nil
+	if len(pending) == 0 {
+		return nil
 	}
+	return pending
 }
 
 // commit validates under g.mu and enqueues the write (Kafka 3.7's

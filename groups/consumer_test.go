@@ -57,6 +57,17 @@ func (cl *consumerClient) beat() error {
 	return nil
 }
 
+// mustLeave sends a leave at epoch (-1, or -2 for a static member's
+// temporary leave).
+func (cl *consumerClient) mustLeave(epoch int32) {
+	cl.t.Helper()
+	req := cl.request()
+	req.MemberEpoch = epoch
+	if _, err := cl.c.ConsumerHeartbeat(context.Background(), req); err != nil {
+		cl.t.Fatalf("member %s leaving at %d: %v", cl.id, epoch, err)
+	}
+}
+
 func (cl *consumerClient) mustBeat() {
 	cl.t.Helper()
 	if err := cl.beat(); err != nil {
@@ -365,11 +376,7 @@ func TestClassicAndConsumerGroupsKeepToTheirIDs(t *testing.T) {
 		t.Fatalf("a consumer member joining a classic group: %v, want ErrGroupIDNotFound", err)
 	}
 
-	leave := a.request()
-	leave.MemberEpoch = leaveMemberEpoch
-	if _, err := c.ConsumerHeartbeat(context.Background(), leave); err != nil {
-		t.Fatal(err)
-	}
+	a.mustLeave(leaveMemberEpoch)
 	stableGroup(t, c, "consumer", 1) // the empty consumer group, downgraded
 }
 
@@ -449,11 +456,7 @@ func TestConsumerGroupOffsetsExpireUnlessSubscribed(t *testing.T) {
 	if _, ok := log.FSM.Offset("g", fsm.TopicPartition{Topic: "orders", Partition: 0}); !ok {
 		t.Fatal("the subscribed topic's offset expired")
 	}
-	leave := a.request()
-	leave.MemberEpoch = leaveMemberEpoch
-	if _, err := c.ConsumerHeartbeat(context.Background(), leave); err != nil {
-		t.Fatal(err)
-	}
+	a.mustLeave(leaveMemberEpoch)
 	if n, g := c.ExpireOffsets(later, retention); n != 1 || g != 1 {
 		t.Fatalf("once empty: expired %d offsets and %d groups, want 1 and 1", n, g)
 	}
@@ -628,11 +631,7 @@ func TestClassicMemberJoinsAConsumerGroup(t *testing.T) {
 	}
 	wantErr(t, c.Commit(CommitRequest{Version: 5, GroupID: "g", MemberID: s.id, Generation: s.generation - 1}), ErrIllegalGeneration)
 
-	leave := a.request()
-	leave.MemberEpoch = leaveMemberEpoch
-	if _, err := c.ConsumerHeartbeat(context.Background(), leave); err != nil {
-		t.Fatal(err)
-	}
+	a.mustLeave(leaveMemberEpoch)
 	counts = settle([]*consumerClient{b})
 	if counts[b.id]+counts[s.id] != 6 {
 		t.Fatalf("after a consumer member left, the others own %v", counts)
@@ -734,11 +733,7 @@ func TestLastConsumerMemberLeavingDowngradesTheGroup(t *testing.T) {
 	assertMixedOwnership(t, topics, []*consumerClient{a}, []*classicClient{s})
 	s.topicsOf = func(string) int32 { return 4 }
 
-	leave := a.request()
-	leave.MemberEpoch = leaveMemberEpoch
-	if _, err := c.ConsumerHeartbeat(context.Background(), leave); err != nil {
-		t.Fatal(err)
-	}
+	a.mustLeave(leaveMemberEpoch)
 	if _, ok := log.FSM.ConsumerGroup("g"); ok {
 		t.Fatal("the consumer group is still stored after the downgrade")
 	}

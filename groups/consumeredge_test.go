@@ -24,11 +24,7 @@ func TestAnOldInstanceIDNoLongerNamesAMember(t *testing.T) {
 	converge(t, c, "g", m)
 	m.epoch, m.owned, m.instance = 0, nil, strp("B")
 	m.mustBeat()
-	leave := m.request()
-	leave.MemberEpoch = leaveMemberEpoch
-	if _, err := c.ConsumerHeartbeat(context.Background(), leave); err != nil {
-		t.Fatal(err)
-	}
+	m.mustLeave(leaveMemberEpoch)
 	n := newConsumerClient(t, c, "g", "m2", "orders")
 	n.instance = strp("A")
 	n.mustBeat()
@@ -69,11 +65,7 @@ func TestAStaticTakeoverKeepsMemoryAndLogAlike(t *testing.T) {
 	s1 := newConsumerClient(t, c, "g", "s1", "orders")
 	s1.instance = strp("inst")
 	converge(t, c, "g", a, s1)
-	leave := s1.request()
-	leave.MemberEpoch = leaveStaticMemberEpoch
-	if _, err := c.ConsumerHeartbeat(context.Background(), leave); err != nil {
-		t.Fatal(err)
-	}
+	s1.mustLeave(leaveStaticMemberEpoch)
 	s2 := newConsumerClient(t, c, "g", "s2", "missing") // a changed subscription: a new target
 	s2.instance = strp("inst")
 	for range 4 {
@@ -145,11 +137,7 @@ func TestAClassicRequestThatWritesNothingKeepsTheChain(t *testing.T) {
 	topics.Put("orders", 2)
 	a := newConsumerClient(t, c, "g", "a", "orders")
 	converge(t, c, "g", a)
-	leave := a.request()
-	leave.MemberEpoch = leaveMemberEpoch
-	if _, err := c.ConsumerHeartbeat(context.Background(), leave); err != nil {
-		t.Fatal(err)
-	}
+	a.mustLeave(leaveMemberEpoch)
 	req := joinReq("g", "")
 	req.RequireKnownMemberID = true
 	wantErr(t, c.Join(context.Background(), req).Err, ErrMemberIDRequired)
@@ -169,11 +157,7 @@ func TestAKnownMemberCannotTakeOverAStaticMember(t *testing.T) {
 	s := newConsumerClient(t, c, "g", "s", "orders")
 	s.instance = strp("inst")
 	converge(t, c, "g", a, s)
-	leave := s.request()
-	leave.MemberEpoch = leaveStaticMemberEpoch
-	if _, err := c.ConsumerHeartbeat(context.Background(), leave); err != nil {
-		t.Fatal(err)
-	}
+	s.mustLeave(leaveStaticMemberEpoch)
 	a.epoch, a.owned, a.instance = 0, nil, strp("inst")
 	if err := a.beat(); !errors.Is(err, ErrUnreleasedInstanceID) {
 		t.Fatalf("a known member taking over a static member: %v, want ErrUnreleasedInstanceID", err)
@@ -189,11 +173,7 @@ func TestDeletingAConsumerGroup(t *testing.T) {
 	a := newConsumerClient(t, c, "g", "a", "orders")
 	converge(t, c, "g", a)
 	wantErr(t, c.Delete(context.Background(), "g"), ErrNonEmptyGroup)
-	leave := a.request()
-	leave.MemberEpoch = leaveMemberEpoch
-	if _, err := c.ConsumerHeartbeat(context.Background(), leave); err != nil {
-		t.Fatal(err)
-	}
+	a.mustLeave(leaveMemberEpoch)
 	if err := c.Delete(context.Background(), "g"); err != nil {
 		t.Fatalf("deleting the empty consumer group: %v", err)
 	}

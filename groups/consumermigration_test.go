@@ -253,11 +253,7 @@ func TestADowngradeThenAnUpgradeNeverSharesAPartition(t *testing.T) {
 	b := &classicClient{t: t, c: c, group: "g", topics: []string{"orders"}}
 	b.joinAndSync() // a new target: a must give something up; a does not heartbeat from here
 	cm.mustBeat()
-	leave := cm.request()
-	leave.MemberEpoch = leaveMemberEpoch
-	if _, err := c.ConsumerHeartbeat(context.Background(), leave); err != nil { // the downgrade
-		t.Fatal(err)
-	}
+	cm.mustLeave(leaveMemberEpoch)
 	if c.consumerOf("g") != nil {
 		t.Fatal("precondition: no downgrade")
 	}

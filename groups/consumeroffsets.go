@@ -97,16 +97,5 @@ func (g *consumerGroup) subscribedTopicNames(topics *topicsView) map[string]bool
 // trackCommits counts commits in flight per partition, as the classic
 // group does. Called with g.mu held.
 func (g *consumerGroup) trackCommits(offsets []fsm.OffsetCommitPartition, delta int) {
-	if g.pendingCommits == nil {
-		g.pendingCommits = make(map[fsm.TopicPartition]int, len(offsets))
-	}
-	for _, o := range offsets {
-		tp := fsm.TopicPartition{Topic: o.Topic, Partition: o.Partition}
-		if g.pendingCommits[tp] += delta; g.pendingCommits[tp] <= 0 {
-			delete(g.pendingCommits, tp)
-		}
-	}
-	if len(g.pendingCommits) == 0 {
-		g.pendingCommits = nil
-	}
+	g.pendingCommits = trackCommits(g.pendingCommits, offsets, delta)
 }
