@@ -95,10 +95,18 @@ func TestConsumerProtocolGroupSurvivesCoordinatorKill(t *testing.T) {
 	if err := servers[victim].Kill(); err != nil {
 		t.Fatal(err)
 	}
-	survivor := newAdmin(t, seeds[(victim+1)%3])
+	survivorAddr := seeds[(victim+1)%3]
 	waitFor(ctx, t, "the group to be described by its new coordinator", func(ctx context.Context) error {
-		return checkConsumerGroup(ctx, survivor, group, topic, groupPartitions, "uniform", kgoView(members))
+		// A fresh client each try: one that asked while the survivors
+		// still routed to the dead node keeps dialing it.
+		cl, err := kgo.NewClient(kgo.SeedBrokers(survivorAddr))
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		return checkConsumerGroup(ctx, kadm.NewClient(cl), group, topic, groupPartitions, "uniform", kgoView(members))
 	})
+	survivor := newAdmin(t, survivorAddr)
 	// Several heartbeat intervals against the new coordinator.
 	time.Sleep(2 * time.Second)
 	if after := memberStates(members); !slices.EqualFunc(before, after, memberState.same) {
