@@ -1,6 +1,7 @@
 package chaos
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -162,5 +163,29 @@ func TestLinearizableCheckerBoundsUnknownCommitsByTheFetchesThatSawThem(t *testi
 	}}
 	if r := CheckLinearizable(s, time.Second, ""); len(r.Anomalies) != 1 {
 		t.Fatalf("a value fetched before it was committed not flagged: %+v", r)
+	}
+}
+
+func assignRec(member string, at time.Duration, ps ...int32) AssignRecord {
+	return AssignRecord{Group: "k", Member: member, Epoch: 1, Partitions: ps, At: at}
+}
+
+func TestOwnershipCheckerFlagsAConsumerProtocolHandoffBeforeRevocation(t *testing.T) {
+	assigns := []AssignRecord{assignRec("a", 0, 0, 1), assignRec("b", 200*ms, 1)}
+	revoked := func(at time.Duration, lost bool) []Release {
+		return []Release{{Group: "k", Member: "a", Partitions: []int32{1}, At: at, Lost: lost}}
+	}
+	if r := CheckOwnership(Snapshot{Assigns: assigns, Releases: revoked(100*ms, false)}); len(r.Anomalies) != 0 {
+		t.Fatalf("a handoff after the revocation flagged: %v", r.Anomalies)
+	}
+	if r := CheckOwnership(Snapshot{Assigns: assigns, Releases: revoked(300*ms, false)}); len(r.Anomalies) != 1 {
+		t.Fatalf("partition 1 reached b before a revoked it, not flagged: %+v", r)
+	}
+	if r := CheckOwnership(Snapshot{Assigns: assigns, Releases: revoked(300*ms, true)}); len(r.Anomalies) != 0 {
+		t.Fatalf("a fenced member's partition handed on flagged: %v", r.Anomalies)
+	}
+	stayed := append(slices.Clone(assigns), assignRec("a", 400*ms, 2))
+	if r := CheckOwnership(Snapshot{Assigns: stayed}); len(r.Anomalies) != 1 {
+		t.Fatalf("partition 1 reached b while a, still a member, never gave it up: %+v", r)
 	}
 }

@@ -13,9 +13,11 @@
 //     can come after the write was handed to replication). Also every
 //     assignment members received and every partition they gave up.
 //   - Workload (workload.go, members.go, client.go): franz-go consumer
-//     groups, eager range and cooperative-sticky, a static member in every
-//     other group, members replaced every Churn; each member commits what
-//     it owns with its member id and generation. Raw clients commit and
+//     groups, classic ones (eager range and cooperative-sticky) and
+//     KIP-848 ones (the uniform and range server assignors), a static
+//     member in every other group, members replaced every Churn; each
+//     member commits what it owns with its member id and generation (its
+//     member epoch in a KIP-848 group). Raw clients commit and
 //     fetch "hot" registers with no retries (a retry could land twice
 //     inside one recorded operation), and read "cold" registers committed
 //     once at the start. Commit values are unique and increasing, so a
@@ -25,8 +27,10 @@
 //     CheckDurable (the final value of every register was not overwritten
 //     by an older commit after a newer one was acknowledged), CheckOwnership
 //     (one owner per partition per generation; cooperative handoffs only
-//     after the previous owner's revocation) and CheckLiveness (every group
-//     Stable, all partitions assigned, within a bound). Report prints them
+//     after the previous owner's revocation; in a KIP-848 group, a
+//     partition handed to a member only after the member that had it gave
+//     it up or lost its membership) and CheckLiveness (every group Stable,
+//     all partitions assigned, within a bound). Report prints them
 //     and the summary line `chaos: N ops, F faults, A anomalies`.
 //   - Run (run.go): the phases (an optional fault-free baseline, the fault
 //     phase), then stopping the load, liveness, final reads and the checks.

@@ -97,6 +97,16 @@ type SyncRecord struct {
 	Cooperative bool          `json:"cooperative"`
 }
 
+// AssignRecord is a consumer-protocol (KIP-848) member starting to own
+// partitions: the start of its assignment callback.
+type AssignRecord struct {
+	Group      string        `json:"group"`
+	Member     string        `json:"member"`
+	Epoch      int32         `json:"epoch"`
+	Partitions []int32       `json:"partitions"`
+	At         time.Duration `json:"at"`
+}
+
 // Release is a member giving partitions up: the end of its revocation
 // callback (Revoked), or the client learning that its membership is gone
 // (Lost).
@@ -126,6 +136,7 @@ type History struct {
 	mu       sync.Mutex
 	ops      []Op
 	syncs    []SyncRecord
+	assigns  []AssignRecord
 	releases []Release
 	faults   []FaultRecord
 	churn    int
@@ -146,6 +157,12 @@ func (h *History) addOp(op Op) {
 func (h *History) addSync(r SyncRecord) {
 	h.mu.Lock()
 	h.syncs = append(h.syncs, r)
+	h.mu.Unlock()
+}
+
+func (h *History) addAssign(r AssignRecord) {
+	h.mu.Lock()
+	h.assigns = append(h.assigns, r)
 	h.mu.Unlock()
 }
 
@@ -170,11 +187,12 @@ func (h *History) addChurn() {
 
 // Snapshot is a copy of a History, for the checkers and for saving.
 type Snapshot struct {
-	Ops      []Op          `json:"ops"`
-	Syncs    []SyncRecord  `json:"syncs"`
-	Releases []Release     `json:"releases"`
-	Faults   []FaultRecord `json:"faults"`
-	Churn    int           `json:"churn"`
+	Ops      []Op           `json:"ops"`
+	Syncs    []SyncRecord   `json:"syncs"`
+	Assigns  []AssignRecord `json:"assigns,omitempty"`
+	Releases []Release      `json:"releases"`
+	Faults   []FaultRecord  `json:"faults"`
+	Churn    int            `json:"churn"`
 }
 
 // Snapshot copies what has been recorded so far.
@@ -184,6 +202,7 @@ func (h *History) Snapshot() Snapshot {
 	return Snapshot{
 		Ops:      slices.Clone(h.ops),
 		Syncs:    slices.Clone(h.syncs),
+		Assigns:  slices.Clone(h.assigns),
 		Releases: slices.Clone(h.releases),
 		Faults:   slices.Clone(h.faults),
 		Churn:    h.churn,

@@ -33,16 +33,41 @@ func CheckLiveness(ctx context.Context, w *Workload, bound, healedAgo time.Durat
 		// A fresh client each round: one that cached a coordinator found
 		// while a node was dying keeps asking it.
 		if cl, err := kgo.NewClient(kgo.SeedBrokers(w.cfg.Brokers...)); err == nil {
-			described, err := kadm.NewClient(cl).DescribeGroups(ctx, groups...)
-			for _, g := range groups {
+			adm := kadm.NewClient(cl)
+			var classic, kip848 []string
+			for gi, g := range groups {
+				if w.kip848(gi) {
+					kip848 = append(kip848, g)
+				} else {
+					classic = append(classic, g)
+				}
+			}
+			// kadm describes every group when given none: ask only for
+			// what there is.
+			var described kadm.DescribedGroups
+			var describedKIP848 kadm.DescribedConsumerGroups
+			if len(classic) > 0 {
+				described, err = adm.DescribeGroups(ctx, classic...)
+			}
+			var errKIP848 error
+			if len(kip848) > 0 {
+				describedKIP848, errKIP848 = adm.DescribeConsumerGroups(ctx, kip848...)
+			}
+			for gi, g := range groups {
 				if _, ok := settled[g]; ok {
 					continue
 				}
-				if err != nil && described == nil {
-					last[g] = err.Error()
-					continue
+				var why string
+				switch {
+				case w.kip848(gi) && errKIP848 != nil && describedKIP848 == nil:
+					why = errKIP848.Error()
+				case w.kip848(gi):
+					why = stableConsumerProblem(describedKIP848[g], w.cfg.Topic, w.cfg.Partitions, want[g])
+				case err != nil && described == nil:
+					why = err.Error()
+				default:
+					why = stableProblem(described[g], w.cfg.Topic, w.cfg.Partitions, want[g])
 				}
-				why := stableProblem(described[g], w.cfg.Topic, w.cfg.Partitions, want[g])
 				if why == "" {
 					settled[g] = time.Since(start)
 				} else {
@@ -74,6 +99,31 @@ func CheckLiveness(ctx context.Context, w *Workload, bound, healedAgo time.Durat
 	res.Summary = fmt.Sprintf("%d groups stable, all partitions assigned, %v after the faults ended at worst (bound %v)",
 		len(groups), (healedAgo + worst).Round(10*time.Millisecond), bound)
 	return res
+}
+
+// stableConsumerProblem is stableProblem for a consumer-protocol group,
+// as ConsumerGroupDescribe describes it: Stable at one epoch, with the
+// members the workload runs and every partition assigned to one of them.
+func stableConsumerProblem(g kadm.DescribedConsumerGroup, topic string, partitions int32, members int) string {
+	switch {
+	case g.Err != nil:
+		return g.Err.Error()
+	case g.State != "Stable":
+		return "state " + g.State
+	case len(g.Members) != members:
+		return fmt.Sprintf("%d members, the workload runs %d", len(g.Members), members)
+	}
+	var owned []int32
+	for _, m := range g.Members {
+		for p := range m.Assignment[topic] {
+			owned = append(owned, p)
+		}
+	}
+	slices.Sort(owned)
+	if int32(len(owned)) != partitions || len(slices.Compact(slices.Clone(owned))) != len(owned) {
+		return fmt.Sprintf("partitions assigned %v of %d", owned, partitions)
+	}
+	return ""
 }
 
 // stableProblem says why a described group is not yet what the workload

@@ -20,7 +20,10 @@ type member struct {
 	group       string
 	instance    string // static members' group.instance.id; "" for dynamic ones
 	cooperative bool
-	client      int // the porcupine client id of its commits
+	// kip848 members run the consumer protocol (kgo.ServerSideBalancer),
+	// with the uniform server assignor when uniform, else range.
+	kip848, uniform bool
+	client          int // the porcupine client id of its commits
 
 	cl     atomic.Pointer[kgo.Client] // set once, after kgo.NewClient; franz-go may call the balancer before
 	mu     sync.Mutex
@@ -54,11 +57,23 @@ func (b recordingBalancer) ParseSyncAssignment(assignment []byte) (map[string][]
 	return parsed, nil
 }
 
+// balancer is what the member's client balances with: a classic member
+// records every assignment it parses; a KIP-848 member gets the balancer
+// itself, since franz-go runs the consumer protocol only with its own
+// range or sticky balancer (and parses no assignment: the assignment
+// callback records it).
+func (m *member) balancer(b kgo.GroupBalancer) kgo.GroupBalancer {
+	if m.kip848 {
+		return b
+	}
+	return recordingBalancer{b, m}
+}
+
 // start creates the client, which joins the group at once, and runs the
 // member's poll and commit loops until close.
 func (m *member) start() error {
 	var balancer kgo.GroupBalancer = kgo.RangeBalancer()
-	if m.cooperative {
+	if m.cooperative && (!m.kip848 || m.uniform) {
 		balancer = kgo.CooperativeStickyBalancer()
 	}
 	opts := []kgo.Opt{
@@ -66,7 +81,7 @@ func (m *member) start() error {
 		kgo.ClientID("kcoord-verify"),
 		kgo.ConsumerGroup(m.group),
 		kgo.ConsumeTopics(m.w.cfg.Topic),
-		kgo.Balancers(recordingBalancer{balancer, m}),
+		kgo.Balancers(m.balancer(balancer)),
 		kgo.DisableAutoCommit(),
 		kgo.SessionTimeout(m.w.cfg.SessionTimeout),
 		kgo.HeartbeatInterval(m.w.cfg.SessionTimeout / 6),
@@ -91,6 +106,9 @@ func (m *member) start() error {
 	if m.instance != "" {
 		opts = append(opts, kgo.InstanceID(m.instance))
 	}
+	if m.kip848 {
+		opts = append(opts, kgo.ServerSideBalancer())
+	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return err
@@ -110,6 +128,12 @@ func (m *member) assigned(_ context.Context, cl *kgo.Client, added map[string][]
 		if !slices.Contains(m.owned, p) {
 			m.owned = append(m.owned, p)
 		}
+	}
+	if ps := added[m.w.cfg.Topic]; m.kip848 && len(ps) > 0 {
+		// A consumer-protocol member is handed partitions in heartbeat
+		// answers, not in a SyncGroup: the callback is the assignment.
+		id, epoch := cl.GroupMetadata()
+		m.w.hist.addAssign(AssignRecord{Group: m.group, Member: id, Epoch: epoch, Partitions: slices.Sorted(slices.Values(ps)), At: m.w.hist.Now()})
 	}
 }
 

@@ -91,9 +91,109 @@ func CheckOwnership(s Snapshot) CheckResult {
 			}
 		}
 	}
+	h, d, groups := checkConsumerProtocolOwnership(s, &res)
+	handoffs, fromDeparted = handoffs+h, fromDeparted+d
 	res.Summary = fmt.Sprintf("%d assignments in %d groups; %d handoffs, %d of them from members that had left or expired",
-		res.Checked, len(byGroup), handoffs, fromDeparted)
+		res.Checked, len(byGroup)+groups, handoffs, fromDeparted)
 	return res
+}
+
+// checkConsumerProtocolOwnership is CheckOwnership for consumer-protocol
+// (KIP-848) groups, whose members are handed partitions one heartbeat at
+// a time rather than a whole assignment a generation: a partition is
+// handed to a member (its assignment callback) only after the member that
+// had it gave it up (its revocation callback), unless that member lost it
+// (fenced or expired: the coordinator gives its partitions away without
+// waiting, and the client learns later, or never, as Kafka's does); one
+// that never gave it up counts as departed unless it was handed
+// partitions again later. It
+// adds to res and returns the handoffs, those from members that had lost
+// their partitions, and the groups it checked.
+func checkConsumerProtocolOwnership(s Snapshot, res *CheckResult) (handoffs, fromDeparted, groups int) {
+	type event struct {
+		at     time.Duration
+		member string
+		parts  []int32
+		assign bool
+	}
+	byGroup := map[string][]event{}
+	for _, a := range s.Assigns {
+		byGroup[a.Group] = append(byGroup[a.Group], event{a.At, a.Member, a.Partitions, true})
+	}
+	released := map[[2]string][]Release{} // by group and member
+	assignedAt := map[[2]string][]time.Duration{}
+	for _, a := range s.Assigns {
+		key := [2]string{a.Group, a.Member}
+		assignedAt[key] = append(assignedAt[key], a.At)
+	}
+	for _, r := range s.Releases {
+		if _, ok := byGroup[r.Group]; ok {
+			byGroup[r.Group] = append(byGroup[r.Group], event{r.At, r.Member, r.Partitions, false})
+			key := [2]string{r.Group, r.Member}
+			released[key] = append(released[key], r)
+		}
+	}
+	for _, group := range sortedKeys(byGroup) {
+		evs := byGroup[group]
+		slices.SortStableFunc(evs, func(a, b event) int {
+			if a.at != b.at {
+				return int(a.at - b.at)
+			}
+			if a.assign == b.assign {
+				return 0
+			}
+			if a.assign {
+				return 1 // a release and an assignment at once: the release first
+			}
+			return -1
+		})
+		holder, last := map[int32]string{}, map[int32]string{}
+		for _, ev := range evs {
+			if !ev.assign {
+				for _, p := range ev.parts {
+					if holder[p] == ev.member {
+						delete(holder, p)
+					}
+				}
+				continue
+			}
+			res.Checked++
+			for _, p := range ev.parts {
+				if prev, ok := last[p]; ok && prev != ev.member {
+					handoffs++
+				}
+				last[p] = ev.member
+				prev, held := holder[p]
+				holder[p] = ev.member
+				if !held || prev == ev.member {
+					continue
+				}
+				// prev still held p: it must have lost it, not revoked it
+				// later.
+				var gaveUp *Release
+				for i, r := range released[[2]string{group, prev}] {
+					if r.At >= ev.at && slices.Contains(r.Partitions, p) {
+						gaveUp = &released[[2]string{group, prev}][i]
+						break
+					}
+				}
+				stayed := slices.ContainsFunc(assignedAt[[2]string{group, prev}], func(at time.Duration) bool { return at > ev.at })
+				switch {
+				case gaveUp == nil && stayed:
+					res.Anomalies = append(res.Anomalies, fmt.Sprintf("%s: partition %d assigned to %s at %v while %s, still a member, never gave it up",
+						group, p, ev.member, ev.at.Round(time.Millisecond), prev))
+					continue
+				case gaveUp == nil || gaveUp.Lost:
+					fromDeparted++
+					continue
+				}
+				res.Anomalies = append(res.Anomalies, fmt.Sprintf("%s: partition %d assigned to %s at %v, before %s revoked it at %v",
+					group, p, ev.member, ev.at.Round(time.Millisecond), prev, gaveUp.At.Round(time.Millisecond)))
+			}
+		}
+		groups++
+	}
+	return handoffs, fromDeparted, groups
 }
 
 // CheckFencing checks that commits from a past generation were refused: a

@@ -61,8 +61,8 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 		return nil, err
 	}
 	defer w.Close()
-	progress("workload started: %d consumer groups of %d members, %d register groups, %d raw clients",
-		w.cfg.Groups, w.cfg.Members, w.cfg.RegisterGroups, w.cfg.Workers)
+	progress("workload started: %d classic and %d KIP-848 consumer groups of %d members, %d register groups, %d raw clients",
+		w.cfg.Groups, w.cfg.KIP848Groups, w.cfg.Members, w.cfg.RegisterGroups, w.cfg.Workers)
 	if cfg.Baseline > 0 {
 		progress("fault-free phase: %v", cfg.Baseline)
 		sleep(ctx, cfg.Baseline)

@@ -31,6 +31,11 @@ type WorkloadConfig struct {
 	// between the eager range balancer and the cooperative-sticky one, and
 	// the first member of every other group is static.
 	Groups int
+	// KIP848Groups is how many more franz-go groups run the consumer
+	// protocol (KIP-848, kgo.ServerSideBalancer): they alternate between
+	// the uniform server assignor (cooperative-sticky) and range, and the
+	// first member of every other one is static.
+	KIP848Groups int
 	// Members is how many members each consumer group has.
 	Members int
 	// RegisterGroups are simple-consumer groups whose first
@@ -58,12 +63,13 @@ type WorkloadConfig struct {
 }
 
 // DefaultWorkloadConfig is a load a three-node cluster on two cores
-// carries comfortably: four groups of three members, two register groups
-// of two partitions under four raw clients.
+// carries comfortably: four classic groups and two KIP-848 groups of
+// three members, two register groups of two partitions under four raw
+// clients.
 func DefaultWorkloadConfig() WorkloadConfig {
 	return WorkloadConfig{
 		Topic: "kcoord-verify", Partitions: 6,
-		Groups: 4, Members: 3,
+		Groups: 4, KIP848Groups: 2, Members: 3,
 		RegisterGroups: 2, RegisterPartitions: 2, Workers: 4, ColdGroups: 4,
 		CommitInterval: 250 * time.Millisecond,
 		Churn:          10 * time.Second,
@@ -90,8 +96,8 @@ func (c *WorkloadConfig) Validate() error {
 	if c.Partitions <= 0 {
 		c.Partitions = d.Partitions
 	}
-	if c.Groups < 0 || c.Members <= 0 && c.Groups > 0 {
-		return fmt.Errorf("chaos: %d groups of %d members", c.Groups, c.Members)
+	if c.Groups < 0 || c.KIP848Groups < 0 || c.Members <= 0 && c.Groups+c.KIP848Groups > 0 {
+		return fmt.Errorf("chaos: %d classic and %d KIP-848 groups of %d members", c.Groups, c.KIP848Groups, c.Members)
 	}
 	switch {
 	case c.RegisterGroups+c.ColdGroups == 0:
@@ -172,14 +178,22 @@ func (w *Workload) beginCommit() bool {
 
 func (w *Workload) endCommit() { w.loadMu.RUnlock() }
 
-// ConsumerGroups are the names of the franz-go groups.
+// ConsumerGroups are the names of the franz-go groups: the classic ones,
+// then the KIP-848 ones (kip848 tells them apart by index).
 func (w *Workload) ConsumerGroups() []string {
 	var out []string
 	for i := range w.cfg.Groups {
 		out = append(out, fmt.Sprintf("%s-g%d", w.cfg.Prefix, i))
 	}
+	for i := range w.cfg.KIP848Groups {
+		out = append(out, fmt.Sprintf("%s-k%d", w.cfg.Prefix, i))
+	}
 	return out
 }
+
+// kip848 reports whether the group at index gi of ConsumerGroups runs the
+// consumer protocol.
+func (w *Workload) kip848(gi int) bool { return gi >= w.cfg.Groups }
 
 // RegisterGroups are the names of the raw committers' groups.
 func (w *Workload) RegisterGroups() []string {
@@ -200,7 +214,10 @@ func (w *Workload) ColdGroups() []string {
 	return out
 }
 
-func (w *Workload) cooperative(group int) bool { return group%2 == 1 }
+// cooperative reports whether the members of the group at index gi are
+// cooperative: every other classic group, every KIP-848 group (the
+// consumer protocol revokes incrementally).
+func (w *Workload) cooperative(gi int) bool { return w.kip848(gi) || gi%2 == 1 }
 
 // Start creates the topic, then starts the raw clients, every member and
 // the churn. ctx bounds the whole run.
@@ -226,7 +243,7 @@ func (w *Workload) Start(ctx context.Context) error {
 			}
 		}
 	}
-	if w.cfg.Churn > 0 && w.cfg.Groups > 0 {
+	if w.cfg.Churn > 0 && len(w.ConsumerGroups()) > 0 {
 		w.wg.Go(w.churn)
 	}
 	return nil
@@ -306,7 +323,8 @@ func (w *Workload) usePartitions(ctx context.Context, adm *kadm.Client) error {
 func (w *Workload) addMember(gi int, group, instance string) error {
 	w.mu.Lock()
 	w.nextID++
-	m := &member{w: w, group: group, instance: instance, cooperative: w.cooperative(gi), client: 1_000_000 + w.nextID}
+	m := &member{w: w, group: group, instance: instance, cooperative: w.cooperative(gi), kip848: w.kip848(gi),
+		uniform: w.kip848(gi) && (gi-w.cfg.Groups)%2 == 0, client: 1_000_000 + w.nextID}
 	w.mu.Unlock()
 	if err := m.start(); err != nil {
 		return err
@@ -335,7 +353,7 @@ func (w *Workload) churn() {
 			return
 		case <-t.C:
 		}
-		gi := rng.IntN(w.cfg.Groups)
+		gi := rng.IntN(len(w.ConsumerGroups()))
 		g := w.ConsumerGroups()[gi]
 		w.mu.Lock()
 		ms := w.members[g]

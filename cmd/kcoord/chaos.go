@@ -89,6 +89,7 @@ acknowledged before Raft commits them) to show the checks catch it.`,
 	f.DurationVar(&cfg.Bound, "bound", 9*time.Minute, "the most the fault phase may last")
 	f.IntVar(&cfg.Shards, "shards", 16, "offsets.topic.num.partitions of the cluster")
 	f.IntVar(&cfg.Workload.Groups, "groups", cfg.Workload.Groups, "consumer groups")
+	f.IntVar(&cfg.Workload.KIP848Groups, "kip848-groups", cfg.Workload.KIP848Groups, "consumer groups on the consumer protocol (KIP-848)")
 	f.BoolVar(&planted, "unsafe-ack-before-commit", false, "plant the ack-before-commit bug in every node")
 	f.StringVar(&logLevel, "log-level", "info", "the suite's log level")
 	f.BoolVar(&cfg.KeepHistory, "keep-history", false, "save the history and report in --out even when the run is clean")

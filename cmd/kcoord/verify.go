@@ -83,6 +83,7 @@ exist, and uses groups named after --prefix.`,
 	f.DurationVar(&bound, "liveness-bound", time.Minute, "how long groups may take to be Stable after the run")
 	f.StringVar(&out, "out", "kcoord-verify-out", "where the history of a run with anomalies goes")
 	f.IntVar(&w.Groups, "groups", w.Groups, "consumer groups (half eager range, half cooperative-sticky)")
+	f.IntVar(&w.KIP848Groups, "kip848-groups", w.KIP848Groups, "consumer groups on the consumer protocol, KIP-848 (half uniform, half range)")
 	f.IntVar(&w.Members, "members", w.Members, "members per consumer group")
 	f.IntVar(&w.RegisterGroups, "register-groups", w.RegisterGroups, "groups raw clients commit to and fetch from")
 	f.IntVar(&w.ColdGroups, "cold-groups", w.ColdGroups, "groups committed once and then only read")
