@@ -24,6 +24,12 @@ type Config struct {
 	// AdvertiseKafkaAddr is the host:port given to clients in Metadata and
 	// FindCoordinator; empty means KafkaAddr (after the listener resolved it).
 	AdvertiseKafkaAddr string
+	// TLSCertFile and TLSKeyFile (PEM) serve the Kafka listener over TLS
+	// 1.2+ (--tls-cert-file, --tls-key-file); the pair is reloaded when the
+	// files change and on SIGHUP. TLSClientCAFile (--tls-client-ca-file)
+	// requires a client certificate from that CA (mutual TLS). Empty:
+	// plaintext.
+	TLSCertFile, TLSKeyFile, TLSClientCAFile string
 	// RaftAddr is the host:port every shard's Raft traffic shares.
 	RaftAddr string
 	// AdvertiseRaftAddr is the host:port other nodes dial for Raft; empty
@@ -215,6 +221,9 @@ func (c *Config) Validate() error {
 		if _, _, err := net.SplitHostPort(addr); err != nil {
 			errs = append(errs, fmt.Errorf("%s %q: %w", name, addr, err))
 		}
+	}
+	if err := c.validateTLS(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.Pprof && c.HTTPAddr == "" {
 		errs = append(errs, errors.New("pprof needs http-addr: the profiler is served there"))

@@ -32,8 +32,11 @@ type Server struct {
 	// without a registry.
 	rebalanceTime prometheus.Histogram
 
-	mu     sync.Mutex
-	kafka  *transport.Server
+	mu    sync.Mutex
+	kafka *transport.Server
+	// certs serves the Kafka listener's TLS certificate; nil for
+	// plaintext.
+	certs  *certReloader
 	node   *cluster.Node
 	coords []*groups.Coordinator
 	states []*fsm.ShardFSM
@@ -107,6 +110,11 @@ func (s *Server) Start() error {
 	tcfg.MaxConnections, tcfg.MaxConnectionsPerIP = int(s.cfg.MaxConnections), int(s.cfg.MaxConnectionsPerIP)
 	tcfg.QueuedMaxRequestBytes = s.cfg.QueuedMaxRequestBytes
 	tcfg.RefuseUntilOpen = true
+	tlsCfg, certs, err := s.cfg.listenerTLS(s.logger.Named("tls"))
+	if err != nil {
+		return err
+	}
+	tcfg.TLS, s.certs = tlsCfg, certs
 	kafka, err := transport.NewServer(tcfg, mux)
 	if err != nil {
 		return err
@@ -533,4 +541,18 @@ func (l *shardLog) Barrier(timeout time.Duration) error {
 		return err
 	}
 	return sh.Barrier(timeout)
+}
+
+// ReloadTLS reloads the Kafka listener's certificate and key from their
+// files (SIGHUP); new connections get them, open ones keep theirs. A pair
+// that does not load leaves the previous one served and is returned. A
+// node without TLS has nothing to reload. Any goroutine.
+func (s *Server) ReloadTLS() error {
+	s.mu.Lock()
+	certs := s.certs
+	s.mu.Unlock()
+	if certs == nil {
+		return nil
+	}
+	return certs.reload()
 }

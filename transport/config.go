@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"crypto/tls"
 	"fmt"
 	"math"
 	"net"
@@ -49,6 +50,11 @@ type Config struct {
 	// Addr is the host:port the listener binds; port 0 picks a free port
 	// (read it back with Server.Addr).
 	Addr string
+
+	// TLS, when set, serves the listener over TLS with it (nil:
+	// plaintext). A client that does not speak TLS fails its handshake,
+	// and its connection closes.
+	TLS *tls.Config
 
 	// MaxRequestBytes is socket.request.max.bytes: the largest request frame
 	// accepted, in bytes, not counting the 4-byte size prefix. A larger frame

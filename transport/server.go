@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -91,8 +92,11 @@ func (s *Server) listenLocked() error {
 	if err != nil {
 		return fmt.Errorf("transport: listen on %s: %w", s.cfg.Addr, err)
 	}
+	if s.cfg.TLS != nil {
+		ln = tls.NewListener(ln, s.cfg.TLS)
+	}
 	s.ln = ln
-	s.logger.Debug("kafka listener bound", "addr", ln.Addr().String())
+	s.logger.Debug("kafka listener bound", "addr", ln.Addr().String(), "tls", s.cfg.TLS != nil)
 	return nil
 }
 

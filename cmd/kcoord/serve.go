@@ -181,6 +181,9 @@ func serve(ctx context.Context, cfg server.Config, logger hclog.Logger, shutdown
 		go func() { httpErr <- httpSrv.Serve(httpLn) }()
 	}
 	go logWhenReady(ctx, n, logger)
+	if r, ok := n.(interface{ ReloadTLS() error }); ok && cfg.TLSCertFile != "" {
+		go reloadTLSOnSIGHUP(ctx, r, logger)
+	}
 
 	var runErr error
 	select {
@@ -226,6 +229,24 @@ func logWhenReady(ctx context.Context, n node, logger hclog.Logger) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		}
+	}
+}
+
+// reloadTLSOnSIGHUP reloads the Kafka listener's certificate on every
+// SIGHUP until ctx ends (the files are also looked at on handshakes).
+func reloadTLSOnSIGHUP(ctx context.Context, n interface{ ReloadTLS() error }, logger hclog.Logger) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+			if err := n.ReloadTLS(); err != nil {
+				logger.Warn("SIGHUP: the TLS certificate was not reloaded", "error", err)
+			}
 		}
 	}
 }
