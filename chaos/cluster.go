@@ -141,6 +141,13 @@ func (c *Cluster) launch(i int) error {
 		"--fault-injection",
 		"-c", "offsets.topic.num.partitions=" + strconv.Itoa(c.cfg.Shards),
 		"-c", "group.initial.rebalance.delay.ms=500",
+		// KIP-848 members get the session the workload gives classic
+		// ones (10 s, not Kafka's 45 s), so a fenced member frees its
+		// partitions within the liveness bound, and heartbeat as often.
+		"-c", "group.consumer.min.session.timeout.ms=10000",
+		"-c", "group.consumer.session.timeout.ms=10000",
+		"-c", "group.consumer.min.heartbeat.interval.ms=1000",
+		"-c", "group.consumer.heartbeat.interval.ms=1500",
 	}
 	args = append(args, c.cfg.Extra...)
 	argv := c.net.exec(i, args...)
