@@ -276,37 +276,8 @@ func TestKillNineLiveFranzGoGroup(t *testing.T) {
 	waitFor(ctx, t, "three franz-go members to own all partitions", func(ctx context.Context) error {
 		return checkGroup(ctx, adm, group, topic, groupPartitions, protocol, kgoView(members))
 	})
-	type state struct {
-		memberID   string
-		generation int32
-		owned      []int32
-		callbacks  int64
-	}
-	snapshot := func() []state {
-		var s []state
-		for _, m := range members {
-			id, gen := m.cl.GroupMetadata()
-			s = append(s, state{id, gen, m.owned.list(), m.callbacks.Load()})
-		}
-		return s
-	}
-	commitRound := func(round int) map[string]map[int32]committed {
-		want := map[string]map[int32]committed{topic: {}}
-		for i, m := range members {
-			memberID, _ := m.cl.GroupMetadata()
-			offsets := make(map[int32]int64)
-			for _, p := range m.owned.list() {
-				offsets[p] = commitOffsetFor(i, p, round)
-				want[topic][p] = committed{Offset: offsets[p], Metadata: memberID}
-			}
-			if err := m.commit(ctx, topic, offsets); err != nil {
-				t.Fatalf("round %d: member %d commit: %v", round, i, err)
-			}
-		}
-		return want
-	}
-	checkOffsets(ctx, t, adm, group, commitRound(0))
-	before := snapshot()
+	checkOffsets(ctx, t, adm, group, commitOwned(ctx, t, members, topic, 0))
+	before := memberStates(members)
 	describedBefore := describeRaw(ctx, t, p.kafka, group)
 
 	p.kill9()
@@ -319,15 +290,13 @@ func TestKillNineLiveFranzGoGroup(t *testing.T) {
 	waitFor(ctx, t, "the group to be described again", func(ctx context.Context) error {
 		return checkGroup(ctx, adm, group, topic, groupPartitions, protocol, kgoView(members))
 	})
-	if after := snapshot(); !slices.EqualFunc(before, after, func(a, b state) bool {
-		return a.memberID == b.memberID && a.generation == b.generation && slices.Equal(a.owned, b.owned) && a.callbacks == b.callbacks
-	}) {
+	if after := memberStates(members); !slices.EqualFunc(before, after, memberState.same) {
 		t.Errorf("members changed across kill -9 (a rebalance or a lost session):\nbefore %+v\nafter  %+v", before, after)
 	}
 	if err := sameGroup(describedBefore, describeRaw(ctx, t, p.kafka, group)); err != nil {
 		t.Errorf("group changed across kill -9: %v", err)
 	}
-	checkOffsets(ctx, t, adm, group, commitRound(1))
+	checkOffsets(ctx, t, adm, group, commitOwned(ctx, t, members, topic, 1))
 }
 
 // rawMember is a consumer group member driven by hand-built requests.

@@ -138,7 +138,7 @@ func (g *consumerGroup) classicJoin(req JoinRequest, topics *topicsView) (JoinRe
 	if err != nil {
 		return res, nil, err
 	}
-	g.stopTimer(&m.join)
+	m.join.stop()
 	g.scheduleSync(m)
 	res.MemberID, res.Generation = m.id, m.rec.epoch
 	res.ProtocolType, res.Protocol = consumerProtocolType, req.Protocols[0].Name
@@ -252,7 +252,7 @@ func (g *consumerGroup) classicSync(req SyncRequest, topics *topicsView) (SyncRe
 	if err := g.checkCaughtUp(m); err != nil {
 		return SyncResult{}, err
 	}
-	g.stopTimer(&m.sync)
+	m.sync.stop()
 	g.scheduleSession(m)
 	return SyncResult{ProtocolType: consumerProtocolType, Protocol: protocol.Name,
 		Assignment: encodeClassicAssignment(m.rec.assigned, protocol.Metadata, topics)}, nil

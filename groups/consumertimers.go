@@ -101,9 +101,6 @@ func (g *consumerGroup) scheduleSync(m *consumerMember) {
 	g.arm(&m.sync, m, m.rebalanceTimeout(), nil, "the classic member did not sync within its rebalance timeout")
 }
 
-// stopTimer stops one of a member's timers. Called with g.mu held.
-func (g *consumerGroup) stopTimer(mt *memberTimer) { mt.stop() }
-
 // stopTimers stops all of m's timers. Called with g.mu held.
 func (g *consumerGroup) stopTimers(m *consumerMember) {
 	m.session.stop()
