@@ -2,6 +2,7 @@ package transport
 
 import (
 	"regexp"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -23,7 +24,7 @@ var softwareNameVersion = regexp.MustCompile(`^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-z
 // the mux table. It runs on the connection's handler goroutine; in.req is
 // nil when the version is not served. The returned response has its
 // version set.
-func apiVersionsResponse(mux *Mux, in *inbound) kmsg.Response {
+func apiVersionsResponse(mux *Mux, in *inbound, sasl bool) kmsg.Response {
 	resp := kmsg.NewPtrApiVersionsResponse() // FinalizedFeaturesEpoch -1: no features
 	if in.version < 0 || in.version > apiVersionsMaxVersion {
 		// KIP-511: answer at v0, with UNSUPPORTED_VERSION and only
@@ -44,5 +45,9 @@ func apiVersionsResponse(mux *Mux, in *inbound) kmsg.Response {
 		return resp
 	}
 	resp.ApiKeys = mux.Versions()
+	if sasl {
+		resp.ApiKeys = append(resp.ApiKeys, saslVersions()...)
+		slices.SortFunc(resp.ApiKeys, func(a, b kmsg.ApiVersionsResponseApiKey) int { return int(a.ApiKey) - int(b.ApiKey) })
+	}
 	return resp
 }

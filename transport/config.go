@@ -56,6 +56,16 @@ type Config struct {
 	// and its connection closes.
 	TLS *tls.Config
 
+	// SASL, when set, makes every connection authenticate with SASL
+	// before it may send any request but ApiVersions, SaslHandshake and
+	// SaslAuthenticate (sasl.go). nil: no SASL.
+	SASL SASL
+
+	// SASLMaxReceiveBytes is sasl.server.max.receive.size: the largest
+	// frame, in bytes, a connection may send before it has authenticated;
+	// a larger one closes it. 0 means DefaultSASLMaxReceiveBytes.
+	SASLMaxReceiveBytes int32
+
 	// MaxRequestBytes is socket.request.max.bytes: the largest request frame
 	// accepted, in bytes, not counting the 4-byte size prefix. A larger frame
 	// closes the connection. 0 means DefaultMaxRequestBytes.
@@ -136,6 +146,7 @@ func DefaultConfig() Config {
 		MaxConnectionsPerIP:   DefaultMaxConnectionsPerIP,
 		PoolExemptFrameBytes:  DefaultPoolExemptFrameBytes,
 		IdleTimeout:           DefaultIdleTimeout,
+		SASLMaxReceiveBytes:   DefaultSASLMaxReceiveBytes,
 	}
 }
 
@@ -160,6 +171,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxConnectionsPerIP < 0 {
 		return fmt.Errorf("%w: MaxConnectionsPerIP %d is negative", ErrInvalidConfig, c.MaxConnectionsPerIP)
+	}
+	if c.SASLMaxReceiveBytes < 0 {
+		return fmt.Errorf("%w: SASLMaxReceiveBytes %d is negative", ErrInvalidConfig, c.SASLMaxReceiveBytes)
 	}
 	if c.PoolExemptFrameBytes < 0 {
 		return fmt.Errorf("%w: PoolExemptFrameBytes %d is negative", ErrInvalidConfig, c.PoolExemptFrameBytes)
@@ -194,6 +208,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.SASLMaxReceiveBytes == 0 {
+		c.SASLMaxReceiveBytes = DefaultSASLMaxReceiveBytes
 	}
 	if c.Logger == nil {
 		c.Logger = hclog.NewNullLogger()

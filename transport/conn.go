@@ -3,6 +3,7 @@ package transport
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcoord/kcoord/auth"
 )
 
 const (
@@ -21,6 +24,8 @@ const (
 	// maxKeptWriteBuffer is the largest response buffer, in bytes, a
 	// connection keeps for reuse.
 	maxKeptWriteBuffer = 1 << 20
+	// tlsHandshakeTimeout bounds a TLS handshake, from accept.
+	tlsHandshakeTimeout = 10 * time.Second
 )
 
 // conn is one client connection. Its reader runs on the goroutine the accept
@@ -40,6 +45,7 @@ type conn struct {
 	queue chan *inbound // reader → handler goroutine; closed by the reader
 	slots chan struct{} // one token per request queued or being handled
 	wbuf  []byte        // response buffer, reused; handler goroutine only
+	sasl  *saslConn     // nil without Config.SASL
 
 	lastOut atomic.Int64 // unix nanos of the last response written (or of the accept)
 }
@@ -55,10 +61,14 @@ func newConn(s *Server, nc net.Conn, id uint64) *conn {
 			ConnID:     id,
 			ClientHost: kafkaClientHost(nc.RemoteAddr()),
 			RemoteAddr: nc.RemoteAddr(),
+			Principal:  auth.Anonymous,
 		},
 		log:   s.logger.With("conn", id, "remote", nc.RemoteAddr().String()),
 		queue: make(chan *inbound, s.cfg.MaxInFlightRequests),
 		slots: make(chan struct{}, s.cfg.MaxInFlightRequests),
+	}
+	if s.cfg.SASL != nil {
+		c.sasl = newSASLConn(s.cfg.SASL)
 	}
 	c.lastOut.Store(time.Now().UnixNano())
 	return c
@@ -70,6 +80,11 @@ func newConn(s *Server, nc net.Conn, id uint64) *conn {
 // and returns once all three are done.
 func (c *conn) run() {
 	c.log.Debug("connection opened")
+	if !c.handshakeTLS() {
+		c.cancel()
+		_ = c.nc.Close()
+		return
+	}
 	closed, handled := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(closed)
@@ -113,7 +128,39 @@ func (c *conn) readLoop() error {
 			return nil
 		}
 		c.queue <- in // never blocks: slots bounds it
+		if in.lockstep {
+			// Not yet authenticated: the next frame's framing and
+			// limit depend on this one's answer.
+			select {
+			case <-c.sasl.stepped:
+			case <-c.ctx.Done():
+				return nil
+			}
+		}
 	}
+}
+
+// handshakeTLS completes a TLS connection's handshake before any request
+// is read, within tlsHandshakeTimeout, and takes the principal of a
+// verified client certificate. It reports false (the connection is to
+// close) when the handshake fails: a plaintext client on a TLS port, a
+// missing or untrusted client certificate under mutual TLS.
+func (c *conn) handshakeTLS() bool {
+	tc, ok := c.nc.(*tls.Conn)
+	if !ok {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(c.ctx, tlsHandshakeTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		c.srv.metrics.tlsHandshakeFailed()
+		c.log.Debug("TLS handshake failed, closing connection", "error", err)
+		return false
+	}
+	if certs := tc.ConnectionState().PeerCertificates; len(certs) > 0 && len(tc.ConnectionState().VerifiedChains) > 0 {
+		c.rc.Principal = auth.CertificatePrincipal(certs[0])
+	}
+	return true
 }
 
 // readRequest reads and decodes one frame on the reader goroutine. Between
@@ -122,7 +169,12 @@ func (c *conn) readLoop() error {
 // hold it or the connection's ctx ends. The returned request holds its
 // bytes in the pool (inbound.poolBytes); on error nothing is held.
 func (c *conn) readRequest(br *bufio.Reader) (*inbound, error) {
-	size, err := readFrameSize(br, c.srv.cfg.MaxRequestBytes)
+	maxBytes, lockstep, raw := c.srv.cfg.MaxRequestBytes, false, false
+	if c.sasl != nil && c.sasl.lockstep.Load() {
+		lockstep, raw = true, c.sasl.raw.Load()
+		maxBytes = min(maxBytes, c.srv.cfg.SASLMaxReceiveBytes)
+	}
+	size, err := readFrameSize(br, maxBytes, raw)
 	if err != nil {
 		return nil, err
 	}
@@ -143,12 +195,14 @@ func (c *conn) readRequest(br *bufio.Reader) (*inbound, error) {
 		return nil, err
 	}
 	received := time.Now()
-	in, err := decodeRequest(c.srv.mux, body)
-	if err != nil {
-		pool.release(held)
-		return nil, err
+	in := &inbound{raw: body}
+	if !raw {
+		if in, err = decodeRequest(c.srv.mux, body, c.sasl != nil); err != nil {
+			pool.release(held)
+			return nil, err
+		}
 	}
-	in.received = received
+	in.received, in.lockstep = received, lockstep
 	in.poolBytes = held
 	return in, nil
 }
@@ -206,6 +260,9 @@ func (c *conn) handleLoop() {
 		}
 		c.srv.pool.release(in.poolBytes)
 		<-c.slots
+		if in.lockstep {
+			c.sasl.stepped <- struct{}{} // never blocks: the reader waits for each
+		}
 	}
 }
 
@@ -216,9 +273,14 @@ func (c *conn) handleLoop() {
 // The request is counted in the metrics before its response is written, so
 // a client that has read a response observes it counted.
 func (c *conn) serve(in *inbound) error {
+	if c.sasl != nil {
+		if frame, closeErr, handled := c.serveSASL(in); handled {
+			return c.writeSASL(in, frame, closeErr)
+		}
+	}
 	var resp kmsg.Response
 	if in.key == apiVersionsKey {
-		resp = apiVersionsResponse(c.srv.mux, in)
+		resp = apiVersionsResponse(c.srv.mux, in, c.sasl != nil)
 	} else {
 		var err error
 		if resp, err = c.call(in); err != nil {
@@ -241,6 +303,21 @@ func (c *conn) serve(in *inbound) error {
 	}
 	c.lastOut.Store(time.Now().UnixNano())
 	return nil
+}
+
+// writeSASL writes a SASL answer frame, if any, then returns closeErr.
+func (c *conn) writeSASL(in *inbound, frame []byte, closeErr error) error {
+	if in.raw == nil {
+		c.srv.metrics.request(in.key, in.version, in.received)
+	}
+	if frame != nil {
+		c.wbuf = frame[:0]
+		if _, err := c.nc.Write(frame); err != nil {
+			return fmt.Errorf("writing response: %w", err)
+		}
+		c.lastOut.Store(time.Now().UnixNano())
+	}
+	return closeErr
 }
 
 // call runs in's handler, turning a panic, an error or a nil or mistyped
@@ -290,6 +367,13 @@ func encodeResponse(dst []byte, in *inbound, resp kmsg.Response) (out []byte, er
 func (c *conn) logServeError(in *inbound, err error) {
 	kv := []any{"key", in.key, "version", in.version, "api", kmsg.NameForKey(in.key),
 		"corr", in.corr, "client_id", in.clientID}
+	if errors.Is(err, errSASLClose) {
+		if ok, suppressed := c.srv.saslRefusedLog.allow(time.Now()); ok {
+			c.log.Info("SASL refused the connection, closing it", "error", err,
+				"not_logged_since_last_line", suppressed, "log_interval", rejectLogInterval)
+		}
+		return
+	}
 	var he *handlerError
 	if !errors.As(err, &he) || (c.ctx.Err() != nil && he.reason == reasonHandlerError) {
 		c.log.Debug("request failed on a closing connection", append(kv, "error", err)...)

@@ -68,6 +68,12 @@ type inbound struct {
 	// until the handler goroutine has written the response (or skipped
 	// the request on a closing connection); then it releases them.
 	poolBytes int64
+	// raw is a SASL token sent without Kafka headers after SaslHandshake
+	// v0 (sasl.go); key, version and req are then unset.
+	raw []byte
+	// lockstep: read before the connection authenticated, so the reader
+	// waits for it to be served before reading the next frame.
+	lockstep bool
 }
 
 // Config.PoolExemptFrameBytes (default 64 KiB) is the largest frame read
@@ -89,9 +95,10 @@ type inbound struct {
 const firstBodyChunk = 4 << 10
 
 // readFrameSize reads a frame's 4-byte size prefix from r. I/O errors are
-// returned as they are; a size out of [minFrameBytes, maxBytes] is a
-// *frameError and nothing more is read.
-func readFrameSize(r io.Reader, maxBytes int32) (int32, error) {
+// returned as they are; a size out of [minFrameBytes, maxBytes] (of [0,
+// maxBytes] for a raw SASL token) is a *frameError and nothing more is
+// read.
+func readFrameSize(r io.Reader, maxBytes int32, raw bool) (int32, error) {
 	var sizeBuf [4]byte
 	if _, err := io.ReadFull(r, sizeBuf[:]); err != nil {
 		return 0, err
@@ -101,6 +108,7 @@ func readFrameSize(r io.Reader, maxBytes int32) (int32, error) {
 	case size > maxBytes:
 		return 0, &frameError{reason: reasonFrameTooLarge, size: size,
 			err: fmt.Errorf("size %d is above the maximum %d", size, maxBytes)}
+	case raw && size >= 0:
 	case size < minFrameBytes:
 		return 0, &frameError{reason: reasonFrameTooSmall, size: size,
 			err: fmt.Errorf("size %d is below the minimum %d", size, minFrameBytes)}
@@ -142,9 +150,9 @@ func readFrameBody(r io.Reader, size int32, reserved bool) ([]byte, error) {
 
 // decodeRequest parses a frame body: the request header, then the body with
 // kmsg at the header's version. It validates the key and version against
-// mux. It never panics: a panic inside kmsg becomes a *frameError with the
+// mux, or against transport's own SASL versions when sasl is on. It never panics: a panic inside kmsg becomes a *frameError with the
 // stack. Every error it returns is a *frameError.
-func decodeRequest(mux *Mux, body []byte) (in *inbound, err error) {
+func decodeRequest(mux *Mux, body []byte, sasl bool) (in *inbound, err error) {
 	in = &inbound{}
 	defer func() {
 		if p := recover(); p != nil {
@@ -177,6 +185,10 @@ func decodeRequest(mux *Mux, body []byte) (in *inbound, err error) {
 				in.clientID = id
 			}
 			return in, nil
+		}
+	} else if max := saslMaxVersion(in.key); sasl && max >= 0 {
+		if in.version < 0 || in.version > max {
+			return fail(reasonUnsupportedVersion, fmt.Errorf("%s is served at versions 0 to %d", kmsg.NameForKey(in.key), max))
 		}
 	} else {
 		r, ok := mux.lookup(in.key)

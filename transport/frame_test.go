@@ -12,7 +12,7 @@ import (
 
 // readFrame reads one frame as the reader does, without a pool.
 func readFrame(r *bufio.Reader, maxBytes int32, reserved bool) ([]byte, error) {
-	size, err := readFrameSize(r, maxBytes)
+	size, err := readFrameSize(r, maxBytes, false)
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +87,7 @@ func FuzzFrame(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte("GET / HTTP/1.1\r\n"))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		in, err := decodeRequest(mux, body)
+		in, err := decodeRequest(mux, body, true)
 		if err != nil {
 			var fe *frameError
 			if !errors.As(err, &fe) {

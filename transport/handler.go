@@ -6,6 +6,8 @@ import (
 	"net"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcoord/kcoord/auth"
 )
 
 // RequestContext describes the connection a request arrived on. Each request
@@ -22,6 +24,10 @@ type RequestContext struct {
 	ClientHost string
 	// RemoteAddr is the connection's remote address.
 	RemoteAddr net.Addr
+	// Principal is who the connection acts as: the SASL user once it
+	// authenticated (Config.SASL), else the subject of its verified TLS
+	// client certificate, else auth.Anonymous.
+	Principal auth.Principal
 }
 
 // HandlerFunc serves one decoded request; req already has its version set

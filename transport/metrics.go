@@ -28,6 +28,8 @@ type metrics struct {
 	openConns     prometheus.Gauge
 	acceptedConns prometheus.Counter
 	rejectedConns *prometheus.CounterVec // reason: limitMaxConnections, limitMaxConnectionsPerIP, reasonStarting
+	saslAuths     *prometheus.CounterVec // mechanism, outcome: saslSuccess, saslReauthenticated, saslFailure, saslExpired
+	tlsFailures   prometheus.Counter
 	// The request memory pool's, read from it at scrape time.
 	poolUsed, poolAvailable, poolWaiting prometheus.GaugeFunc
 	poolWait, poolCollections            prometheus.CounterFunc
@@ -68,6 +70,14 @@ func newMetrics(reg prometheus.Registerer, pool *memoryPool) (*metrics, error) {
 			Namespace: ns, Subsystem: sub, Name: "connections_rejected_total",
 			Help: "Client connections closed right after accept, by the limit they were over (max.connections, max.connections.per.ip).",
 		}, []string{"reason"}),
+		saslAuths: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "sasl_authentications_total",
+			Help: "SASL exchanges by mechanism and outcome: success, reauthenticated, failure (the connection closed), expired (a session that ended without re-authentication, closed).",
+		}, []string{"mechanism", "outcome"}),
+		tlsFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "tls_handshake_failures_total",
+			Help: "Connections closed because their TLS handshake failed: plaintext clients on a TLS listener, missing or untrusted client certificates.",
+		}),
 		poolUsed: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Namespace: ns, Subsystem: sub, Name: "memory_pool_used_bytes",
 			Help: "Bytes of request frames held in memory now, over all connections (Kafka's MemoryPoolUsed).",
@@ -112,7 +122,7 @@ func newMetrics(reg prometheus.Registerer, pool *memoryPool) (*metrics, error) {
 
 func (m *metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.requests, m.errors, m.latency, m.openConns, m.acceptedConns, m.rejectedConns,
-		m.poolUsed, m.poolAvailable, m.poolWaiting, m.poolWait, m.poolCollections}
+		m.saslAuths, m.tlsFailures, m.poolUsed, m.poolAvailable, m.poolWaiting, m.poolWait, m.poolCollections}
 }
 
 // unregister removes the collectors, so a new server may register on the
@@ -182,4 +192,28 @@ func (m *metrics) connRejected(limit string) {
 	}
 	m.acceptedConns.Inc()
 	m.rejectedConns.WithLabelValues(limit).Inc()
+}
+
+// Outcomes of kcoord_transport_sasl_authentications_total.
+const (
+	saslSuccess         = "success"
+	saslReauthenticated = "reauthenticated"
+	saslFailure         = "failure"
+	saslExpired         = "expired"
+)
+
+// saslAuthentication records the outcome of a SASL exchange.
+func (m *metrics) saslAuthentication(mechanism, outcome string) {
+	if m == nil {
+		return
+	}
+	m.saslAuths.WithLabelValues(mechanism, outcome).Inc()
+}
+
+// tlsHandshakeFailed records a connection whose TLS handshake failed.
+func (m *metrics) tlsHandshakeFailed() {
+	if m == nil {
+		return
+	}
+	m.tlsFailures.Inc()
 }

@@ -38,8 +38,8 @@ func (m *Mux) Handle(key int16, minVersion, maxVersion int16, fn HandlerFunc) {
 	if fn == nil {
 		panic(fmt.Sprintf("transport: nil handler for api key %d", key))
 	}
-	if key == apiVersionsKey {
-		panic("transport: ApiVersions (key 18) is served by transport itself")
+	if key == apiVersionsKey || saslMaxVersion(key) >= 0 {
+		panic(fmt.Sprintf("transport: %s (key %d) is served by transport itself", kmsg.NameForKey(key), key))
 	}
 	req := kmsg.RequestForKey(key)
 	if req == nil {

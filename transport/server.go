@@ -42,6 +42,7 @@ type Server struct {
 	maxConnsLog      logLimiter
 	maxConnsPerIPLog logLimiter
 	poolTooSmallLog  logLimiter
+	saslRefusedLog   logLimiter
 	startingLog      logLimiter
 }
 
@@ -67,6 +68,7 @@ func NewServer(cfg Config, mux *Mux) (*Server, error) {
 		maxConnsLog:      logLimiter{interval: rejectLogInterval},
 		maxConnsPerIPLog: logLimiter{interval: rejectLogInterval},
 		poolTooSmallLog:  logLimiter{interval: rejectLogInterval},
+		saslRefusedLog:   logLimiter{interval: rejectLogInterval},
 		startingLog:      logLimiter{interval: rejectLogInterval},
 	}
 	s.refusing.Store(cfg.RefuseUntilOpen)

@@ -1,0 +1,12 @@
+// Package auth is who a Kafka connection is and what it may do: the
+// principal a connection acts as (principal.go), the SASL mechanisms that
+// prove it (PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; sasl.go, plain.go,
+// scram.go) against SCRAM credentials (credential.go) kept in the
+// metadata Raft group, and the superusers (superusers.go).
+//
+// transport drives the SASL exchanges of each connection
+// (SaslHandshake, SaslAuthenticate) through an Authenticator; the
+// Authenticator reads credentials through a lookup the server wires to
+// the metadata FSM, and knows the bootstrap superuser's password, which
+// never enters the Raft log. auth imports nothing of kcoord.
+package auth

@@ -1,0 +1,54 @@
+package auth
+
+import (
+	"bytes"
+	"fmt"
+)
+
+// plainExchange is SASL/PLAIN (RFC 4616): one client message,
+// "authzid NUL authcid NUL password", checked against the user's
+// strongest SCRAM credential, so a password is never stored for PLAIN
+// either. The messages are Kafka's PlainSaslServer's.
+type plainExchange struct {
+	a         *Authenticator
+	principal Principal
+	done      bool
+}
+
+func (e *plainExchange) Step(token []byte) ([]byte, bool, error) {
+	if e.done {
+		return nil, false, fmt.Errorf("%w: the PLAIN exchange is already complete", ErrAuthenticationFailed)
+	}
+	e.done = true
+	parts := bytes.Split(token, []byte{0})
+	if len(parts) != 3 {
+		return nil, false, fmt.Errorf("%w during authentication due to invalid credentials with SASL mechanism %s",
+			ErrAuthenticationFailed, MechanismPlain)
+	}
+	authzID, user, password := string(parts[0]), string(parts[1]), string(parts[2])
+	switch {
+	case user == "":
+		return nil, false, fmt.Errorf("%w: username not specified", ErrAuthenticationFailed)
+	case password == "":
+		return nil, false, fmt.Errorf("%w: password not specified", ErrAuthenticationFailed)
+	case !e.a.checkPassword(user, password):
+		return nil, false, fmt.Errorf("%w: Invalid username or password", ErrAuthenticationFailed)
+	case authzID != "" && authzID != user:
+		return nil, false, fmt.Errorf("%w: Client requested an authorization id that is different from username", ErrAuthenticationFailed)
+	}
+	e.principal = User(user)
+	return nil, true, nil
+}
+
+func (e *plainExchange) Principal() Principal { return e.principal }
+
+// checkPassword checks a PLAIN password against the user's strongest
+// SCRAM credential.
+func (a *Authenticator) checkPassword(user, password string) bool {
+	for _, m := range ScramMechanisms {
+		if c, ok := a.credential(user, m); ok {
+			return c.Matches(password)
+		}
+	}
+	return false
+}

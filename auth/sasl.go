@@ -1,0 +1,135 @@
+package auth
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Lookup returns a user's stored credential for one SCRAM mechanism. The
+// server wires it to the metadata FSM. It is called from connection
+// handler goroutines, concurrently, and must not block.
+type Lookup func(user string, m Mechanism) (Credential, bool)
+
+// Config configures an Authenticator.
+type Config struct {
+	// Mechanisms is sasl.enabled.mechanisms: the SASL mechanisms served,
+	// in the order SaslHandshake lists them. Each is PLAIN, SCRAM-SHA-256
+	// or SCRAM-SHA-512.
+	Mechanisms []string
+	// Lookup finds stored credentials; nil finds none.
+	Lookup Lookup
+	// Superuser and SuperuserPassword are the bootstrap superuser
+	// (--sasl-superuser, KCOORD_SASL_SUPERUSER_PASSWORD): a user whose
+	// password this node is given directly, so that it can log in before
+	// any credential is stored. Its password is checked here for that
+	// name, never a stored credential. Empty: none.
+	Superuser         string
+	SuperuserPassword string
+	// SessionLifetime is connections.max.reauth.ms as a duration: how long
+	// an authenticated session lasts before the client must
+	// re-authenticate (KIP-368). 0: for as long as the connection.
+	SessionLifetime time.Duration
+}
+
+// Authenticator serves SASL exchanges. Its methods are safe for
+// concurrent use; transport calls them from connection handler
+// goroutines.
+type Authenticator struct {
+	mechanisms []string
+	lookup     Lookup
+	superuser  string
+	super      map[Mechanism]Credential
+	lifetime   time.Duration
+}
+
+// superuserIterations is how many rounds salt the bootstrap superuser's
+// password on this node: Kafka's minimum, since the salted form never
+// leaves the process.
+const superuserIterations = MinIterations
+
+// New checks cfg and returns its Authenticator. Errors wrap
+// ErrUnsupportedMechanism (a mechanism kcoord does not serve, or none) or
+// ErrUnacceptableCredential (a superuser without a password).
+func New(cfg Config) (*Authenticator, error) {
+	if len(cfg.Mechanisms) == 0 {
+		return nil, fmt.Errorf("%w: no mechanism enabled", ErrUnsupportedMechanism)
+	}
+	for i, m := range cfg.Mechanisms {
+		if _, ok := MechanismNamed(m); !ok && m != MechanismPlain {
+			return nil, fmt.Errorf("%w %q: kcoord serves %s, %s and %s", ErrUnsupportedMechanism, m,
+				MechanismPlain, MechanismSHA256, MechanismSHA512)
+		}
+		if slices.Contains(cfg.Mechanisms[:i], m) {
+			return nil, fmt.Errorf("%w: %s is listed twice", ErrUnsupportedMechanism, m)
+		}
+	}
+	a := &Authenticator{mechanisms: slices.Clone(cfg.Mechanisms), lookup: cfg.Lookup,
+		superuser: cfg.Superuser, lifetime: cfg.SessionLifetime}
+	if a.lookup == nil {
+		a.lookup = func(string, Mechanism) (Credential, bool) { return Credential{}, false }
+	}
+	if cfg.Superuser != "" {
+		if cfg.SuperuserPassword == "" {
+			return nil, fmt.Errorf("%w: the superuser %q has no password", ErrUnacceptableCredential, cfg.Superuser)
+		}
+		a.super = make(map[Mechanism]Credential, len(ScramMechanisms))
+		for _, m := range ScramMechanisms {
+			c, err := CredentialFromPassword(m, cfg.SuperuserPassword, superuserIterations)
+			if err != nil {
+				return nil, err
+			}
+			a.super[m] = c
+		}
+	}
+	return a, nil
+}
+
+// Mechanisms lists the enabled mechanisms, as SaslHandshake answers them.
+// The caller must not modify the slice.
+func (a *Authenticator) Mechanisms() []string { return a.mechanisms }
+
+// SessionLifetime is how long a session lasts before re-authentication
+// (connections.max.reauth.ms); 0 for the connection's whole life.
+func (a *Authenticator) SessionLifetime() time.Duration { return a.lifetime }
+
+// Superuser is the bootstrap superuser's name, "" when there is none.
+func (a *Authenticator) Superuser() string { return a.superuser }
+
+// Exchange is one SASL authentication attempt on one connection. Its
+// methods are called from that connection's handler goroutine only.
+type Exchange interface {
+	// Step takes the client's next token and returns the server's next
+	// one. done reports that the exchange completed and proved the
+	// client's identity, which Principal then returns. An error fails the
+	// exchange for good; its message is safe to send to the client (it
+	// never tells whether the user exists).
+	Step(token []byte) (challenge []byte, done bool, err error)
+	// Principal is the authenticated principal once Step reported done.
+	Principal() Principal
+}
+
+// Start begins an exchange of mechanism. It fails with
+// ErrUnsupportedMechanism for a mechanism that is not enabled (names are
+// case-sensitive, as in Kafka).
+func (a *Authenticator) Start(mechanism string) (Exchange, error) {
+	if !slices.Contains(a.mechanisms, mechanism) {
+		return nil, fmt.Errorf("%w %q: enabled are %s", ErrUnsupportedMechanism, mechanism, strings.Join(a.mechanisms, ", "))
+	}
+	if m, ok := MechanismNamed(mechanism); ok {
+		return newScramExchange(a, m), nil
+	}
+	return &plainExchange{a: a}, nil
+}
+
+// credential returns the credential a login of user with m is checked
+// against: the bootstrap superuser's own for that name, else the stored
+// one.
+func (a *Authenticator) credential(user string, m Mechanism) (Credential, bool) {
+	if a.super != nil && user == a.superuser {
+		c, ok := a.super[m]
+		return c, ok
+	}
+	return a.lookup(user, m)
+}
