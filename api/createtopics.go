@@ -7,7 +7,7 @@ package api
 // Topics are entries in the registry of the metadata Raft group (name →
 // partition count); kcoord stores no records for them. Any node takes it:
 // one that does not lead the metadata group (the controller) forwards each
-// topic to the leader (cluster.Node.ApplyTopicChange), as KRaft brokers
+// topic to the leader (cluster.Node.ApplyMetadataChange), as KRaft brokers
 // forward to their controller (KIP-590), and answers NOT_CONTROLLER only
 // when no leader is known or reachable. The limits below are checked
 // against this node's replica of the registry, so two nodes creating at

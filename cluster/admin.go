@@ -15,10 +15,10 @@ import (
 )
 
 // adminShard is the Mux stream that carries node-to-node admin calls: a
-// remove-node or a topic change (CreateTopics, DeleteTopics) sent to any
-// node is forwarded to the metadata leader, and cluster status asks every
-// node for its replicas. It shares the Raft
-// port, its cluster-id check and its fault hooks.
+// remove-node or a metadata change (CreateTopics, DeleteTopics,
+// AlterUserScramCredentials) sent to any node is forwarded to the
+// metadata leader, and cluster status asks every node for its replicas.
+// It shares the Raft port, its cluster-id check and its fault hooks.
 const adminShard int32 = -2
 
 // adminTimeout bounds one admin call: dial, request and answer.
@@ -28,8 +28,11 @@ const adminTimeout = 5 * time.Second
 type adminRequest struct {
 	Op   string `json:"op"` // "remove-node", "replicas", "topic-change" or "inspect"
 	Node int32  `json:"node,omitempty"`
-	// Command and TimeoutMs are a topic change's: an encoded
-	// fsm.TopicCreate or fsm.TopicDelete, and how long its apply may take.
+	// Command and TimeoutMs are a metadata change's (op "topic-change", the
+	// name it had when it carried topic changes only, kept for the nodes
+	// of the previous release): an encoded fsm.TopicCreate,
+	// fsm.TopicDelete, fsm.ScramCredentialSet or fsm.ScramCredentialDelete,
+	// and how long its apply may take.
 	// An inspection's are its query (see Inspector) and how long the asker
 	// waits for the answer.
 	Command   []byte `json:"command,omitempty"`
@@ -38,7 +41,8 @@ type adminRequest struct {
 
 type adminResponse struct {
 	// Code is "" on success, else "not-leader", "not-found", "last-node",
-	// "topic-exists", "topic-not-found", "timeout" or "error".
+	// "topic-exists", "topic-not-found", "scram-not-found",
+	// "scram-invalid", "timeout" or "error".
 	Code     string          `json:"code,omitempty"`
 	Error    string          `json:"error,omitempty"`
 	Replicas []ReplicaStatus `json:"replicas,omitempty"`
@@ -75,8 +79,8 @@ func (n *Node) serveAdminConn(c net.Conn) {
 		resp.Code, resp.Error = adminCode(err)
 	case "replicas":
 		resp.Replicas = n.localReplicas()
-	case "topic-change":
-		resp.Code, resp.Error = adminCode(n.applyTopicChangeHere(req.Command, req.TimeoutMs))
+	case "topic-change": // every metadata change; see adminRequest
+		resp.Code, resp.Error = adminCode(n.applyMetadataChangeHere(req.Command, req.TimeoutMs))
 	case "inspect":
 		ctx, cancel := context.WithTimeout(context.Background(), inspectBudget(req.TimeoutMs))
 		report, err := n.inspectHere(ctx, req.Command)
@@ -104,6 +108,10 @@ func adminCode(err error) (code, msg string) {
 		return "topic-exists", err.Error()
 	case errors.Is(err, fsm.ErrTopicNotFound):
 		return "topic-not-found", err.Error()
+	case errors.Is(err, fsm.ErrScramCredentialNotFound):
+		return "scram-not-found", err.Error()
+	case errors.Is(err, fsm.ErrInvalidScramCredential):
+		return "scram-invalid", err.Error()
 	case errors.Is(err, ErrApplyTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, raft.ErrEnqueueTimeout):
 		return "timeout", err.Error()
 	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrRaftShutdown),
@@ -128,6 +136,10 @@ func adminError(resp adminResponse) error {
 		return fmt.Errorf("%w (%s)", fsm.ErrTopicExists, resp.Error)
 	case "topic-not-found":
 		return fmt.Errorf("%w (%s)", fsm.ErrTopicNotFound, resp.Error)
+	case "scram-not-found":
+		return fmt.Errorf("%w (%s)", fsm.ErrScramCredentialNotFound, resp.Error)
+	case "scram-invalid":
+		return fmt.Errorf("%w (%s)", fsm.ErrInvalidScramCredential, resp.Error)
 	case "timeout":
 		return fmt.Errorf("%w (%s)", ErrApplyTimeout, resp.Error)
 	}

@@ -41,6 +41,12 @@ const (
 	// its epochs and its members' subscriptions, targets and
 	// reconciliation.
 	ConsumerGroupWriteType CommandType = 11
+	// ScramCredentialSetType creates or replaces one user's SCRAM
+	// credential for one mechanism in the metadata group.
+	ScramCredentialSetType CommandType = 12
+	// ScramCredentialDeleteType removes one user's SCRAM credential for
+	// one mechanism from the metadata group.
+	ScramCredentialDeleteType CommandType = 13
 )
 
 // String names the command type for logs.
@@ -68,6 +74,10 @@ func (t CommandType) String() string {
 		return "PlacementSet"
 	case ConsumerGroupWriteType:
 		return "ConsumerGroupWrite"
+	case ScramCredentialSetType:
+		return "ScramCredentialSet"
+	case ScramCredentialDeleteType:
+		return "ScramCredentialDelete"
 	}
 	return fmt.Sprintf("CommandType(%d)", uint8(t))
 }
@@ -287,6 +297,10 @@ func newCommand(typ CommandType) (Command, error) {
 		return new(PlacementSet), nil
 	case ConsumerGroupWriteType:
 		return new(ConsumerGroupWrite), nil
+	case ScramCredentialSetType:
+		return new(ScramCredentialSet), nil
+	case ScramCredentialDeleteType:
+		return new(ScramCredentialDelete), nil
 	}
 	return nil, fmt.Errorf("%w: %s", ErrUnknownCommand, typ)
 }

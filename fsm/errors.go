@@ -52,4 +52,14 @@ var (
 	// ErrInvalidPlacement is Apply's answer to a PlacementSet whose voter
 	// set is empty, unsorted or repeats a node.
 	ErrInvalidPlacement = errors.New("invalid placement")
+	// ErrScramCredentialNotFound is Apply's answer to deleting a SCRAM
+	// credential that is not stored (no credential of that user for that
+	// mechanism).
+	ErrScramCredentialNotFound = errors.New("SCRAM credential not found")
+	// ErrInvalidScramCredential is Apply's answer to a ScramCredentialSet
+	// without a user or of a mechanism other than SCRAM-SHA-256 (1) and
+	// SCRAM-SHA-512 (2) (ScramCredential.Validate), and
+	// cluster.Node.ApplyMetadataChange's to such a set or to a
+	// ScramCredentialDelete naming no user, which it does not write.
+	ErrInvalidScramCredential = errors.New("invalid SCRAM credential")
 )

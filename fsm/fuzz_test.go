@@ -35,7 +35,8 @@ func fuzzEntries(input []byte) [][]byte {
 var businessErrors = []error{
 	ErrGroupNotEmpty, ErrGroupNotFound, ErrTopicExists, ErrTopicNotFound,
 	ErrClusterIDMismatch, ErrForeignCommand, ErrGroupTypeConflict, ErrInvalidConsumerGroupWrite,
-	ErrStaleConsumerGroupWrite,
+	ErrStaleConsumerGroupWrite, ErrNodeNotFound, ErrLastActiveNode, ErrInvalidPlacement,
+	ErrScramCredentialNotFound, ErrInvalidScramCredential,
 }
 
 // fuzzFSM is a raft.FSM the fuzz targets drive, with its state readable

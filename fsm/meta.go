@@ -11,8 +11,9 @@ import (
 )
 
 // MetaFSM is the raft.FSM of the metadata group: the cluster-wide topic
-// registry, the cluster id, and shard placement (the registered nodes and
-// each shard's desired voters; placement.go). Later users and ACLs.
+// registry, the cluster id, shard placement (the registered nodes and
+// each shard's desired voters; placement.go) and users' SCRAM credentials
+// (salted keys, never passwords; scram.go). Later ACLs.
 // Raft's FSM goroutine calls Apply, Snapshot and Restore; raft runs the
 // snapshot's Persist on another goroutine. Any goroutine may call the
 // readers, which return copies.
@@ -26,6 +27,7 @@ type MetaFSM struct {
 	// replicated state: only equal versions on one replica compare).
 	topicsVersion uint64
 	placement     placementState
+	scram         scramState
 }
 
 var _ raft.FSM = (*MetaFSM)(nil)
@@ -35,14 +37,15 @@ func NewMetaFSM(logger hclog.Logger) *MetaFSM {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	return &MetaFSM{logger: logger, topics: make(map[string]Topic), placement: newPlacementState()}
+	return &MetaFSM{logger: logger, topics: make(map[string]Topic), placement: newPlacementState(), scram: newScramState()}
 }
 
 // Apply applies one committed entry; it panics on an undecodable entry and
-// returns ErrTopicExists, ErrTopicNotFound, ErrClusterIDMismatch or a
+// returns ErrTopicExists, ErrTopicNotFound, ErrClusterIDMismatch, a
 // placement command's error (ErrNodeNotFound, ErrLastActiveNode,
-// ErrInvalidPlacement) as its response, and ErrForeignCommand for a shard
-// command, which it does not apply.
+// ErrInvalidPlacement) or a SCRAM command's (ErrInvalidScramCredential,
+// ErrScramCredentialNotFound) as its response, and ErrForeignCommand for
+// a shard command, which it does not apply.
 func (f *MetaFSM) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
@@ -70,6 +73,8 @@ func (f *MetaFSM) Apply(l *raft.Log) any {
 		return stampClusterID(&f.clusterID, c)
 	case *NodeRegister, *NodeDrain, *PlacementSet:
 		return f.placement.apply(cmd)
+	case *ScramCredentialSet, *ScramCredentialDelete:
+		return f.scram.apply(cmd)
 	default:
 		f.logger.Error("refused a shard command in the metadata group's log", "index", l.Index, "command", cmd.CommandType())
 		return fmt.Errorf("%w: %s in the metadata group's log", ErrForeignCommand, cmd.CommandType())
@@ -114,13 +119,14 @@ func (f *MetaFSM) TopicsVersion() uint64 {
 	return f.topicsVersion
 }
 
-// Snapshot implements raft.FSM: a copy of the topics, sorted by name, and
-// of the placement.
+// Snapshot implements raft.FSM: a copy of the topics, sorted by name, of
+// the placement and of the SCRAM credentials.
 func (f *MetaFSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	nodes, placement := f.placement.snapshot()
+	scram := f.scram.snapshot()
 	f.mu.RUnlock()
-	return &metaSnapshot{ClusterID: f.ClusterID(), Topics: f.Topics(), Nodes: nodes, Placement: placement}, nil
+	return &metaSnapshot{ClusterID: f.ClusterID(), Topics: f.Topics(), Nodes: nodes, Placement: placement, Scram: scram}, nil
 }
 
 // Restore implements raft.FSM: it replaces the state with a snapshot
@@ -139,18 +145,22 @@ func (f *MetaFSM) Restore(rc io.ReadCloser) error {
 	f.clusterID, f.topics = s.ClusterID, topics
 	f.topicsVersion++
 	f.placement.restore(s.Nodes, s.Placement)
+	f.scram.restore(s.Scram)
 	f.mu.Unlock()
 	return nil
 }
 
 // metaSnapshot is the snapshot document of a MetaFSM. Version 1 (JSON) had
 // no cluster id; snapshots from before placement have no nodes and no
-// placement (they restore empty).
+// placement, and those from before SCRAM no credentials (they restore
+// empty).
 type metaSnapshot struct {
 	ClusterID string           `json:"cluster_id,omitempty" codec:"cluster_id"`
 	Topics    []Topic          `json:"topics" codec:"topics"`
 	Nodes     []Node           `json:"-" codec:"nodes,omitempty"`
 	Placement []ShardPlacement `json:"-" codec:"placement,omitempty"`
+	// Scram is sorted by user, then mechanism.
+	Scram []ScramCredential `json:"-" codec:"scram,omitempty"`
 }
 
 // Persist implements raft.FSMSnapshot: it streams the copy into sink.

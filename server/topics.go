@@ -10,7 +10,7 @@ import (
 
 // topicRegistry is the api.Topics of a node: reads from the metadata FSM,
 // writes through the metadata Raft group, forwarded to its leader when this
-// node does not lead it (cluster.Node.ApplyTopicChange).
+// node does not lead it (cluster.Node.ApplyMetadataChange).
 type topicRegistry struct {
 	node    *cluster.Node
 	fsm     *fsm.MetaFSM
@@ -34,5 +34,5 @@ func (r *topicRegistry) apply(ctx context.Context, cmd fsm.Command) error {
 	if err != nil {
 		return err
 	}
-	return r.node.ApplyTopicChange(ctx, b, r.timeout)
+	return r.node.ApplyMetadataChange(ctx, b, r.timeout)
 }
