@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcoord/kcoord/auth"
 	"github.com/kcoord/kcoord/cluster"
 	"github.com/kcoord/kcoord/fsm"
 	"github.com/kcoord/kcoord/groups"
@@ -40,6 +41,20 @@ type Topics interface {
 	// raft.ErrNotLeader on a node that is not the controller.
 	Create(ctx context.Context, t fsm.Topic) error
 	Delete(ctx context.Context, name string) error
+}
+
+// Credentials is the SCRAM credential store in the metadata Raft group.
+type Credentials interface {
+	// ScramCredentials lists every stored credential, sorted by user,
+	// then mechanism.
+	ScramCredentials() []fsm.ScramCredential
+	// SetScram and DeleteScram write through the metadata group and wait
+	// for the commit (forwarded to its leader from other nodes);
+	// DeleteScram returns fsm.ErrScramCredentialNotFound for a credential
+	// that does not exist, and both raft.ErrNotLeader when no leader is
+	// reachable.
+	SetScram(ctx context.Context, c fsm.ScramCredential) error
+	DeleteScram(ctx context.Context, user string, mechanism int8) error
 }
 
 // Shard is what the handlers use of one group shard on this node.
@@ -80,6 +95,17 @@ type Config struct {
 	// are UNKNOWN_TOPIC_OR_PARTITION. A registered topic's partitions beyond
 	// its count are unknown either way.
 	CommitUnregisteredTopics bool
+	// Authorize: the node authenticates its clients (SASL or mutual TLS),
+	// so requests are authorized by principal (authorize.go). Off, every
+	// principal may do everything, as in Kafka without an authorizer.
+	Authorize bool
+	// Superusers is super.users with the bootstrap superuser added:
+	// principals every authorization allows.
+	Superusers auth.Superusers
+	// BootstrapSuperuser is --sasl-superuser, whose password is the
+	// node's own; AlterUserScramCredentials refuses to alter it. "" for
+	// none.
+	BootstrapSuperuser string
 	// Logger gets handler logs; nil discards them.
 	Logger hclog.Logger
 }
@@ -97,8 +123,11 @@ type Handlers struct {
 	cfg     Config
 	cluster Cluster
 	topics  Topics
-	shards  []Shard
-	logger  hclog.Logger
+	// credentials is nil on nodes wired without SCRAM storage (tests):
+	// the SCRAM APIs are then not registered.
+	credentials Credentials
+	shards      []Shard
+	logger      hclog.Logger
 	// createMu serialises CreateTopics, so the registry's limits are
 	// checked and taken atomically on the controller.
 	createMu sync.Mutex
@@ -148,6 +177,17 @@ func (h *Handlers) Register(mux *transport.Mux) {
 	reg(new(kmsg.FetchRequest), 0, 12, h.fetch)
 	reg(new(kmsg.ConsumerGroupHeartbeatRequest), 0, 1, h.consumerGroupHeartbeat)
 	reg(new(kmsg.ConsumerGroupDescribeRequest), 0, 1, h.consumerGroupDescribe)
+	if h.credentials != nil {
+		reg(new(kmsg.DescribeUserSCRAMCredentialsRequest), 0, 0, h.describeUserScramCredentials)
+		reg(new(kmsg.AlterUserSCRAMCredentialsRequest), 0, 0, h.alterUserScramCredentials)
+	}
+}
+
+// WithCredentials makes the handlers serve DescribeUserScramCredentials
+// and AlterUserScramCredentials over c. Call it before Register.
+func (h *Handlers) WithCredentials(c Credentials) *Handlers {
+	h.credentials = c
+	return h
 }
 
 // shardFor returns the shard serving a group id.

@@ -30,6 +30,25 @@ type Config struct {
 	// requires a client certificate from that CA (mutual TLS). Empty:
 	// plaintext.
 	TLSCertFile, TLSKeyFile, TLSClientCAFile string
+	// SASLEnabledMechanisms is sasl.enabled.mechanisms: a comma-separated
+	// list of PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 that every Kafka
+	// connection must authenticate with (sasl.go). Empty: no SASL.
+	SASLEnabledMechanisms string
+	// SASLSuperuser is --sasl-superuser, the bootstrap superuser, and
+	// SASLSuperuserPassword its password (KCOORD_SASL_SUPERUSER_PASSWORD or
+	// --sasl-superuser-password-file): checked by this node itself, never
+	// stored in the metadata group.
+	SASLSuperuser, SASLSuperuserPassword string
+	// SuperUsers is super.users: principals ("User:alice;User:bob") that
+	// every authorization allows.
+	SuperUsers string
+	// ConnectionsMaxReauth is connections.max.reauth.ms: how long a SASL
+	// session lasts before the client must re-authenticate (KIP-368); 0
+	// for the connection's life, Kafka's default.
+	ConnectionsMaxReauth time.Duration
+	// SASLServerMaxReceiveSize is sasl.server.max.receive.size: the
+	// largest frame a connection may send before it authenticates.
+	SASLServerMaxReceiveSize int32
 	// RaftAddr is the host:port every shard's Raft traffic shares.
 	RaftAddr string
 	// AdvertiseRaftAddr is the host:port other nodes dial for Raft; empty
@@ -194,6 +213,7 @@ func DefaultConfig() Config {
 		PlacementMaxConcurrentMoves:   4,
 		ShutdownDrain:                 4 * time.Second,
 		SocketRequestMaxBytes:         104857600,
+		SASLServerMaxReceiveSize:      524288,
 		MaxConnections:                2147483647,
 		MaxConnectionsPerIP:           2147483647,
 		QueuedMaxRequestBytes:         209715200,
@@ -223,6 +243,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	if err := c.validateTLS(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.validateSASL(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Pprof && c.HTTPAddr == "" {

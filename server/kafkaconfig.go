@@ -26,8 +26,9 @@ type kafkaKey struct {
 	int64p   func(c *Config) *int64
 	durp     func(c *Config) *time.Duration
 	boolp    func(c *Config) *bool
-	// strp is a string field, one of choices (Kafka's case-insensitive
-	// enumerations; stored lower-case).
+	// strp is a string field: one of choices when they are set (Kafka's
+	// case-insensitive enumerations; stored lower-case), else free text
+	// (trimmed) that Validate parses.
 	strp    func(c *Config) *string
 	choices []string
 	help    string
@@ -108,6 +109,18 @@ var kafkaKeys = []kafkaKey{
 	{name: "queued.max.request.bytes", min: -1, max: math.MaxInt64,
 		int64p: func(c *Config) *int64 { return &c.QueuedMaxRequestBytes },
 		help:   "bytes of requests read and not yet answered before the listener stops reading; -1 unbounded"},
+	{name: "sasl.enabled.mechanisms",
+		strp: func(c *Config) *string { return &c.SASLEnabledMechanisms },
+		help: "SASL mechanisms every Kafka connection must authenticate with, comma-separated: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; empty for no SASL"},
+	{name: "super.users",
+		strp: func(c *Config) *string { return &c.SuperUsers },
+		help: "principals every authorization allows, semicolon-separated: User:alice;User:bob"},
+	{name: "connections.max.reauth.ms", min: 0, max: maxMillis, unit: time.Millisecond,
+		durp: func(c *Config) *time.Duration { return &c.ConnectionsMaxReauth },
+		help: "how long a SASL session lasts before the client must re-authenticate; 0 for the connection's life"},
+	{name: "sasl.server.max.receive.size", min: 1, max: math.MaxInt32,
+		int32p: func(c *Config) *int32 { return &c.SASLServerMaxReceiveSize },
+		help:   "largest frame a connection may send before it has authenticated"},
 	{name: "kcoord.max.partitions.per.topic", min: 1, max: math.MaxInt32,
 		int32p: func(c *Config) *int32 { return &c.MaxPartitionsPerTopic },
 		help:   "partitions one topic may have; CreateTopics beyond it is INVALID_PARTITIONS"},
@@ -164,6 +177,10 @@ func (c *Config) SetKafkaConfig(key, value string) error {
 	k, ok := lookupKafkaKey(key)
 	if !ok {
 		return fmt.Errorf("unknown Kafka config %q (supported: %s)", key, strings.Join(KafkaConfigKeys(), ", "))
+	}
+	if k.strp != nil && k.choices == nil {
+		*k.strp(c) = strings.TrimSpace(value)
+		return nil
 	}
 	if k.strp != nil {
 		v := strings.ToLower(strings.TrimSpace(value))

@@ -115,6 +115,17 @@ func (s *Server) Start() error {
 		return err
 	}
 	tcfg.TLS, s.certs = tlsCfg, certs
+	s.meta = fsm.NewMetaFSM(s.logger.Named("meta"))
+	sasl, err := s.cfg.authenticator(s.meta)
+	if err != nil {
+		return err
+	}
+	if sasl != nil {
+		tcfg.SASL, tcfg.SASLMaxReceiveBytes = sasl, s.cfg.SASLServerMaxReceiveSize
+		if len(s.cfg.superusers()) == 0 {
+			s.logger.Warn("SASL is on with no superuser: no one can create users (set --sasl-superuser or -c super.users)")
+		}
+	}
 	kafka, err := transport.NewServer(tcfg, mux)
 	if err != nil {
 		return err
@@ -141,8 +152,12 @@ func (s *Server) Start() error {
 		MaxTopics:                s.cfg.MaxTopics,
 		MaxPartitions:            s.cfg.MaxPartitions,
 		CommitUnregisteredTopics: s.cfg.OffsetsCommitUnregisteredTopics,
+		Authorize:                s.cfg.authenticates(),
+		Superusers:               s.cfg.superusers(),
+		BootstrapSuperuser:       s.cfg.SASLSuperuser,
 		Logger:                   s.logger.Named("api"),
 	}, s.node, &topicRegistry{node: s.node, fsm: s.meta, timeout: s.cfg.OffsetsCommitTimeout}, s.apiShards())
+	h.WithCredentials(&credentialStore{node: s.node, fsm: s.meta, timeout: s.cfg.OffsetsCommitTimeout})
 	h.Register(mux)
 	kafka.Open()
 	s.stopRetention = make(chan struct{})
@@ -158,7 +173,6 @@ func (s *Server) startNode(advertised string) error {
 	n := s.cfg.OffsetsTopicNumPartitions
 	s.states = make([]*fsm.ShardFSM, n)
 	s.coords = make([]*groups.Coordinator, n)
-	s.meta = fsm.NewMetaFSM(s.logger.Named("meta"))
 	gcfg := groups.DefaultConfig()
 	gcfg.InitialRebalanceDelay = s.cfg.GroupInitialRebalanceDelay
 	gcfg.MinSessionTimeout, gcfg.MaxSessionTimeout = s.cfg.GroupMinSessionTimeout, s.cfg.GroupMaxSessionTimeout

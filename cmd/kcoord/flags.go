@@ -30,7 +30,15 @@ type serveOptions struct {
 	logLevel        string
 	logJSON         bool
 	shutdownTimeout time.Duration
+	// superuserPasswordFile is --sasl-superuser-password-file; the
+	// password may come from KCOORD_SASL_SUPERUSER_PASSWORD instead.
+	superuserPasswordFile string
 }
+
+// envSuperuserPassword holds the bootstrap superuser's password when no
+// --sasl-superuser-password-file is given. It is not a flag, so that the
+// password never shows in a process listing.
+const envSuperuserPassword = envPrefix + "SASL_SUPERUSER_PASSWORD"
 
 // addServeFlags defines the flags of `kcoord serve` on fs, with
 // server.DefaultConfig's values as defaults.
@@ -44,6 +52,8 @@ func addServeFlags(fs *pflag.FlagSet) *serveOptions {
 	fs.StringVar(&c.TLSCertFile, "tls-cert-file", c.TLSCertFile, "PEM certificate of the Kafka listener, which then speaks TLS 1.2+ only (reloaded when it changes and on SIGHUP)")
 	fs.StringVar(&c.TLSKeyFile, "tls-key-file", c.TLSKeyFile, "PEM private key of --tls-cert-file")
 	fs.StringVar(&c.TLSClientCAFile, "tls-client-ca-file", c.TLSClientCAFile, "PEM CA certificates: Kafka clients must present a certificate they signed (mutual TLS)")
+	fs.StringVar(&c.SASLSuperuser, "sasl-superuser", c.SASLSuperuser, "the bootstrap superuser: a SASL user this node lets in with the password from $"+envSuperuserPassword+" or --sasl-superuser-password-file, and that may do everything")
+	fs.StringVar(&o.superuserPasswordFile, "sasl-superuser-password-file", "", "file holding the bootstrap superuser's password (one line)")
 	fs.StringVar(&c.RaftAddr, "raft-addr", c.RaftAddr, "Raft host:port, shared by all shards")
 	fs.StringVar(&c.AdvertiseRaftAddr, "advertise-raft-addr", c.AdvertiseRaftAddr, "Raft host:port other nodes dial (default: the listener's; required when it binds 0.0.0.0)")
 	fs.StringVar(&c.GossipAddr, "gossip-addr", c.GossipAddr, "memberlist gossip host:port")
@@ -148,26 +158,63 @@ func (o *serveOptions) resolve(fs *pflag.FlagSet, lookupEnv func(string) (string
 	if err := setKafkaPairs(&cfg, o.kafka); err != nil {
 		return server.Config{}, fmt.Errorf("--%s: %w", flagConfig, err)
 	}
+	password, err := superuserPassword(o.superuserPasswordFile, lookupEnv)
+	if err != nil {
+		return server.Config{}, err
+	}
+	cfg.SASLSuperuserPassword = password
 	if err := cfg.Validate(); err != nil {
 		return server.Config{}, fmt.Errorf("invalid configuration: %w", err)
 	}
 	return cfg, nil
 }
 
+// superuserPassword reads the bootstrap superuser's password from file
+// (its first line) or, without one, from $KCOORD_SASL_SUPERUSER_PASSWORD;
+// "" when neither is given.
+func superuserPassword(file string, lookupEnv func(string) (string, bool)) (string, error) {
+	env, inEnv := lookupEnv(envSuperuserPassword)
+	switch {
+	case file == "":
+		return env, nil
+	case inEnv && env != "":
+		return "", fmt.Errorf("the superuser's password is given twice: by --sasl-superuser-password-file and by $%s", envSuperuserPassword)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("--sasl-superuser-password-file: %w", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	if line = strings.TrimSuffix(line, "\r"); line == "" {
+		return "", fmt.Errorf("--sasl-superuser-password-file %s: the first line is empty", file)
+	}
+	return line, nil
+}
+
 // setKafkaPairs applies key=value pairs; each argument may hold several,
-// separated by commas.
+// separated by commas. A piece without "=" continues the value before it,
+// so that a list value reads as Kafka writes it:
+// "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512,group.max.size=10".
 func setKafkaPairs(cfg *server.Config, args []string) error {
 	for _, arg := range args {
-		for _, pair := range strings.Split(arg, ",") {
-			pair = strings.TrimSpace(pair)
-			if pair == "" {
+		var pairs [][2]string
+		for _, piece := range strings.Split(arg, ",") {
+			piece = strings.TrimSpace(piece)
+			if piece == "" {
 				continue
 			}
-			k, v, ok := strings.Cut(pair, "=")
-			if !ok {
-				return fmt.Errorf("%q: want key=value", pair)
+			k, v, ok := strings.Cut(piece, "=")
+			switch {
+			case ok:
+				pairs = append(pairs, [2]string{strings.TrimSpace(k), v})
+			case len(pairs) == 0:
+				return fmt.Errorf("%q: want key=value", piece)
+			default:
+				pairs[len(pairs)-1][1] += "," + piece
 			}
-			if err := cfg.SetKafkaConfig(strings.TrimSpace(k), v); err != nil {
+		}
+		for _, kv := range pairs {
+			if err := cfg.SetKafkaConfig(kv[0], kv[1]); err != nil {
 				return err
 			}
 		}
