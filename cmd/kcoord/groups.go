@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -26,13 +25,6 @@ const missing = "-"
 // defaultCLITimeout bounds a "kcoord groups" or "kcoord topics" command.
 const defaultCLITimeout = 30 * time.Second
 
-// adminCLI is what every "kcoord groups" and "kcoord topics" command
-// shares: where the cluster is and how long a command may take.
-type adminCLI struct {
-	bootstrap string
-	timeout   time.Duration
-}
-
 // newGroupsCmd returns "kcoord groups", kafka-consumer-groups.sh's
 // commands over the Kafka protocol (franz-go's kadm), with its flags,
 // columns and messages, so that it works against kcoord and against any
@@ -47,30 +39,9 @@ does (same flags, columns and messages), against kcoord or any
 Kafka-compatible cluster.`,
 		Args: cobra.NoArgs,
 	}
-	f := cmd.PersistentFlags()
-	f.StringVar(&g.bootstrap, "bootstrap-server", "127.0.0.1:9092", "the cluster's brokers, host:port,... [$KCOORD_BOOTSTRAP_SERVER]")
-	g.timeout = defaultCLITimeout
-	f.Var(msDuration{&g.timeout}, "timeout", "how long the command may take: milliseconds, as Kafka's tools take it, or a duration (30s)")
+	g.addFlags(cmd.PersistentFlags())
 	cmd.AddCommand(g.listCmd(), g.describeCmd(), g.resetCmd(), g.deleteCmd(), g.deleteOffsetsCmd())
 	return cmd
-}
-
-// admin connects to the cluster of cmd's --bootstrap-server and returns a
-// context bounded by --timeout; the caller calls done when finished.
-func (g *adminCLI) admin(cmd *cobra.Command) (context.Context, *kadm.Client, func(), error) {
-	brokers, err := bootstrapServers(cmd, g.bootstrap)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	if g.timeout <= 0 {
-		return nil, nil, nil, errors.New("--timeout must be positive")
-	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	ctx, cancel := context.WithTimeout(cmd.Context(), g.timeout)
-	return ctx, kadm.NewClient(cl), func() { cancel(); cl.Close() }, nil
 }
 
 // listCmd is "kcoord groups list [--state [S,...]]".

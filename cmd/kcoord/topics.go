@@ -28,10 +28,7 @@ kcoord this is its topic registry: the topics whose offsets groups may
 commit (offsets.commit checks them, as Kafka does).`,
 		Args: cobra.NoArgs,
 	}
-	f := cmd.PersistentFlags()
-	f.StringVar(&g.bootstrap, "bootstrap-server", "127.0.0.1:9092", "the cluster's brokers, host:port,... [$KCOORD_BOOTSTRAP_SERVER]")
-	g.timeout = defaultCLITimeout
-	f.Var(msDuration{&g.timeout}, "timeout", "how long the command may take: milliseconds, as Kafka's tools take it, or a duration (30s)")
+	g.addFlags(cmd.PersistentFlags())
 	cmd.AddCommand(g.topicCreateCmd(), g.topicListCmd(), g.topicDescribeCmd(), g.topicDeleteCmd())
 	return cmd
 }
