@@ -35,6 +35,11 @@ var kafkaDefaults = map[string]string{
 	"max.connections.per.ip":              "2147483647",
 	"queued.max.request.bytes":            "209715200",
 
+	"sasl.enabled.mechanisms":      "",
+	"super.users":                  "",
+	"connections.max.reauth.ms":    "0",
+	"sasl.server.max.receive.size": "524288",
+
 	"kcoord.max.partitions.per.topic":                  "4096",
 	"kcoord.max.topics":                                "10000",
 	"kcoord.max.partitions":                            "100000",

@@ -192,25 +192,25 @@ func superuserPassword(file string, lookupEnv func(string) (string, bool)) (stri
 }
 
 // setKafkaPairs applies key=value pairs; each argument may hold several,
-// separated by commas. A piece without "=" continues the value before it,
-// so that a list value reads as Kafka writes it:
-// "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512,group.max.size=10".
+// separated by commas. A piece that does not start with a known key and
+// "=" continues the value before it, so that list values and
+// distinguished names read as Kafka writes them:
+// "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512,super.users=User:CN=a,O=b".
 func setKafkaPairs(cfg *server.Config, args []string) error {
+	known := server.KafkaConfigKeys()
 	for _, arg := range args {
 		var pairs [][2]string
 		for _, piece := range strings.Split(arg, ",") {
-			piece = strings.TrimSpace(piece)
-			if piece == "" {
-				continue
-			}
 			k, v, ok := strings.Cut(piece, "=")
+			k = strings.TrimSpace(k)
 			switch {
-			case ok:
-				pairs = append(pairs, [2]string{strings.TrimSpace(k), v})
-			case len(pairs) == 0:
-				return fmt.Errorf("%q: want key=value", piece)
-			default:
+			case strings.TrimSpace(piece) == "":
+			case ok && (slices.Contains(known, k) || len(pairs) == 0):
+				pairs = append(pairs, [2]string{k, v})
+			case len(pairs) > 0:
 				pairs[len(pairs)-1][1] += "," + piece
+			default:
+				return fmt.Errorf("%q: want key=value", strings.TrimSpace(piece))
 			}
 		}
 		for _, kv := range pairs {

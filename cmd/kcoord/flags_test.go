@@ -289,3 +289,43 @@ func TestServerConfigOfJoinOnlyNode(t *testing.T) {
 		t.Fatalf("server rejects a join-only node: %v", err)
 	}
 }
+
+// TestKafkaListValuesKeepTheirCommas: -c takes Kafka's list values and
+// distinguished names whole, beside other pairs in the same argument.
+func TestKafkaListValuesKeepTheirCommas(t *testing.T) {
+	cfg, _, err := resolveArgs([]string{"-c", "sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,group.max.size=7",
+		"-c", "super.users=User:CN=billing,OU=payments,O=example;User:admin"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.SASLEnabledMechanisms != "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512" || cfg.GroupMaxSize != 7 ||
+		cfg.SuperUsers != "User:CN=billing,OU=payments,O=example;User:admin" {
+		t.Fatalf("mechanisms %q, group.max.size %d, super.users %q", cfg.SASLEnabledMechanisms, cfg.GroupMaxSize, cfg.SuperUsers)
+	}
+	if _, _, err := resolveArgs([]string{"-c", "no.such.key=1"}, nil); err == nil {
+		t.Fatal("an unknown key was accepted")
+	}
+}
+
+// TestSuperuserPasswordComesFromAFileOrTheEnvironment, never a flag.
+func TestSuperuserPasswordComesFromAFileOrTheEnvironment(t *testing.T) {
+	sasl := []string{"-c", "sasl.enabled.mechanisms=SCRAM-SHA-512", "--sasl-superuser", "admin"}
+	cfg, _, err := resolveArgs(sasl, map[string]string{envSuperuserPassword: "from-env"})
+	if err != nil || cfg.SASLSuperuserPassword != "from-env" {
+		t.Fatalf("from the environment: %q, %v", cfg.SASLSuperuserPassword, err)
+	}
+	file := filepath.Join(t.TempDir(), "pw")
+	if err := os.WriteFile(file, []byte("from-file\nignored\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, _, err = resolveArgs(append(sasl, "--sasl-superuser-password-file", file), nil)
+	if err != nil || cfg.SASLSuperuserPassword != "from-file" {
+		t.Fatalf("from the file: %q, %v", cfg.SASLSuperuserPassword, err)
+	}
+	if _, _, err := resolveArgs(append(sasl, "--sasl-superuser-password-file", file), map[string]string{envSuperuserPassword: "x"}); err == nil {
+		t.Fatal("a password given twice was accepted")
+	}
+	if _, _, err := resolveArgs(sasl, nil); err == nil || !strings.Contains(err.Error(), "needs a password") {
+		t.Fatalf("no password: %v", err)
+	}
+}
