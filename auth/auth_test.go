@@ -5,7 +5,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -222,5 +224,44 @@ func TestCredentialMatchesRFC7677(t *testing.T) {
 	}
 	if !c.Matches("pencil") || c.Matches("pencil ") {
 		t.Fatal("Matches does not check the password")
+	}
+}
+
+// TestPlainChecksRunAFewAtATime: however many clients try PLAIN at once,
+// only a bounded number of password checks (PBKDF2, milliseconds of CPU
+// each) run together, so logins cannot take the cores groups need.
+func TestPlainChecksRunAFewAtATime(t *testing.T) {
+	c, err := CredentialFromPassword(ScramSHA512, "s3cret", MinIterations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	running, most := 0, 0
+	a, err := New(Config{Mechanisms: []string{MechanismPlain}, Lookup: func(string, Mechanism) (Credential, bool) {
+		mu.Lock()
+		running++
+		most = max(most, running)
+		mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+		mu.Lock()
+		running--
+		mu.Unlock()
+		return c, true
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			ex, _ := a.Start(MechanismPlain)
+			if _, done, err := ex.Step([]byte("\x00alice\x00s3cret")); !done {
+				t.Errorf("login: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if limit := cap(a.pbkdf2); most > limit {
+		t.Fatalf("%d checks ran at once, above the limit of %d", most, limit)
 	}
 }

@@ -2,6 +2,7 @@ package auth
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -42,6 +43,10 @@ type Authenticator struct {
 	superuser  string
 	super      map[Mechanism]Credential
 	lifetime   time.Duration
+	// pbkdf2 holds a token per PLAIN password check running
+	// (checkPassword): half the CPUs, so that logins cannot take the
+	// cores groups need.
+	pbkdf2 chan struct{}
 }
 
 // superuserIterations is how many rounds salt the bootstrap superuser's
@@ -66,7 +71,8 @@ func New(cfg Config) (*Authenticator, error) {
 		}
 	}
 	a := &Authenticator{mechanisms: slices.Clone(cfg.Mechanisms), lookup: cfg.Lookup,
-		superuser: cfg.Superuser, lifetime: cfg.SessionLifetime}
+		superuser: cfg.Superuser, lifetime: cfg.SessionLifetime,
+		pbkdf2: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))}
 	if a.lookup == nil {
 		a.lookup = func(string, Mechanism) (Credential, bool) { return Credential{}, false }
 	}

@@ -30,8 +30,10 @@ import (
 //     SaslAuthenticate that completes tells a client of v1 or later how
 //     long the session lasts. Such a client re-authenticates with a new
 //     SaslHandshake and SaslAuthenticate on the same connection, with the
-//     same mechanism and as the same principal; a request other than those
-//     after the session ended closes the connection.
+//     same mechanism and as the same principal, at most once a second;
+//     any other request after the session ended closes the connection.
+//     Without a lifetime, or from a client of SaslAuthenticate v0, a
+//     SaslHandshake after authenticating is ILLEGAL_SASL_STATE.
 
 // SASL authenticates a listener's connections; *auth.Authenticator is
 // one. Connection handler goroutines call it, concurrently.
@@ -105,7 +107,10 @@ type saslConn struct {
 	exchange  auth.Exchange
 	principal auth.Principal // the authenticated one, kept across re-authentications
 	expires   time.Time      // zero: the session never ends
-	reauth    bool           // this exchange re-authenticates
+	started   time.Time      // when the last exchange began (its SaslHandshake)
+	// sawVersions: an ApiVersions was answered before the handshake.
+	sawVersions bool
+	reauth      bool // this exchange re-authenticates
 	// clientReauth: the client sent SaslAuthenticate v1 or later, so it
 	// knows of session lifetimes and may re-authenticate (Kafka's
 	// connectedClientSupportsReauthentication).
@@ -132,30 +137,50 @@ func (c *conn) serveSASL(in *inbound) (frame []byte, closeErr error, handled boo
 	if in.raw != nil {
 		return c.saslRawToken(in)
 	}
+	now := time.Now()
+	if s.phase == phaseDone && !s.expires.IsZero() && now.After(s.expires) && !s.beginsReauthentication(in, now) {
+		c.srv.metrics.saslAuthentication(s.mechanism, saslExpired)
+		return nil, fmt.Errorf("%w: the SASL session of %s expired at %s without re-authentication", errSASLClose,
+			s.principal, s.expires.Format(time.RFC3339Nano)), true
+	}
 	switch in.key {
 	case saslHandshakeKey:
-		return c.saslHandshake(in)
+		return c.saslHandshake(in, now)
 	case saslAuthenticateKey:
 		return c.saslAuthenticate(in)
 	}
 	switch {
-	case s.phase == phaseHandshake && in.key == apiVersionsKey:
+	case s.phase == phaseHandshake && in.key == apiVersionsKey && !s.sawVersions:
+		// One ApiVersions before the handshake, as in Kafka; one it
+		// answers UNSUPPORTED_VERSION does not count (KIP-511's retry).
+		s.sawVersions = in.req != nil
 		return nil, nil, false
 	case s.phase == phaseHandshake:
 		return nil, fmt.Errorf("%w: unexpected Kafka request of type %s during SASL handshake", errSASLClose, kmsg.NameForKey(in.key)), true
 	case s.phase == phaseAuthenticate:
 		return nil, fmt.Errorf("%w: unexpected Kafka request of type %s during SASL authentication", errSASLClose, kmsg.NameForKey(in.key)), true
-	case !s.expires.IsZero() && time.Now().After(s.expires):
-		c.srv.metrics.saslAuthentication(s.mechanism, saslExpired)
-		return nil, fmt.Errorf("%w: the SASL session of %s expired at %s without re-authentication", errSASLClose,
-			s.principal, s.expires.Format(time.RFC3339Nano)), true
 	}
 	return nil, nil, false
 }
 
+// beginsReauthentication reports whether in, on an authenticated
+// connection, starts a re-authentication, as Kafka's
+// KafkaChannel.maybeBeginServerReauthentication decides: a SaslHandshake
+// v1 or later from a client that authenticated with SaslAuthenticate v1
+// or later, on a session with a lifetime, at least minReauthInterval
+// after the previous exchange began.
+func (s *saslConn) beginsReauthentication(in *inbound, now time.Time) bool {
+	return in.key == saslHandshakeKey && in.version >= 1 && s.clientReauth && !s.expires.IsZero() &&
+		now.Sub(s.started) >= minReauthInterval
+}
+
+// minReauthInterval is the least time between the starts of two
+// exchanges on a connection (Kafka's MIN_REAUTH_INTERVAL_ONE_SECOND_NANOS).
+const minReauthInterval = time.Second
+
 // saslHandshake answers SaslHandshake: it picks the mechanism of the
 // exchange that follows, first or re-authenticating.
-func (c *conn) saslHandshake(in *inbound) ([]byte, error, bool) {
+func (c *conn) saslHandshake(in *inbound, now time.Time) ([]byte, error, bool) {
 	s := c.sasl
 	req := in.req.(*kmsg.SASLHandshakeRequest)
 	resp := req.ResponseKind().(*kmsg.SASLHandshakeResponse)
@@ -163,11 +188,12 @@ func (c *conn) saslHandshake(in *inbound) ([]byte, error, bool) {
 	switch {
 	case s.phase == phaseAuthenticate:
 		return nil, fmt.Errorf("%w: unexpected Kafka request of type SaslHandshake during SASL authentication", errSASLClose), true
-	case s.phase == phaseDone && (!s.clientReauth || in.version < 1):
+	case s.phase == phaseDone && !s.beginsReauthentication(in, now):
 		// Not a re-authentication: Kafka's request handler answers it.
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 		return c.saslFrame(in, resp), nil, true
 	}
+	s.started = now
 	ex, err := s.sasl.Start(req.Mechanism)
 	if err != nil {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code

@@ -253,11 +253,11 @@ func TestHandshakeV0TakesRawTokens(t *testing.T) {
 }
 
 func TestSessionsExpireUnlessReauthenticated(t *testing.T) {
-	const lifetime = 300 * time.Millisecond
+	const lifetime = 1200 * time.Millisecond
 	s := startSASLServer(t, lifetime)
 
-	// v0 SaslAuthenticate: the client does not re-authenticate; the
-	// session still ends.
+	// The session ends: a request after it closes the connection, even a
+	// SaslAuthenticate.
 	cl := dial(t, s.Server)
 	if resp := plainLogin(t, cl, 1, "alice", "s3cret"); resp.ErrorCode != 0 || resp.SessionLifetimeMillis != lifetime.Milliseconds() {
 		t.Fatalf("login: %v, lifetime %d ms", kerr.ErrorForCode(resp.ErrorCode), resp.SessionLifetimeMillis)
@@ -271,7 +271,7 @@ func TestSessionsExpireUnlessReauthenticated(t *testing.T) {
 		t.Fatalf("heartbeat within the session: %v", err)
 	}
 	time.Sleep(lifetime + 100*time.Millisecond)
-	if _, err := cl.Send(heartbeat(4, "g", 2)); err != nil {
+	if _, err := cl.Send(again); err != nil {
 		t.Fatal(err)
 	}
 	if err := cl.WaitClosed(testCtx(t)); err != nil {
@@ -279,14 +279,21 @@ func TestSessionsExpireUnlessReauthenticated(t *testing.T) {
 	}
 	mustContain(t, s.logs, "expired")
 
-	// Re-authenticating as the same user extends the session.
+	// Re-authenticating as the same user, a second or more after the
+	// login, extends the session.
 	cl = dial(t, s.Server)
 	plainLogin(t, cl, 1, "alice", "s3cret")
-	time.Sleep(lifetime / 2)
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.SetVersion(1)
+	hs.Mechanism = auth.MechanismPlain
+	if resp, err := cl.Do(testCtx(t), hs); err != nil || resp.(*kmsg.SASLHandshakeResponse).ErrorCode != kerr.IllegalSaslState.Code {
+		t.Fatalf("re-authenticating at once: %v, %v; want ILLEGAL_SASL_STATE (at most one a second)", resp, err)
+	}
+	time.Sleep(lifetime - 150*time.Millisecond)
 	if resp := plainLogin(t, cl, 1, "alice", "s3cret"); resp.ErrorCode != 0 {
 		t.Fatalf("re-authentication: %v", kerr.ErrorForCode(resp.ErrorCode))
 	}
-	time.Sleep(lifetime/2 + 50*time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // past the first session's end
 	if _, err := cl.Do(testCtx(t), heartbeat(4, "g", 3)); err != nil {
 		t.Fatalf("heartbeat after re-authenticating: %v", err)
 	}
@@ -296,6 +303,7 @@ func TestSessionsExpireUnlessReauthenticated(t *testing.T) {
 	}
 
 	// ...but not as another user.
+	time.Sleep(minReauthInterval)
 	if resp := plainLogin(t, cl, 1, "bob", "hunter2"); resp.ErrorCode != kerr.SaslAuthenticationFailed.Code ||
 		*resp.ErrorMessage != "Authentication failed: Cannot change principals during re-authentication from User.alice: User.bob" {
 		t.Fatalf("re-authenticating as bob: %v %v", kerr.ErrorForCode(resp.ErrorCode), resp.ErrorMessage)
@@ -305,18 +313,63 @@ func TestSessionsExpireUnlessReauthenticated(t *testing.T) {
 	}
 }
 
+// TestReauthenticationNeedsASessionLifetime: without
+// connections.max.reauth.ms a SaslHandshake after authenticating is
+// ILLEGAL_SASL_STATE, as in Kafka, so a client cannot make the server
+// check its password over and over on one connection.
+func TestReauthenticationNeedsASessionLifetime(t *testing.T) {
+	s := startSASLServer(t, 0)
+	cl := dial(t, s.Server)
+	plainLogin(t, cl, 1, "alice", "s3cret")
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.SetVersion(1)
+	hs.Mechanism = auth.MechanismPlain
+	resp, err := cl.Do(testCtx(t), hs)
+	if err != nil || resp.(*kmsg.SASLHandshakeResponse).ErrorCode != kerr.IllegalSaslState.Code {
+		t.Fatalf("a second handshake: %v, %v; want ILLEGAL_SASL_STATE", resp, err)
+	}
+	if _, err := cl.Do(testCtx(t), heartbeat(4, "g", 1)); err != nil {
+		t.Fatalf("the connection did not stay usable: %v", err)
+	}
+}
+
+// TestOneApiVersionsBeforeTheHandshake: a connection that has not
+// authenticated gets one ApiVersions answer (and the retry after an
+// UNSUPPORTED_VERSION one); another closes it, so it cannot keep its
+// connection alive without ever logging in.
+func TestOneApiVersionsBeforeTheHandshake(t *testing.T) {
+	s := startSASLServer(t, 0)
+	cl := dial(t, s.Server)
+	future := kmsg.NewPtrApiVersionsRequest()
+	future.SetVersion(apiVersionsMaxVersion + 1)
+	if resp, err := cl.Do(testCtx(t), future); err != nil || resp.(*kmsg.ApiVersionsResponse).ErrorCode != kerr.UnsupportedVersion.Code {
+		t.Fatalf("a future ApiVersions: %v, %v", resp, err)
+	}
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.SetVersion(0)
+	if _, err := cl.Do(testCtx(t), av); err != nil {
+		t.Fatalf("the retry: %v", err)
+	}
+	if _, err := cl.Send(av); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.WaitClosed(testCtx(t)); err != nil {
+		t.Fatalf("a second ApiVersions was answered: %v", err)
+	}
+}
+
 // TestFranzGoReauthenticatesBeforeItsSessionEnds runs franz-go through
 // several session lifetimes: it re-authenticates on its own (KIP-368), so
 // its requests keep being served.
 func TestFranzGoReauthenticatesBeforeItsSessionEnds(t *testing.T) {
-	s := startSASLServer(t, 1500*time.Millisecond)
+	s := startSASLServer(t, 2500*time.Millisecond) // franz-go re-authenticates a second before the end
 	cl, err := kgo.NewClient(kgo.SeedBrokers(s.Addr().String()),
 		kgo.SASL(scram.Auth{User: "alice", Pass: "s3cret"}.AsSha256Mechanism()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	deadline := time.Now().Add(4 * time.Second)
+	deadline := time.Now().Add(5 * time.Second)
 	for i := 0; time.Now().Before(deadline); i++ {
 		if err := metadata(t, cl); err != nil {
 			t.Fatalf("metadata %d: %v", i, err)
