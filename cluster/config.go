@@ -49,6 +49,15 @@ type Config struct {
 	// IP (0.0.0.0 or ::).
 	AdvertiseRaftAddr string
 
+	// RaftTLSCertFile and RaftTLSKeyFile (PEM) are this node's certificate
+	// and key on the Raft port, and RaftTLSCAFile (PEM) the CA certificates
+	// its peers' must chain to: set all three or none. With them every
+	// connection of the port, accepted or dialed, speaks mutual TLS 1.2+
+	// before anything else, and a peer without a certificate of that CA
+	// (for both client and server auth; its name is not checked) is
+	// refused. The files are re-read when they change. See rafttls.go.
+	RaftTLSCertFile, RaftTLSKeyFile, RaftTLSCAFile string
+
 	// KafkaAddr is the advertised Kafka host:port of this node, as reported by
 	// Brokers and LeaderOf.
 	KafkaAddr string
@@ -110,6 +119,12 @@ type Config struct {
 	// Join lists gossip seeds (host:port); joining retries until one answers.
 	// Needs GossipAddr.
 	Join []string
+	// GossipKeyFile, if set, encrypts gossip with the keys it holds: one
+	// base64 key (16, 24 or 32 bytes) a line, the first encrypting, all
+	// decrypting, so that keys can be rotated; re-read when it changes.
+	// Every node of a cluster needs a matching file. Needs GossipAddr. See
+	// gossipkey.go.
+	GossipKeyFile string
 	// GossipProbeInterval (wall-clock duration) is memberlist's failure
 	// probe interval. Default 1s.
 	GossipProbeInterval time.Duration
@@ -421,6 +436,10 @@ func (c *Config) Validate() error {
 		return bad("LogStore %q is neither %q nor %q", cc.LogStore, LogStoreNode, LogStoreShard)
 	case cc.ReplicationFactor < 1:
 		return bad("ReplicationFactor %d must be positive", cc.ReplicationFactor)
+	case cc.GossipKeyFile != "" && cc.GossipAddr == "":
+		return bad("GossipKeyFile needs GossipAddr: it encrypts gossip")
+	case (cc.RaftTLSCertFile == "") != (cc.RaftTLSKeyFile == "") || (cc.RaftTLSCertFile == "") != (cc.RaftTLSCAFile == ""):
+		return bad("RaftTLSCertFile, RaftTLSKeyFile and RaftTLSCAFile go together: mutual TLS needs this node's certificate, its key and the CA its peers' chain to")
 	}
 	if cc.GossipAddr != "" {
 		if _, _, err := net.SplitHostPort(cc.GossipAddr); err != nil {

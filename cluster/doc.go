@@ -26,6 +26,14 @@
 //     configurations. Broadcasts and push/pull carry the leader table
 //     (leaders.go: who leads each shard as of which term; the higher term
 //     wins). Peers whose cluster id differs are refused.
+//   - Gossip encryption (gossipkey.go): with Config.GossipKeyFile,
+//     memberlist's AES-GCM on every packet and stream, plaintext neither
+//     sent nor accepted. The file holds base64 keys, one a line: the first
+//     encrypts, every one decrypts; it is re-read every second, and a key
+//     is rotated by adding it second on every node, moving it first on
+//     every node, then dropping the old one. memberlist's own log is
+//     routed so that gossip refused for its encryption is a warning on the
+//     refusing node, naming the sender (rate-limited per host and cause).
 //   - Bootstrap (bootstrap.go, placement.go): with BootstrapExpect N > 1,
 //     nodes bootstrap once exactly N nodes advertise the same view, each
 //     writing the configuration of the shards rendezvous placement gives it,
@@ -47,6 +55,16 @@
 //     advertised address and (version 2) its cluster id; the accept loop
 //     drops a header of another cluster and hands the rest to the shard's
 //     raft.StreamLayer, used by raft.NewNetworkTransportWithConfig.
+//   - Raft TLS (rafttls.go): with Config.RaftTLSCertFile, RaftTLSKeyFile
+//     and RaftTLSCAFile, the mux runs a mutual TLS 1.2+ handshake on every
+//     connection, accepted or dialed, before the header, so every stream
+//     of the port (each shard's Raft, the admin stream, the append and
+//     heartbeat hubs, snapshots) is covered. Each side presents its
+//     certificate and requires the peer's to chain to the CA; names are not
+//     checked (the cluster's CA is the trust anchor, and peers dial
+//     advertised addresses, often IPs). The files are reloaded when they
+//     change; a failed handshake is a warning on the node that saw it
+//     (rate-limited per host).
 //   - Peer deaths (peerdeath.go): a Raft connection that the peer ended is
 //     followed by a probe dial; a refusal proves the process gone, and the
 //     death is gossiped, re-probed every 500 ms and cleared by any new
@@ -67,6 +85,9 @@
 // cluster loop (meta refresh, bootstrap, cluster id adoption), a balance
 // loop and a join loop (until a seed answers); each shard runs a leadership
 // goroutine that calls Config.OnLeadership and a leader-observer goroutine;
-// the mux runs a re-probe loop and a goroutine per death probe; memberlist
-// calls the gossip delegates on its own goroutines. Node methods are safe for concurrent use.
+// the mux runs a re-probe loop, a goroutine per death probe and one per
+// accepted connection until its TLS handshake and header are done; with a
+// gossip key file, a key watch loop re-reads it; memberlist calls the
+// gossip delegates, and writes its log, on its own goroutines. Node methods
+// are safe for concurrent use.
 package cluster

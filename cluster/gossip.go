@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log"
 	"net"
 	"slices"
@@ -90,7 +89,7 @@ type leaderMsg struct {
 }
 
 // errRefusedPeer is what the memberlist delegates return for a peer they
-// refuse; memberlist logs it (at debug, see startGossip) and drops the peer.
+// refuse; memberlist logs it (at debug, see memberlistLog) and drops the peer.
 var errRefusedPeer = errors.New("cluster: peer refused")
 
 // gossip runs memberlist for a Node: membership (Brokers, raft addresses),
@@ -109,6 +108,9 @@ type gossip struct {
 	// their metas are known from then on.
 	joined     chan struct{}
 	joinedOnce sync.Once
+	// keys is the keyring of encrypted gossip (gossipkey.go); nil:
+	// plaintext.
+	keys *gossipKeys
 
 	metaMu sync.Mutex
 	self   nodeMeta // what NodeMeta advertises
@@ -124,11 +126,12 @@ type gossip struct {
 	refused map[string]bool     // name + cluster id of refused peers, logged already
 }
 
-// startGossip creates the memberlist and starts joining the seeds in the
-// background (a node that finds no seed yet keeps retrying). self is the
-// meta to advertise from the start. Called by NewNode before any shard's
-// Raft starts.
-func (n *Node) startGossip(self nodeMeta) error {
+// startGossip creates the memberlist, encrypted with keys unless nil, and
+// starts joining the seeds in the background (a node that finds no seed
+// yet keeps retrying) and, with keys, watching their file. self is the meta
+// to advertise from the start. Called by NewNode before any shard's Raft
+// starts.
+func (n *Node) startGossip(self nodeMeta, keys *gossipKeys) error {
 	cfg := n.cfg
 	host, portStr, err := net.SplitHostPort(cfg.GossipAddr)
 	if err != nil {
@@ -158,9 +161,12 @@ func (n *Node) startGossip(self nodeMeta) error {
 	mc.GossipInterval = 100 * time.Millisecond
 	mc.ProbeInterval = cfg.GossipProbeInterval
 	mc.Delegate, mc.Events, mc.Alive, mc.Merge = g, g, g, g
-	mc.Logger = log.New(io.Discard, "", 0)
-	if g.logger.IsDebug() {
-		mc.Logger = g.logger.StandardLogger(&hclog.StandardLoggerOptions{InferLevels: true})
+	mc.Logger = log.New(newMemberlistLog(g.logger), "", 0)
+	if keys != nil {
+		keys.logger = g.logger
+		g.keys = keys
+		mc.Keyring = keys.ring
+		mc.GossipVerifyIncoming, mc.GossipVerifyOutgoing = true, true
 	}
 	var created atomic.Pointer[memberlist.Memberlist]
 	g.queue = &memberlist.TransmitLimitedQueue{RetransmitMult: 3, NumNodes: func() int {
@@ -176,6 +182,11 @@ func (n *Node) startGossip(self nodeMeta) error {
 	g.ml = ml
 	created.Store(ml)
 	n.gossip = g
+	if keys != nil {
+		primary := keys.ring.GetPrimaryKey()
+		g.logger.Info("gossip encryption on", "key_file", keys.path, "keys", len(keys.ring.GetKeys()), "primary_key_id", keyID(primary))
+		go g.watchKeys()
+	}
 	if len(cfg.Join) > 0 {
 		go g.joinLoop(cfg.Join)
 	}
@@ -183,13 +194,19 @@ func (n *Node) startGossip(self nodeMeta) error {
 }
 
 // joinLoop joins the seeds, retrying until one answers or the node stops.
-// Runs on its own goroutine.
+// A seed that refuses this node's gossip encryption (another key, or a key
+// on one side only) is logged once at warn. Runs on its own goroutine.
 func (g *gossip) joinLoop(seeds []string) {
+	warned := false
 	for delay := 100 * time.Millisecond; !g.n.closed.Load(); delay = min(2*delay, 2*time.Second) {
 		if _, err := g.ml.Join(seeds); err == nil {
 			g.joinedOnce.Do(func() { close(g.joined) })
 			g.poke()
 			return
+		} else if means := keyMismatch(err.Error()); means != "" && !warned {
+			warned = true
+			g.logger.Warn("gossip join refused: the seeds' gossip encryption does not match this node's gossip keys; retrying",
+				"seeds", seeds, "meaning", means, "error", err)
 		} else {
 			g.logger.Debug("join failed; retrying", "seeds", seeds, "error", err)
 		}

@@ -16,7 +16,8 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// Stream header. Every Raft connection through a Mux starts with
+// Stream header. Every Raft connection through a Mux starts with (after
+// the TLS handshake, when the mux speaks mutual TLS: see rafttls.go)
 //
 //	byte  0     headerMagic ('k')
 //	byte  1     header version: 1, or 2 when the dialer knows its cluster id
@@ -30,7 +31,9 @@ import (
 // followed by raft's NetworkTransport protocol. The dialer's address lets the
 // acceptor attribute the connection to a peer (logs, Faults); the cluster id
 // lets it refuse a peer of another cluster (see SetClusterID). Neither is
-// authenticated. A mux without a cluster id dials version 1, which kcoord
+// authenticated: with mutual TLS only a holder of a certificate of the
+// cluster's CA gets as far as sending them, but what they say is still its
+// own claim. A mux without a cluster id dials version 1, which kcoord
 // releases before cluster ids accept; every mux accepts both versions (a
 // version-1 header names no cluster).
 const (
@@ -40,6 +43,14 @@ const (
 	headerFixed             = 8
 	maxHeaderAddr           = 1024
 	maxHeaderClusterID      = 255
+)
+
+// A TLS connection starts with a handshake record: type 22, then the major
+// version 3 (a ClientHello of any version, SSL 3.0 to TLS 1.3). No header
+// starts so: readHeader names it.
+const (
+	tlsHandshakeRecord byte = 0x16
+	tlsMajorVersion    byte = 3
 )
 
 // defaultHeaderTimeout bounds how long an accepted connection may take to
@@ -53,6 +64,9 @@ const defaultHeaderTimeout = 5 * time.Second
 //
 // Every connection is tracked, so Close (and a StreamLayer's Close) ends them
 // all, and Faults can drop or delay them.
+//
+// A mux made with mutual TLS (Config.RaftTLSCertFile) runs the handshake on
+// every connection, accepted or dialed, before the header.
 type Mux struct {
 	ln            net.Listener
 	advertise     string
@@ -60,6 +74,12 @@ type Mux struct {
 	logger        hclog.Logger
 	faults        *Faults
 	deaths        *peerDeaths
+	// tls is the mutual TLS every connection speaks (rafttls.go); nil:
+	// plaintext.
+	tls *raftTLS
+	// warns limits the warnings about failed TLS handshakes (and TLS
+	// peers of a plaintext mux): see handshakeFailed.
+	warns *warnLimiter
 
 	mu      sync.Mutex
 	closed  bool
@@ -77,10 +97,16 @@ type Mux struct {
 	wg      sync.WaitGroup // accept loop and handshakes
 }
 
-// ListenMux binds bindAddr and returns a Mux serving it. advertise is the
-// address peers dial to reach it; empty means the bound address (which must
-// then have a specific IP).
+// ListenMux binds bindAddr and returns a Mux serving it in plaintext.
+// advertise is the address peers dial to reach it; empty means the bound
+// address (which must then have a specific IP).
 func ListenMux(bindAddr, advertise string, logger hclog.Logger) (*Mux, error) {
+	return listenMux(bindAddr, advertise, nil, logger)
+}
+
+// listenMux is ListenMux speaking mutual TLS on every connection when rt
+// is set. Called by NewNode.
+func listenMux(bindAddr, advertise string, rt *raftTLS, logger hclog.Logger) (*Mux, error) {
 	ln, err := net.Listen("tcp", bindAddr)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: raft listener: %w", err)
@@ -92,7 +118,7 @@ func ListenMux(bindAddr, advertise string, logger hclog.Logger) (*Mux, error) {
 		_ = ln.Close()
 		return nil, fmt.Errorf("cluster: raft advertise address: %w", err)
 	}
-	return NewMux(ln, advertise, logger), nil
+	return startMux(ln, advertise, rt, logger, defaultHeaderTimeout), nil
 }
 
 // NewMux returns a Mux accepting on ln, which it owns from now on. advertise is
@@ -103,6 +129,12 @@ func NewMux(ln net.Listener, advertise string, logger hclog.Logger) *Mux {
 }
 
 func newMux(ln net.Listener, advertise string, logger hclog.Logger, headerTimeout time.Duration) *Mux {
+	return startMux(ln, advertise, nil, logger, headerTimeout)
+}
+
+// startMux returns a Mux accepting on ln, with mutual TLS when rt is set,
+// and starts its accept loop.
+func startMux(ln net.Listener, advertise string, rt *raftTLS, logger hclog.Logger, headerTimeout time.Duration) *Mux {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
@@ -111,6 +143,8 @@ func newMux(ln net.Listener, advertise string, logger hclog.Logger, headerTimeou
 		advertise:     advertise,
 		headerTimeout: headerTimeout,
 		logger:        logger,
+		tls:           rt,
+		warns:         newWarnLimiter(handshakeWarnInterval),
 		layers:        make(map[int32]*StreamLayer),
 		conns:         make(map[*muxConn]struct{}),
 		pending:       make(map[net.Conn]struct{}),
@@ -313,18 +347,34 @@ func (m *Mux) acceptLoop() {
 	}
 }
 
-// handshake reads the header of an accepted connection and hands it to its
-// shard's StreamLayer.
-func (m *Mux) handshake(c net.Conn) {
+// handshake runs the TLS handshake of an accepted connection (with mutual
+// TLS), reads its header and hands it to its shard's StreamLayer. Runs on a
+// goroutine of its own per connection.
+func (m *Mux) handshake(raw net.Conn) {
 	defer m.wg.Done()
-	shard, peer, peerCluster, err := readHeader(c, m.headerTimeout)
+	c := raw
+	var err error
+	if m.tls != nil {
+		// Within the header's timeout too: a peer that sends nothing
+		// holds no goroutine for long.
+		var tc net.Conn
+		if tc, err = m.tls.accept(raw, m.headerTimeout); err == nil {
+			c = tc
+		}
+	}
+	var shard int32
+	var peer, peerCluster string
+	if err == nil {
+		shard, peer, peerCluster, err = readHeader(c, m.headerTimeout)
+	}
 
 	m.mu.Lock()
-	delete(m.pending, c)
+	delete(m.pending, raw)
 	closed := m.closed
 	l := m.layers[shard]
 	m.mu.Unlock()
 
+	var handshakeErr *tlsHandshakeError
 	switch {
 	case closed:
 		_ = c.Close()
@@ -332,6 +382,13 @@ func (m *Mux) handshake(c net.Conn) {
 	case errors.Is(err, io.EOF):
 		// Closed before sending a byte: a peer's death probe
 		// (peerDeaths.suspect), or a port scan.
+		_ = c.Close()
+		return
+	case errors.As(err, &handshakeErr), errors.Is(err, errPeerSpeaksTLS):
+		// With TLS: a peer without a certificate of the cluster's CA, a
+		// plaintext peer (a node without the TLS files), a port scan.
+		// Without: a peer with the TLS files.
+		m.handshakeFailed("remote", raw.RemoteAddr().String(), err)
 		_ = c.Close()
 		return
 	case err != nil:
@@ -375,6 +432,9 @@ func readHeader(c net.Conn, timeout time.Duration) (shard int32, peer, clusterID
 	var fixed [headerFixed]byte
 	if _, err := io.ReadFull(c, fixed[:]); err != nil {
 		return 0, "", "", fmt.Errorf("%w: %w", ErrBadHeader, err)
+	}
+	if fixed[0] == tlsHandshakeRecord && fixed[1] == tlsMajorVersion {
+		return 0, "", "", fmt.Errorf("%w: %w", ErrBadHeader, errPeerSpeaksTLS)
 	}
 	if fixed[0] != headerMagic || (fixed[1] != headerV1 && fixed[1] != headerV2) {
 		return 0, "", "", fmt.Errorf("%w: magic/version %#x/%d", ErrBadHeader, fixed[0], fixed[1])
@@ -507,8 +567,8 @@ func (l *StreamLayer) Close() error {
 // Addr is the mux's advertised address.
 func (l *StreamLayer) Addr() net.Addr { return l.mux.Addr() }
 
-// Dial connects to the mux at address and names this layer's shard in the
-// header.
+// Dial connects to the mux at address (with mutual TLS, handshaking within
+// timeout) and names this layer's shard in the header.
 func (l *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net.Conn, error) {
 	if l.closed.Err() != nil {
 		return nil, ErrMuxClosed
@@ -529,6 +589,17 @@ func (l *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 	if err != nil {
 		l.mux.deaths.dialFailed(peer, start, err)
 		return nil, err
+	}
+	if t := l.mux.tls; t != nil {
+		tc, err := t.dial(l.closed, c, timeout)
+		if err != nil {
+			_ = c.Close()
+			if l.closed.Err() == nil {
+				l.mux.handshakeFailed("peer", peer, err)
+			}
+			return nil, fmt.Errorf("dial %s shard %d: %w", peer, l.shard, err)
+		}
+		c = tc
 	}
 	if timeout > 0 {
 		_ = c.SetWriteDeadline(time.Now().Add(timeout))

@@ -134,6 +134,18 @@ func NewNode(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	logger := cfg.Logger.Named("cluster")
+	// The key file and the TLS files load before anything binds or
+	// changes on disk: a node does not start with keys or certificates
+	// it cannot read.
+	gossipKeys, err := loadGossipKeys(cfg.GossipKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	muxLogger := cfg.Logger.Named("raft-mux")
+	raftTLS, err := loadRaftTLS(cfg.RaftTLSCertFile, cfg.RaftTLSKeyFile, cfg.RaftTLSCAFile, muxLogger)
+	if err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
 		return nil, fmt.Errorf("cluster: data dir: %w", err)
 	}
@@ -162,7 +174,7 @@ func NewNode(cfg Config) (*Node, error) {
 		id = identity{Version: identityVersion, NodeID: cfg.NodeID, Shards: cfg.Shards, LogStore: logStore}
 	}
 
-	mux, err := ListenMux(cfg.RaftAddr, cfg.AdvertiseRaftAddr, cfg.Logger.Named("raft-mux"))
+	mux, err := listenMux(cfg.RaftAddr, cfg.AdvertiseRaftAddr, raftTLS, muxLogger)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +246,7 @@ func NewNode(cfg Config) (*Node, error) {
 		}
 	}
 	if cfg.GossipAddr != "" {
-		if err := n.startGossip(n.initialMeta()); err != nil {
+		if err := n.startGossip(n.initialMeta(), gossipKeys); err != nil {
 			n.abort()
 			return nil, err
 		}
@@ -293,7 +305,7 @@ func NewNode(cfg Config) (*Node, error) {
 		go n.placementLoop()
 	}
 	logger.Info("node started", "node_id", cfg.NodeID, "cluster_id", cmp.Or(n.ClusterID(), "none yet"),
-		"raft_addr", mux.advertise, "kafka_addr", cfg.KafkaAddr, "shards", cfg.Shards,
+		"raft_addr", mux.advertise, "raft_tls", raftTLS != nil, "gossip_encrypted", gossipKeys != nil, "kafka_addr", cfg.KafkaAddr, "shards", cfg.Shards,
 		"bootstrapped", bootstrapped, "elapsed", time.Since(start))
 	return n, nil
 }

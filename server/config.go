@@ -54,12 +54,24 @@ type Config struct {
 	// AdvertiseRaftAddr is the host:port other nodes dial for Raft; empty
 	// means RaftAddr, which must then not be an unspecified IP.
 	AdvertiseRaftAddr string
+	// RaftTLSCertFile, RaftTLSKeyFile and RaftTLSCAFile (PEM;
+	// --raft-tls-cert-file, --raft-tls-key-file, --raft-tls-ca-file; all
+	// three or none) make the Raft port speak mutual TLS 1.2+: this node
+	// presents the certificate, dialing and accepting, and requires its
+	// peers' to chain to the CA (cluster.Config.RaftTLSCertFile). Empty:
+	// plaintext.
+	RaftTLSCertFile, RaftTLSKeyFile, RaftTLSCAFile string
 	// GossipAddr is the host:port memberlist binds.
 	GossipAddr string
 	// AdvertiseGossipAddr is the host:port other nodes reach for gossip;
 	// empty means GossipAddr, or a private IP of this host when GossipAddr
 	// binds 0.0.0.0.
 	AdvertiseGossipAddr string
+	// GossipKeyFile (--gossip-key-file) encrypts gossip with the base64
+	// keys it holds, one a line: the first encrypts, all decrypt, which is
+	// how keys are rotated (cluster.Config.GossipKeyFile). Empty:
+	// plaintext.
+	GossipKeyFile string
 	// HTTPAddr is the host:port of /healthz, /readyz and /metrics; empty disables it.
 	HTTPAddr string
 	// Pprof serves Go's profiler (net/http/pprof) under /debug/pprof/ on
@@ -244,6 +256,9 @@ func (c *Config) Validate() error {
 	}
 	if err := c.validateTLS(); err != nil {
 		errs = append(errs, err)
+	}
+	if (c.RaftTLSCertFile == "") != (c.RaftTLSKeyFile == "") || (c.RaftTLSCertFile == "") != (c.RaftTLSCAFile == "") {
+		errs = append(errs, errors.New("raft-tls-cert-file, raft-tls-key-file and raft-tls-ca-file go together: mutual TLS on the Raft port needs this node's certificate, its key and the CA its peers' certificates chain to"))
 	}
 	if err := c.validateSASL(); err != nil {
 		errs = append(errs, err)

@@ -211,6 +211,8 @@ func (s *Server) startNode(advertised string) error {
 	ccfg.ReplicationFactor = int(s.cfg.OffsetsTopicReplicationFactor)
 	ccfg.MaxConcurrentMoves = int(s.cfg.PlacementMaxConcurrentMoves)
 	ccfg.GossipAddr, ccfg.AdvertiseGossipAddr, ccfg.Join = s.cfg.GossipAddr, s.cfg.AdvertiseGossipAddr, s.cfg.Join
+	ccfg.GossipKeyFile = s.cfg.GossipKeyFile
+	ccfg.RaftTLSCertFile, ccfg.RaftTLSKeyFile, ccfg.RaftTLSCAFile = s.cfg.RaftTLSCertFile, s.cfg.RaftTLSKeyFile, s.cfg.RaftTLSCAFile
 	if s.cfg.Raft != nil {
 		s.cfg.Raft(&ccfg)
 	}
