@@ -16,7 +16,7 @@ import (
 
 // adminShard is the Mux stream that carries node-to-node admin calls: a
 // remove-node or a metadata change (CreateTopics, DeleteTopics,
-// AlterUserScramCredentials) sent to any node is forwarded to the
+// AlterUserScramCredentials, CreateAcls, DeleteAcls) sent to any node is forwarded to the
 // metadata leader, and cluster status asks every node for its replicas.
 // It shares the Raft port, its cluster-id check and its fault hooks.
 const adminShard int32 = -2
@@ -31,8 +31,8 @@ type adminRequest struct {
 	// Command and TimeoutMs are a metadata change's (op "topic-change", the
 	// name it had when it carried topic changes only, kept for the nodes
 	// of the previous release): an encoded fsm.TopicCreate,
-	// fsm.TopicDelete, fsm.ScramCredentialSet or fsm.ScramCredentialDelete,
-	// and how long its apply may take.
+	// fsm.TopicDelete, fsm.ScramCredentialSet, fsm.ScramCredentialDelete,
+	// fsm.ACLCreate or fsm.ACLDelete, and how long its apply may take.
 	// An inspection's are its query (see Inspector) and how long the asker
 	// waits for the answer.
 	Command   []byte `json:"command,omitempty"`
@@ -42,7 +42,7 @@ type adminRequest struct {
 type adminResponse struct {
 	// Code is "" on success, else "not-leader", "not-found", "last-node",
 	// "topic-exists", "topic-not-found", "scram-not-found",
-	// "scram-invalid", "timeout" or "error".
+	// "scram-invalid", "acl-invalid", "timeout" or "error".
 	Code     string          `json:"code,omitempty"`
 	Error    string          `json:"error,omitempty"`
 	Replicas []ReplicaStatus `json:"replicas,omitempty"`
@@ -112,6 +112,8 @@ func adminCode(err error) (code, msg string) {
 		return "scram-not-found", err.Error()
 	case errors.Is(err, fsm.ErrInvalidScramCredential):
 		return "scram-invalid", err.Error()
+	case errors.Is(err, fsm.ErrInvalidACL):
+		return "acl-invalid", err.Error()
 	case errors.Is(err, ErrApplyTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, raft.ErrEnqueueTimeout):
 		return "timeout", err.Error()
 	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrRaftShutdown),
@@ -140,6 +142,8 @@ func adminError(resp adminResponse) error {
 		return fmt.Errorf("%w (%s)", fsm.ErrScramCredentialNotFound, resp.Error)
 	case "scram-invalid":
 		return fmt.Errorf("%w (%s)", fsm.ErrInvalidScramCredential, resp.Error)
+	case "acl-invalid":
+		return fmt.Errorf("%w (%s)", fsm.ErrInvalidACL, resp.Error)
 	case "timeout":
 		return fmt.Errorf("%w (%s)", ErrApplyTimeout, resp.Error)
 	}

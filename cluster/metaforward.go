@@ -16,11 +16,12 @@ import (
 // topic changes (fsm.TopicCreate, fsm.TopicDelete: answered
 // fsm.ErrTopicExists, fsm.ErrTopicNotFound) and SCRAM credential changes
 // (fsm.ScramCredentialSet, fsm.ScramCredentialDelete: answered
-// fsm.ErrInvalidScramCredential, fsm.ErrScramCredentialNotFound); later
-// ACL changes. On the metadata leader it applies here; elsewhere it
-// forwards cmd to the leader over the admin stream, as a KRaft broker
-// forwards CreateTopics and AlterUserScramCredentials to its controller
-// (KIP-590), so those requests work on any node. Without a known,
+// fsm.ErrInvalidScramCredential, fsm.ErrScramCredentialNotFound) and ACL
+// changes (fsm.ACLCreate, fsm.ACLDelete: answered fsm.ErrInvalidACL). On
+// the metadata leader it applies here; elsewhere it forwards cmd to the
+// leader over the admin stream, as a KRaft broker forwards CreateTopics,
+// AlterUserScramCredentials and CreateAcls to its controller (KIP-590),
+// so those requests work on any node. Without a known,
 // reachable leader it fails with raft.ErrNotLeader, which the Kafka
 // handlers answer as NOT_CONTROLLER. Called by the Kafka handlers'
 // goroutines; it blocks until the leader answered, at most timeout (and
@@ -46,8 +47,8 @@ func (n *Node) ApplyMetadataChange(ctx context.Context, cmd []byte, timeout time
 		return fmt.Errorf("%w: the metadata leader, node %d, is not reachable", raft.ErrNotLeader, b.NodeID)
 	}
 	// The op keeps the name it had when it carried topic changes only: the
-	// nodes of the previous release serve it under that name (and refuse
-	// a SCRAM command in it, as not a topic change).
+	// nodes of earlier releases serve it under that name (and refuse a
+	// SCRAM or ACL command in it, as not a topic change).
 	resp, err := n.adminCall(ctx, addr, adminRequest{Op: "topic-change", Command: cmd, TimeoutMs: timeout.Milliseconds()})
 	switch {
 	case errors.Is(err, errAdminDial):
@@ -70,12 +71,14 @@ func (n *Node) ApplyMetadataChange(ctx context.Context, cmd []byte, timeout time
 // command reaches the metadata group only if it decodes here as a
 // TopicCreate of a named topic with partitions, a TopicDelete of a named
 // topic, a ScramCredentialSet of a credential with a user and a known
-// mechanism (fsm.ScramCredential.Validate), or a ScramCredentialDelete
-// naming a user. A body this node cannot decode (a malformed one, a newer
+// mechanism (fsm.ScramCredential.Validate), a ScramCredentialDelete
+// naming a user, or an ACLCreate or ACLDelete of at least one ACL, each
+// with its strings non-empty and its codes in range (fsm.ACL.Validate).
+// A body this node cannot decode (a malformed one, a newer
 // version during an upgrade) is refused here, for every replica would
 // panic applying it.
 func metadataChange(cmd []byte) ([]byte, error) {
-	// The type first: only these four are decoded for a peer at all.
+	// The type first: only these are decoded for a peer at all.
 	if len(cmd) == 0 || !isMetadataChange(fsm.CommandType(cmd[0])) {
 		return nil, errors.New("cluster: a forwarded command that is not a metadata change")
 	}
@@ -100,6 +103,14 @@ func metadataChange(cmd []byte) ([]byte, error) {
 		if c.User == "" {
 			return nil, fmt.Errorf("cluster: a SCRAM credential change deleting no user's credential: %w", fsm.ErrInvalidScramCredential)
 		}
+	case *fsm.ACLCreate:
+		if err := validACLs(c.ACLs); err != nil {
+			return nil, fmt.Errorf("cluster: an ACL change creating %w", err)
+		}
+	case *fsm.ACLDelete:
+		if err := validACLs(c.ACLs); err != nil {
+			return nil, fmt.Errorf("cluster: an ACL change deleting %w", err)
+		}
 	default:
 		return nil, fmt.Errorf("cluster: command %T is not a metadata change", c)
 	}
@@ -110,10 +121,25 @@ func metadataChange(cmd []byte) ([]byte, error) {
 // ApplyMetadataChange carries.
 func isMetadataChange(typ fsm.CommandType) bool {
 	switch typ {
-	case fsm.TopicCreateType, fsm.TopicDeleteType, fsm.ScramCredentialSetType, fsm.ScramCredentialDeleteType:
+	case fsm.TopicCreateType, fsm.TopicDeleteType, fsm.ScramCredentialSetType, fsm.ScramCredentialDeleteType,
+		fsm.ACLCreateType, fsm.ACLDeleteType:
 		return true
 	}
 	return false
+}
+
+// validACLs checks the ACLs of an ACL change: at least one, each valid
+// (fsm.ACL.Validate). Its error wraps fsm.ErrInvalidACL.
+func validACLs(acls []fsm.ACL) error {
+	if len(acls) == 0 {
+		return fmt.Errorf("no ACLs: %w", fsm.ErrInvalidACL)
+	}
+	for _, a := range acls {
+		if err := a.Validate(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // applyMetadataChangeHere serves a forwarded metadata change on the

@@ -47,6 +47,10 @@ const (
 	// ScramCredentialDeleteType removes one user's SCRAM credential for
 	// one mechanism from the metadata group.
 	ScramCredentialDeleteType CommandType = 13
+	// ACLCreateType adds Kafka ACLs to the metadata group.
+	ACLCreateType CommandType = 14
+	// ACLDeleteType removes Kafka ACLs from the metadata group.
+	ACLDeleteType CommandType = 15
 )
 
 // String names the command type for logs.
@@ -78,6 +82,10 @@ func (t CommandType) String() string {
 		return "ScramCredentialSet"
 	case ScramCredentialDeleteType:
 		return "ScramCredentialDelete"
+	case ACLCreateType:
+		return "ACLCreate"
+	case ACLDeleteType:
+		return "ACLDelete"
 	}
 	return fmt.Sprintf("CommandType(%d)", uint8(t))
 }
@@ -301,6 +309,10 @@ func newCommand(typ CommandType) (Command, error) {
 		return new(ScramCredentialSet), nil
 	case ScramCredentialDeleteType:
 		return new(ScramCredentialDelete), nil
+	case ACLCreateType:
+		return new(ACLCreate), nil
+	case ACLDeleteType:
+		return new(ACLDelete), nil
 	}
 	return nil, fmt.Errorf("%w: %s", ErrUnknownCommand, typ)
 }

@@ -1,6 +1,7 @@
 // Package fsm holds kcoord's replicated state and the Raft commands that
 // change it: ShardFSM (one group shard's groups and committed offsets) and
-// MetaFSM (the metadata group's: topics, cluster id, placement, SCRAM credentials), both raft.FSM.
+// MetaFSM (the metadata group's: topics, cluster id, placement, SCRAM
+// credentials and ACLs), both raft.FSM.
 //
 // # Goroutines
 //

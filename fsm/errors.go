@@ -62,4 +62,10 @@ var (
 	// cluster.Node.ApplyMetadataChange's to such a set or to a
 	// ScramCredentialDelete naming no user, which it does not write.
 	ErrInvalidScramCredential = errors.New("invalid SCRAM credential")
+	// ErrInvalidACL is Apply's answer to an ACLCreate holding an ACL with
+	// an empty resource name, principal or host, or a code out of range
+	// (ACL.Validate), and cluster.Node.ApplyMetadataChange's to such an
+	// ACLCreate or ACLDelete or to one of no ACLs, which it does not
+	// write.
+	ErrInvalidACL = errors.New("invalid ACL")
 )

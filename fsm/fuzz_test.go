@@ -36,7 +36,7 @@ var businessErrors = []error{
 	ErrGroupNotEmpty, ErrGroupNotFound, ErrTopicExists, ErrTopicNotFound,
 	ErrClusterIDMismatch, ErrForeignCommand, ErrGroupTypeConflict, ErrInvalidConsumerGroupWrite,
 	ErrStaleConsumerGroupWrite, ErrNodeNotFound, ErrLastActiveNode, ErrInvalidPlacement,
-	ErrScramCredentialNotFound, ErrInvalidScramCredential,
+	ErrScramCredentialNotFound, ErrInvalidScramCredential, ErrInvalidACL,
 }
 
 // fuzzFSM is a raft.FSM the fuzz targets drive, with its state readable
@@ -86,7 +86,8 @@ func (f *MetaFSM) fuzzState() any {
 	return struct {
 		ClusterID string
 		Topics    map[string]Topic
-	}{f.clusterID, topics}
+		ACLs      []ACL
+	}{f.clusterID, topics, f.acls.snapshot()}
 }
 
 // freshFSMs returns a new empty FSM of each kind.

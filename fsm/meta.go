@@ -12,8 +12,8 @@ import (
 
 // MetaFSM is the raft.FSM of the metadata group: the cluster-wide topic
 // registry, the cluster id, shard placement (the registered nodes and
-// each shard's desired voters; placement.go) and users' SCRAM credentials
-// (salted keys, never passwords; scram.go). Later ACLs.
+// each shard's desired voters; placement.go), users' SCRAM credentials
+// (salted keys, never passwords; scram.go) and Kafka's ACLs (acl.go).
 // Raft's FSM goroutine calls Apply, Snapshot and Restore; raft runs the
 // snapshot's Persist on another goroutine. Any goroutine may call the
 // readers, which return copies.
@@ -28,6 +28,7 @@ type MetaFSM struct {
 	topicsVersion uint64
 	placement     placementState
 	scram         scramState
+	acls          aclState
 }
 
 var _ raft.FSM = (*MetaFSM)(nil)
@@ -37,15 +38,16 @@ func NewMetaFSM(logger hclog.Logger) *MetaFSM {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	return &MetaFSM{logger: logger, topics: make(map[string]Topic), placement: newPlacementState(), scram: newScramState()}
+	return &MetaFSM{logger: logger, topics: make(map[string]Topic), placement: newPlacementState(), scram: newScramState(), acls: newACLState()}
 }
 
 // Apply applies one committed entry; it panics on an undecodable entry and
 // returns ErrTopicExists, ErrTopicNotFound, ErrClusterIDMismatch, a
 // placement command's error (ErrNodeNotFound, ErrLastActiveNode,
-// ErrInvalidPlacement) or a SCRAM command's (ErrInvalidScramCredential,
-// ErrScramCredentialNotFound) as its response, and ErrForeignCommand for
-// a shard command, which it does not apply.
+// ErrInvalidPlacement), a SCRAM command's (ErrInvalidScramCredential,
+// ErrScramCredentialNotFound) or an ACL command's (ErrInvalidACL) as its
+// response, and ErrForeignCommand for a shard command, which it does not
+// apply.
 func (f *MetaFSM) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
@@ -75,6 +77,8 @@ func (f *MetaFSM) Apply(l *raft.Log) any {
 		return f.placement.apply(cmd)
 	case *ScramCredentialSet, *ScramCredentialDelete:
 		return f.scram.apply(cmd)
+	case *ACLCreate, *ACLDelete:
+		return f.acls.apply(cmd)
 	default:
 		f.logger.Error("refused a shard command in the metadata group's log", "index", l.Index, "command", cmd.CommandType())
 		return fmt.Errorf("%w: %s in the metadata group's log", ErrForeignCommand, cmd.CommandType())
@@ -120,13 +124,14 @@ func (f *MetaFSM) TopicsVersion() uint64 {
 }
 
 // Snapshot implements raft.FSM: a copy of the topics, sorted by name, of
-// the placement and of the SCRAM credentials.
+// the placement, of the SCRAM credentials and of the ACLs.
 func (f *MetaFSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	nodes, placement := f.placement.snapshot()
 	scram := f.scram.snapshot()
+	acls := f.acls.snapshot()
 	f.mu.RUnlock()
-	return &metaSnapshot{ClusterID: f.ClusterID(), Topics: f.Topics(), Nodes: nodes, Placement: placement, Scram: scram}, nil
+	return &metaSnapshot{ClusterID: f.ClusterID(), Topics: f.Topics(), Nodes: nodes, Placement: placement, Scram: scram, ACLs: acls}, nil
 }
 
 // Restore implements raft.FSM: it replaces the state with a snapshot
@@ -146,14 +151,15 @@ func (f *MetaFSM) Restore(rc io.ReadCloser) error {
 	f.topicsVersion++
 	f.placement.restore(s.Nodes, s.Placement)
 	f.scram.restore(s.Scram)
+	f.acls.restore(s.ACLs)
 	f.mu.Unlock()
 	return nil
 }
 
 // metaSnapshot is the snapshot document of a MetaFSM. Version 1 (JSON) had
 // no cluster id; snapshots from before placement have no nodes and no
-// placement, and those from before SCRAM no credentials (they restore
-// empty).
+// placement, those from before SCRAM no credentials and those from
+// before ACLs no ACLs (they restore empty).
 type metaSnapshot struct {
 	ClusterID string           `json:"cluster_id,omitempty" codec:"cluster_id"`
 	Topics    []Topic          `json:"topics" codec:"topics"`
@@ -161,6 +167,8 @@ type metaSnapshot struct {
 	Placement []ShardPlacement `json:"-" codec:"placement,omitempty"`
 	// Scram is sorted by user, then mechanism.
 	Scram []ScramCredential `json:"-" codec:"scram,omitempty"`
+	// ACLs is sorted as MetaFSM.ACLs returns them.
+	ACLs []ACL `json:"-" codec:"acls,omitempty"`
 }
 
 // Persist implements raft.FSMSnapshot: it streams the copy into sink.
