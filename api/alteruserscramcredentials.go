@@ -52,11 +52,11 @@ func (h *Handlers) alterUserScramCredentials(ctx context.Context, rc *transport.
 	}
 	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
 	alts := scramAlterations(req)
-	allowed := h.clusterAllowed(rc, opAlter)
+	denied := h.clusterDenied(rc, auth.OpAlter)
 	for _, a := range alts {
 		switch {
-		case !allowed:
-			a.err = refuse(kerr.ClusterAuthorizationFailed, "%s", clusterDenied(rc, opAlter))
+		case denied != nil:
+			a.err = denied
 		case a.err == nil:
 			a.err = h.checkScramAlteration(a)
 		}

@@ -57,6 +57,18 @@ type Credentials interface {
 	DeleteScram(ctx context.Context, user string, mechanism int8) error
 }
 
+// ACLStore is the ACLs in the metadata Raft group.
+type ACLStore interface {
+	// ACLs lists every stored ACL.
+	ACLs() []auth.ACL
+	// CreateACLs and DeleteACLs write through the metadata group (from
+	// other nodes, forwarded to its leader) and wait for the commit;
+	// creating an ACL that exists, or deleting one that does not,
+	// changes nothing.
+	CreateACLs(ctx context.Context, acls []auth.ACL) error
+	DeleteACLs(ctx context.Context, acls []auth.ACL) error
+}
+
 // Shard is what the handlers use of one group shard on this node.
 type Shard struct {
 	Coordinator *groups.Coordinator
@@ -95,13 +107,10 @@ type Config struct {
 	// are UNKNOWN_TOPIC_OR_PARTITION. A registered topic's partitions beyond
 	// its count are unknown either way.
 	CommitUnregisteredTopics bool
-	// Authorize: the node authenticates its clients (SASL or mutual TLS),
-	// so requests are authorized by principal (authorize.go). Off, every
-	// principal may do everything, as in Kafka without an authorizer.
-	Authorize bool
-	// Superusers is super.users with the bootstrap superuser added:
-	// principals every authorization allows.
-	Superusers auth.Superusers
+	// Authorizer decides each request by its principal (authorize.go);
+	// nil, on a node that does not authenticate its clients, allows
+	// everything, as Kafka without an authorizer.
+	Authorizer Authorizer
 	// BootstrapSuperuser is --sasl-superuser, whose password is the
 	// node's own; AlterUserScramCredentials refuses to alter it. "" for
 	// none.
@@ -126,8 +135,11 @@ type Handlers struct {
 	// credentials is nil on nodes wired without SCRAM storage (tests):
 	// the SCRAM APIs are then not registered.
 	credentials Credentials
-	shards      []Shard
-	logger      hclog.Logger
+	// acls is nil on nodes wired without ACL storage (tests): the ACL
+	// APIs are then not registered.
+	acls   ACLStore
+	shards []Shard
+	logger hclog.Logger
 	// createMu serialises CreateTopics, so the registry's limits are
 	// checked and taken atomically on the controller.
 	createMu sync.Mutex
@@ -181,6 +193,18 @@ func (h *Handlers) Register(mux *transport.Mux) {
 		reg(new(kmsg.DescribeUserSCRAMCredentialsRequest), 0, 0, h.describeUserScramCredentials)
 		reg(new(kmsg.AlterUserSCRAMCredentialsRequest), 0, 0, h.alterUserScramCredentials)
 	}
+	if h.acls != nil {
+		reg(new(kmsg.DescribeACLsRequest), 0, 3, h.describeACLs)
+		reg(new(kmsg.CreateACLsRequest), 0, 3, h.createACLs)
+		reg(new(kmsg.DeleteACLsRequest), 0, 3, h.deleteACLs)
+	}
+}
+
+// WithACLs makes the handlers serve CreateAcls, DescribeAcls and
+// DeleteAcls over s. Call it before Register.
+func (h *Handlers) WithACLs(s ACLStore) *Handlers {
+	h.acls = s
+	return h
 }
 
 // WithCredentials makes the handlers serve DescribeUserScramCredentials

@@ -1,44 +1,90 @@
 package api
 
 import (
-	"fmt"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kcoord/kcoord/auth"
 	"github.com/kcoord/kcoord/transport"
 )
 
-// This file is authorization. Until ACLs are stored (issue 15's next
-// step), a node that authenticates its clients (SASL or mutual TLS:
-// Config.Authorize) lets only superusers (super.users and the bootstrap
-// superuser) use the cluster-level APIs that manage credentials, as
-// Kafka's authorizer does with no ACL granting them; a node that does not
-// authenticate lets everyone, as Kafka without an authorizer does.
+// This file is authorization: each handler asks whether the request's
+// principal may perform Kafka's operation on Kafka's resource for its API
+// (the mapping is KafkaApis'; each handler file says its own). A node
+// that authenticates its clients (SASL or mutual TLS) has an Authorizer:
+// ACLs from the metadata group, superusers allowed everything, and no
+// matching ACL a denial, as Kafka's StandardAuthorizer with
+// allow.everyone.if.no.acl.found=false. A node that does not authenticate
+// has none and allows every request, as Kafka without an authorizer.
 
-// operation is a Kafka ACL operation, as error messages name it.
-type operation string
-
-const (
-	opDescribe operation = "DESCRIBE"
-	opAlter    operation = "ALTER"
-)
-
-// clusterAllowed reports whether rc's principal may perform op on the
-// cluster resource.
-func (h *Handlers) clusterAllowed(rc *transport.RequestContext, op operation) bool {
-	if !h.cfg.Authorize {
-		return true
-	}
-	return h.cfg.Superusers.Contains(rc.Principal)
+// Authorizer decides a principal's operation on a resource;
+// *auth.Authorizer is one. Handlers call it from their connections'
+// goroutines, concurrently; it must not block.
+type Authorizer interface {
+	Authorize(p auth.Principal, host string, op auth.Operation, rt auth.ResourceType, name string) bool
 }
 
-// clusterDenied is the message of a CLUSTER_AUTHORIZATION_FAILED.
-func clusterDenied(rc *transport.RequestContext, op operation) string {
-	return fmt.Sprintf("Principal %s is not authorized to %s the cluster", principalOf(rc), op)
+// allowed reports whether rc's principal may perform op on the resource.
+func (h *Handlers) allowed(rc *transport.RequestContext, op auth.Operation, rt auth.ResourceType, name string) bool {
+	if h.cfg.Authorizer == nil {
+		return true
+	}
+	return h.cfg.Authorizer.Authorize(principalOf(rc), clientIP(rc), op, rt, name)
+}
+
+// groupDenied is nil when rc may perform op on group, else a
+// GROUP_AUTHORIZATION_FAILED refusal.
+func (h *Handlers) groupDenied(rc *transport.RequestContext, op auth.Operation, group string) error {
+	if h.allowed(rc, op, auth.ResourceGroup, group) {
+		return nil
+	}
+	return refuse(kerr.GroupAuthorizationFailed, "Principal %s is not authorized to access group %s", principalOf(rc), group)
+}
+
+// topicDenied is nil when rc may perform op on topic, else a
+// TOPIC_AUTHORIZATION_FAILED refusal.
+func (h *Handlers) topicDenied(rc *transport.RequestContext, op auth.Operation, topic string) error {
+	if h.allowed(rc, op, auth.ResourceTopic, topic) {
+		return nil
+	}
+	return refuse(kerr.TopicAuthorizationFailed, "Principal %s is not authorized to access topic %s", principalOf(rc), topic)
+}
+
+// clusterDenied is nil when rc may perform op on the cluster, else a
+// CLUSTER_AUTHORIZATION_FAILED refusal.
+func (h *Handlers) clusterDenied(rc *transport.RequestContext, op auth.Operation) error {
+	if h.allowed(rc, op, auth.ResourceCluster, auth.ClusterName) {
+		return nil
+	}
+	return refuse(kerr.ClusterAuthorizationFailed, "Principal %s is not authorized to %s the cluster", principalOf(rc), opName(op))
+}
+
+// opName is an operation as Kafka's messages write it.
+func opName(op auth.Operation) string {
+	switch op {
+	case auth.OpDescribe:
+		return "DESCRIBE"
+	case auth.OpAlter:
+		return "ALTER"
+	case auth.OpCreate:
+		return "CREATE"
+	}
+	return "access"
 }
 
 func principalOf(rc *transport.RequestContext) auth.Principal {
-	if rc.Principal == (auth.Principal{}) {
+	if rc == nil || rc.Principal == (auth.Principal{}) {
 		return auth.Anonymous
 	}
 	return rc.Principal
+}
+
+// clientIP is the client's address as ACL hosts name it: "127.0.0.1"
+// (RequestContext.ClientHost is Kafka's "/127.0.0.1").
+func clientIP(rc *transport.RequestContext) string {
+	if rc == nil {
+		return ""
+	}
+	return strings.TrimPrefix(rc.ClientHost, "/")
 }

@@ -6,7 +6,8 @@ package api
 // assignment epochs, assignor, and per member its subscription, assigned
 // partitions and target. An unknown group, or a classic one, is
 // GROUP_ID_NOT_FOUND with Kafka's message; an empty id INVALID_GROUP_ID.
-// kcoord has no ACLs yet: authorized operations are not reported.
+// Needs Group DESCRIBE per group (GROUP_AUTHORIZATION_FAILED); authorized
+// operations are not reported.
 
 import (
 	"context"
@@ -14,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcoord/kcoord/auth"
 	"github.com/kcoord/kcoord/groups"
 	"github.com/kcoord/kcoord/transport"
 )
@@ -24,7 +26,7 @@ const (
 	consumerMemberType int8 = 1
 )
 
-func (h *Handlers) consumerGroupDescribe(ctx context.Context, _ *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (h *Handlers) consumerGroupDescribe(ctx context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.ConsumerGroupDescribeRequest](kreq)
 	if err != nil {
 		return nil, err
@@ -37,6 +39,11 @@ func (h *Handlers) consumerGroupDescribe(ctx context.Context, _ *transport.Reque
 		if id == "" {
 			msg := "Group id must not be empty."
 			rg.ErrorCode, rg.ErrorMessage = kerr.InvalidGroupID.Code, &msg
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
+		if err := h.groupDenied(rc, auth.OpDescribe, id); err != nil {
+			rg.ErrorCode, rg.ErrorMessage = h.errorCode(err), errMessage(err)
 			resp.Groups = append(resp.Groups, rg)
 			continue
 		}

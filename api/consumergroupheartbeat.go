@@ -7,6 +7,9 @@ package api
 // answer carries its epoch and, on a join, a full request or a change, its
 // assigned partitions. The coordinator answers once the heartbeat's write
 // has committed (groups.Coordinator.ConsumerHeartbeat).
+// Needs Group READ (GROUP_AUTHORIZATION_FAILED) and, as Kafka 4.x checks,
+// Topic DESCRIBE on every topic it subscribes to by name
+// (TOPIC_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcoord/kcoord/auth"
 	"github.com/kcoord/kcoord/groups"
 	"github.com/kcoord/kcoord/transport"
 )
@@ -35,7 +39,10 @@ func (h *Handlers) consumerGroupHeartbeat(ctx context.Context, rc *transport.Req
 			hb.Owned[i] = groups.TopicIDPartitions{TopicID: t.TopicID, Partitions: t.Partitions}
 		}
 	}
-	res, err := h.shardFor(req.Group).Coordinator.ConsumerHeartbeat(ctx, hb)
+	var res groups.ConsumerHeartbeatResult
+	if err = h.consumerHeartbeatDenied(rc, req); err == nil {
+		res, err = h.shardFor(req.Group).Coordinator.ConsumerHeartbeat(ctx, hb)
+	}
 	if waitAborted(err) {
 		return nil, err
 	}
@@ -58,4 +65,18 @@ func (h *Handlers) consumerGroupHeartbeat(ctx context.Context, rc *transport.Req
 		resp.Assignment = &a
 	}
 	return resp, nil
+}
+
+// consumerHeartbeatDenied is the authorization of a heartbeat: the group,
+// then each subscribed topic.
+func (h *Handlers) consumerHeartbeatDenied(rc *transport.RequestContext, req *kmsg.ConsumerGroupHeartbeatRequest) error {
+	if err := h.groupDenied(rc, auth.OpRead, req.Group); err != nil {
+		return err
+	}
+	for _, t := range req.SubscribedTopicNames {
+		if err := h.topicDenied(rc, auth.OpDescribe, t); err != nil {
+			return err
+		}
+	}
+	return nil
 }

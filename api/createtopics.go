@@ -18,6 +18,8 @@ package api
 // kcoord.max.partitions partitions in all is POLICY_VIOLATION. They are
 // checked with ValidateOnly too, against the registry and the topics before
 // it in the same request.
+// Needs Cluster CREATE, or Topic CREATE on each topic
+// (TOPIC_AUTHORIZATION_FAILED), as in Kafka.
 
 import (
 	"context"
@@ -27,6 +29,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcoord/kcoord/auth"
 	"github.com/kcoord/kcoord/fsm"
 	"github.com/kcoord/kcoord/transport"
 )
@@ -40,7 +43,7 @@ const (
 	maxTopicNameLength = 249
 )
 
-func (h *Handlers) createTopics(ctx context.Context, _ *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (h *Handlers) createTopics(ctx context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.CreateTopicsRequest](kreq)
 	if err != nil {
 		return nil, err
@@ -56,10 +59,18 @@ func (h *Handlers) createTopics(ctx context.Context, _ *transport.RequestContext
 	h.createMu.Lock()
 	defer h.createMu.Unlock()
 	usage := h.registryUsage()
+	clusterCreate := h.clusterDenied(rc, auth.OpCreate) == nil
 	for _, t := range req.Topics {
 		rt := kmsg.NewCreateTopicsResponseTopic()
 		rt.Topic = t.Topic
-		topic, err := h.newTopic(t, seen[t.Topic] > 1)
+		var topic fsm.Topic
+		err := error(nil)
+		if !clusterCreate {
+			err = h.topicDenied(rc, auth.OpCreate, t.Topic)
+		}
+		if err == nil {
+			topic, err = h.newTopic(t, seen[t.Topic] > 1)
+		}
 		if err == nil {
 			err = h.checkLimits(usage, topic)
 		}

@@ -3,18 +3,20 @@ package api
 // DeleteGroups (key 42), versions 0–2.
 // v1: no change. v2: flexible.
 // Only Empty groups can be deleted (NON_EMPTY_GROUP otherwise); a group
-// goes with its committed offsets, through Raft.
+// goes with its committed offsets, through Raft. Needs Group DELETE per
+// group (GROUP_AUTHORIZATION_FAILED).
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcoord/kcoord/auth"
 	"github.com/kcoord/kcoord/groups"
 	"github.com/kcoord/kcoord/transport"
 )
 
-func (h *Handlers) deleteGroups(ctx context.Context, _ *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (h *Handlers) deleteGroups(ctx context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.DeleteGroupsRequest](kreq)
 	if err != nil {
 		return nil, err
@@ -24,7 +26,11 @@ func (h *Handlers) deleteGroups(ctx context.Context, _ *transport.RequestContext
 	for _, id := range req.Groups {
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = id
-		rg.ErrorCode = h.errorCode(h.shardFor(id).Coordinator.Delete(ctx, id))
+		err := h.groupDenied(rc, auth.OpDelete, id)
+		if err == nil {
+			err = h.shardFor(id).Coordinator.Delete(ctx, id)
+		}
+		rg.ErrorCode = h.errorCode(err)
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp, nil

@@ -4,7 +4,8 @@ package api
 // v1: throttle. v4: flexible. v5: error messages. v6: topics by name or id.
 // Removes topics from the registry in the metadata Raft group, on any node
 // (forwarded to the metadata leader, as CreateTopics is); committed offsets
-// of groups are left alone, as in Kafka.
+// of groups are left alone, as in Kafka. Needs Topic DELETE on each topic
+// (TOPIC_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -12,10 +13,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcoord/kcoord/auth"
 	"github.com/kcoord/kcoord/transport"
 )
 
-func (h *Handlers) deleteTopics(ctx context.Context, _ *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (h *Handlers) deleteTopics(ctx context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.DeleteTopicsRequest](kreq)
 	if err != nil {
 		return nil, err
@@ -40,7 +42,9 @@ func (h *Handlers) deleteTopics(ctx context.Context, _ *transport.RequestContext
 		rt := kmsg.NewDeleteTopicsResponseTopic()
 		rt.Topic, rt.TopicID = t.name, t.id
 		name, ok := h.resolveTopic(t.name, t.id)
-		switch {
+		switch denied := h.topicDenied(rc, auth.OpDelete, name); {
+		case (ok || t.name != nil) && denied != nil:
+			rt.ErrorCode, rt.ErrorMessage = h.errorCode(denied), errMessage(denied)
 		case !ok && t.name == nil:
 			rt.ErrorCode = kerr.UnknownTopicID.Code
 		case !ok:

@@ -1,8 +1,8 @@
 package api
 
 // DescribeGroups (key 15), versions 0–6.
-// v1: throttle. v3: authorized operations (kcoord has no ACLs yet: it
-// reports none, as Kafka does when not asked). v4: group.instance.id per
+// v1: throttle. v3: authorized operations (reported as not asked for).
+// Needs Group DESCRIBE per group (GROUP_AUTHORIZATION_FAILED). v4: group.instance.id per
 // member. v5: flexible. v6: error messages; an unknown group is
 // GROUP_ID_NOT_FOUND (KIP-1043).
 // An unknown group, or a consumer-protocol one (ConsumerGroupDescribe
@@ -20,11 +20,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcoord/kcoord/auth"
 	"github.com/kcoord/kcoord/groups"
 	"github.com/kcoord/kcoord/transport"
 )
 
-func (h *Handlers) describeGroups(ctx context.Context, _ *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (h *Handlers) describeGroups(ctx context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.DescribeGroupsRequest](kreq)
 	if err != nil {
 		return nil, err
@@ -35,6 +36,14 @@ func (h *Handlers) describeGroups(ctx context.Context, _ *transport.RequestConte
 		rg := kmsg.NewDescribeGroupsResponseGroup()
 		rg.Group = id
 		rg.AuthorizedOperations = math.MinInt32
+		if err := h.groupDenied(rc, auth.OpDescribe, id); err != nil {
+			rg.ErrorCode = h.errorCode(err)
+			if req.Version >= 6 {
+				rg.ErrorMessage = errMessage(err)
+			}
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
 		d, err := h.shardFor(id).Coordinator.Describe(ctx, id)
 		if err != nil {
 			rg.ErrorCode = h.errorCode(err)

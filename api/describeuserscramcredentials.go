@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcoord/kcoord/auth"
 	"github.com/kcoord/kcoord/fsm"
 	"github.com/kcoord/kcoord/transport"
 )
@@ -26,9 +27,8 @@ func (h *Handlers) describeUserScramCredentials(_ context.Context, rc *transport
 		return nil, err
 	}
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
-	if !h.clusterAllowed(rc, opDescribe) {
-		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
-		resp.ErrorMessage = kmsg.StringPtr(clusterDenied(rc, opDescribe))
+	if err := h.clusterDenied(rc, auth.OpDescribe); err != nil {
+		resp.ErrorCode, resp.ErrorMessage = h.errorCode(err), errMessage(err)
 		return resp, nil
 	}
 	byUser := make(map[string][]fsm.ScramCredential)

@@ -7,7 +7,8 @@ package api
 // topics by id; not served.)
 // kcoord stores no records: a fetch waits MaxWaitMillis (capped) and
 // answers every partition empty at offset 0, so consumers idle instead of
-// failing. The wait ends early when the connection closes.
+// failing. The wait ends early when the connection closes. Needs Topic
+// READ (TOPIC_AUTHORIZATION_FAILED per partition), as in Kafka.
 
 import (
 	"context"
@@ -16,10 +17,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcoord/kcoord/auth"
 	"github.com/kcoord/kcoord/transport"
 )
 
-func (h *Handlers) fetch(ctx context.Context, _ *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (h *Handlers) fetch(ctx context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.FetchRequest](kreq)
 	if err != nil {
 		return nil, err
@@ -39,6 +41,7 @@ func (h *Handlers) fetch(ctx context.Context, _ *transport.RequestContext, kreq 
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic = t.Topic
 		topic, known := h.topics.Topic(t.Topic)
+		denied := h.topicDenied(rc, auth.OpRead, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewFetchResponseTopicPartition()
 			rp.Partition = p.Partition
@@ -48,7 +51,11 @@ func (h *Handlers) fetch(ctx context.Context, _ *transport.RequestContext, kreq 
 			// Kafka never sends: librdkafka fails to parse a Fetch v0 answer
 			// holding one ("Protocol parse failure for Fetch v0").
 			rp.RecordBatches = []byte{}
-			if !known || p.Partition < 0 || p.Partition >= topic.Partitions {
+			switch {
+			case denied != nil:
+				rp.ErrorCode = h.errorCode(denied)
+				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
+			case !known || p.Partition < 0 || p.Partition >= topic.Partitions:
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = -1, -1, -1
 			}

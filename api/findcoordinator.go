@@ -15,12 +15,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcoord/kcoord/auth"
 	"github.com/kcoord/kcoord/transport"
 )
 
 const coordinatorTypeGroup int8 = 0
 
-func (h *Handlers) findCoordinator(_ context.Context, _ *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (h *Handlers) findCoordinator(_ context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.FindCoordinatorRequest](kreq)
 	if err != nil {
 		return nil, err
@@ -28,18 +29,19 @@ func (h *Handlers) findCoordinator(_ context.Context, _ *transport.RequestContex
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	if req.Version >= 4 {
 		for _, key := range req.CoordinatorKeys {
-			resp.Coordinators = append(resp.Coordinators, h.coordinatorFor(key, req.CoordinatorType))
+			resp.Coordinators = append(resp.Coordinators, h.coordinatorFor(rc, key, req.CoordinatorType))
 		}
 		return resp, nil
 	}
-	c := h.coordinatorFor(req.CoordinatorKey, req.CoordinatorType)
+	c := h.coordinatorFor(rc, req.CoordinatorKey, req.CoordinatorType)
 	resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
 	resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
 	return resp, nil
 }
 
-// coordinatorFor answers for one key: the leader of the group's shard.
-func (h *Handlers) coordinatorFor(key string, keyType int8) kmsg.FindCoordinatorResponseCoordinator {
+// coordinatorFor answers for one key: the leader of the group's shard, to
+// a principal with Group DESCRIBE on it (else GROUP_AUTHORIZATION_FAILED).
+func (h *Handlers) coordinatorFor(rc *transport.RequestContext, key string, keyType int8) kmsg.FindCoordinatorResponseCoordinator {
 	c := kmsg.NewFindCoordinatorResponseCoordinator()
 	c.Key, c.NodeID, c.Port = key, -1, -1
 	fail := func(e *kerr.Error, msg string) kmsg.FindCoordinatorResponseCoordinator {
@@ -48,6 +50,9 @@ func (h *Handlers) coordinatorFor(key string, keyType int8) kmsg.FindCoordinator
 	}
 	if keyType != coordinatorTypeGroup {
 		return fail(kerr.CoordinatorNotAvailable, "kcoord coordinates consumer groups only; transactions are not supported")
+	}
+	if err := h.groupDenied(rc, auth.OpDescribe, key); err != nil {
+		return fail(kerr.GroupAuthorizationFailed, err.Error())
 	}
 	leader, ok := h.cluster.LeaderOf(h.cluster.ShardFor(key))
 	if !ok {

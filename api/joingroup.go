@@ -6,6 +6,7 @@ package api
 // the id given (KIP-394). v5: group.instance.id (KIP-345). v6: flexible. v7:
 // protocol type in the answer (KIP-559). v8: reason (KIP-800, logged only).
 // v9: SkipAssignment in the answer (KIP-814).
+// Needs Group READ (GROUP_AUTHORIZATION_FAILED).
 
 import (
 	"bytes"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcoord/kcoord/auth"
 	"github.com/kcoord/kcoord/fsm"
 	"github.com/kcoord/kcoord/groups"
 	"github.com/kcoord/kcoord/transport"
@@ -44,7 +46,12 @@ func (h *Handlers) joinGroup(ctx context.Context, rc *transport.RequestContext, 
 		// back to queued.max.request.bytes when it was answered).
 		jr.Protocols = append(jr.Protocols, fsm.Protocol{Name: p.Name, Metadata: bytes.Clone(p.Metadata)})
 	}
-	res := h.shardFor(req.Group).Coordinator.Join(ctx, jr)
+	var res groups.JoinResult
+	if err := h.groupDenied(rc, auth.OpRead, req.Group); err != nil {
+		res = groups.JoinResult{MemberID: req.MemberID, Err: err}
+	} else {
+		res = h.shardFor(req.Group).Coordinator.Join(ctx, jr)
+	}
 	if waitAborted(res.Err) {
 		return nil, res.Err
 	}

@@ -10,14 +10,20 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcoord/kcoord/auth"
 	"github.com/kcoord/kcoord/groups"
 	"github.com/kcoord/kcoord/transport"
 )
 
-func (h *Handlers) leaveGroup(_ context.Context, _ *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (h *Handlers) leaveGroup(_ context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.LeaveGroupRequest](kreq)
 	if err != nil {
 		return nil, err
+	}
+	if err := h.groupDenied(rc, auth.OpRead, req.Group); err != nil {
+		resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+		resp.ErrorCode = h.errorCode(err)
+		return resp, nil
 	}
 	leaving := []groups.LeaveMember{{MemberID: req.MemberID}}
 	if req.Version >= 3 {

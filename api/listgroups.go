@@ -5,7 +5,9 @@ package api
 // (KIP-518). v5: a types filter and each group's type (KIP-848: "classic"
 // or "consumer").
 // Lists the groups of every shard this node leads, as a Kafka broker lists
-// the groups it coordinates.
+// the groups it coordinates. With Cluster DESCRIBE every group is listed;
+// without it, only the groups the principal may describe (Group DESCRIBE),
+// as in Kafka.
 
 import (
 	"context"
@@ -18,11 +20,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcoord/kcoord/auth"
 	"github.com/kcoord/kcoord/groups"
 	"github.com/kcoord/kcoord/transport"
 )
 
-func (h *Handlers) listGroups(ctx context.Context, _ *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (h *Handlers) listGroups(ctx context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.ListGroupsRequest](kreq)
 	if err != nil {
 		return nil, err
@@ -50,6 +53,7 @@ func (h *Handlers) listGroups(ctx context.Context, _ *transport.RequestContext, 
 		})
 	}
 	wg.Wait()
+	everyGroup := h.clusterDenied(rc, auth.OpDescribe) == nil
 	for _, sl := range lists {
 		listed, err := sl.listed, sl.err
 		if errors.Is(err, groups.ErrLoadInProgress) {
@@ -61,7 +65,8 @@ func (h *Handlers) listGroups(ctx context.Context, _ *transport.RequestContext, 
 		}
 		for _, l := range listed {
 			if len(req.StatesFilter) > 0 && !containsFold(req.StatesFilter, l.State) ||
-				len(req.TypesFilter) > 0 && !containsFold(req.TypesFilter, l.Type) {
+				len(req.TypesFilter) > 0 && !containsFold(req.TypesFilter, l.Type) ||
+				!everyGroup && !h.allowed(rc, auth.OpDescribe, auth.ResourceGroup, l.GroupID) {
 				continue
 			}
 			rg := kmsg.NewListGroupsResponseGroup()

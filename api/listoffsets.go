@@ -5,7 +5,8 @@ package api
 // v2: isolation level. v4: leader epochs. v6: flexible. v7–v10: more
 // special timestamps (max timestamp, local and tiered log start).
 // kcoord stores no records, so every log is empty: the earliest, latest and
-// any other offset is 0, with no timestamp.
+// any other offset is 0, with no timestamp. Needs Topic DESCRIBE
+// (TOPIC_AUTHORIZATION_FAILED per partition), as in Kafka.
 
 import (
 	"context"
@@ -13,10 +14,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcoord/kcoord/auth"
 	"github.com/kcoord/kcoord/transport"
 )
 
-func (h *Handlers) listOffsets(_ context.Context, _ *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (h *Handlers) listOffsets(_ context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.ListOffsetsRequest](kreq)
 	if err != nil {
 		return nil, err
@@ -26,10 +28,14 @@ func (h *Handlers) listOffsets(_ context.Context, _ *transport.RequestContext, k
 		rt := kmsg.NewListOffsetsResponseTopic()
 		rt.Topic = t.Topic
 		topic, known := h.topics.Topic(t.Topic)
+		denied := h.topicDenied(rc, auth.OpDescribe, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()
 			rp.Partition, rp.Timestamp, rp.Offset, rp.LeaderEpoch = p.Partition, -1, 0, 0
 			switch {
+			case denied != nil:
+				rp.ErrorCode = h.errorCode(denied)
+				rp.Offset, rp.LeaderEpoch = -1, -1
 			case !known || p.Partition < 0 || p.Partition >= topic.Partitions:
 				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 				rp.Offset, rp.LeaderEpoch = -1, -1

@@ -15,6 +15,8 @@ package api
 // (created by a kcoord without the limit, or before it was lowered) is
 // answered INVALID_PARTITIONS with no partitions, so one such topic cannot
 // make every Metadata request build billions of entries.
+// Topics need Topic DESCRIBE, as in Kafka: a listing of all topics leaves
+// out the others, and one asked for by name is TOPIC_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -23,12 +25,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcoord/kcoord/auth"
 	"github.com/kcoord/kcoord/cluster"
 	"github.com/kcoord/kcoord/fsm"
 	"github.com/kcoord/kcoord/transport"
 )
 
-func (h *Handlers) metadata(_ context.Context, _ *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (h *Handlers) metadata(_ context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.MetadataRequest](kreq)
 	if err != nil {
 		return nil, err
@@ -60,7 +63,9 @@ func (h *Handlers) metadata(_ context.Context, _ *transport.RequestContext, kreq
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
 		for _, t := range h.topics.Topics() {
-			resp.Topics = append(resp.Topics, h.topicMetadata(t, brokers))
+			if h.allowed(rc, auth.OpDescribe, auth.ResourceTopic, t.Name) {
+				resp.Topics = append(resp.Topics, h.topicMetadata(t, brokers))
+			}
 		}
 		return resp, nil
 	}
@@ -68,6 +73,13 @@ func (h *Handlers) metadata(_ context.Context, _ *transport.RequestContext, kreq
 		if rt.Topic == nil {
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.TopicID, mt.ErrorCode = rt.TopicID, kerr.UnknownTopicID.Code
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		if !h.allowed(rc, auth.OpDescribe, auth.ResourceTopic, *rt.Topic) {
+			mt := kmsg.NewMetadataResponseTopic()
+			name := *rt.Topic
+			mt.Topic, mt.ErrorCode = &name, kerr.TopicAuthorizationFailed.Code
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}

@@ -17,6 +17,9 @@ package api
 // so no group is checked or created. Then the coordinator: each remaining
 // partition is validated on its own, and the valid ones are committed
 // through Raft together and answered once on a quorum.
+// Authorization comes first, as in Kafka: without Group READ every
+// partition is GROUP_AUTHORIZATION_FAILED, and without Topic READ on a
+// topic its partitions are TOPIC_AUTHORIZATION_FAILED.
 
 import (
 	"context"
@@ -26,13 +29,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcoord/kcoord/auth"
 	"github.com/kcoord/kcoord/fsm"
 	"github.com/kcoord/kcoord/groups"
 	"github.com/kcoord/kcoord/offsets"
 	"github.com/kcoord/kcoord/transport"
 )
 
-func (h *Handlers) offsetCommit(_ context.Context, _ *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (h *Handlers) offsetCommit(_ context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.OffsetCommitRequest](kreq)
 	if err != nil {
 		return nil, err
@@ -58,10 +62,19 @@ func (h *Handlers) offsetCommit(_ context.Context, _ *transport.RequestContext, 
 		pending []slot
 		codes   = make([][]int16, len(req.Topics))
 	)
+	groupDenied := h.groupDenied(rc, auth.OpRead, req.Group)
 	for i, t := range req.Topics {
 		codes[i] = make([]int16, len(t.Partitions))
 		topic, registered := h.topics.Topic(t.Topic)
+		denied := groupDenied
+		if denied == nil {
+			denied = h.topicDenied(rc, auth.OpRead, t.Topic)
+		}
 		for j, p := range t.Partitions {
+			if denied != nil {
+				codes[i][j] = h.errorCode(denied)
+				continue
+			}
 			if !h.committable(topic, registered, p.Partition) {
 				codes[i][j] = kerr.UnknownTopicOrPartition.Code
 				continue

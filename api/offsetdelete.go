@@ -7,6 +7,9 @@ package api
 // members answer NON_EMPTY_GROUP. Group-level errors go in the top-level
 // error code, as Kafka does, and partitions of topics (or partition
 // numbers) the registry does not have are UNKNOWN_TOPIC_OR_PARTITION.
+// Needs Group DELETE (a top-level GROUP_AUTHORIZATION_FAILED) and Topic
+// READ on each topic (TOPIC_AUTHORIZATION_FAILED on its partitions), as in
+// Kafka.
 
 import (
 	"context"
@@ -14,14 +17,20 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcoord/kcoord/auth"
 	"github.com/kcoord/kcoord/fsm"
 	"github.com/kcoord/kcoord/transport"
 )
 
-func (h *Handlers) offsetDelete(_ context.Context, _ *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (h *Handlers) offsetDelete(_ context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.OffsetDeleteRequest](kreq)
 	if err != nil {
 		return nil, err
+	}
+	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
+	if err := h.groupDenied(rc, auth.OpDelete, req.Group); err != nil {
+		resp.ErrorCode = h.errorCode(err)
+		return resp, nil
 	}
 	// As Kafka's KafkaApis.handleOffsetDeleteRequest: a partition the
 	// registry does not have is UNKNOWN_TOPIC_OR_PARTITION before the
@@ -31,21 +40,25 @@ func (h *Handlers) offsetDelete(_ context.Context, _ *transport.RequestContext, 
 	// for a topic no longer registered go to the coordinator too, to be
 	// deletable at all.
 	var partitions []fsm.TopicPartition
-	unknown := make([][]bool, len(req.Topics))
+	refused := make([][]int16, len(req.Topics)) // a code answered before the coordinator
 	shard := h.shardFor(req.Group)
 	for i, t := range req.Topics {
-		unknown[i] = make([]bool, len(t.Partitions))
+		refused[i] = make([]int16, len(t.Partitions))
 		topic, registered := h.topics.Topic(t.Topic)
+		denied := h.topicDenied(rc, auth.OpRead, t.Topic)
 		for j, p := range t.Partitions {
 			tp := fsm.TopicPartition{Topic: t.Topic, Partition: p.Partition}
+			if denied != nil {
+				refused[i][j] = h.errorCode(denied)
+				continue
+			}
 			if !h.committable(topic, registered, p.Partition) && (registered || !h.holds(shard, req.Group, tp)) {
-				unknown[i][j] = true
+				refused[i][j] = kerr.UnknownTopicOrPartition.Code
 				continue
 			}
 			partitions = append(partitions, tp)
 		}
 	}
-	resp := req.ResponseKind().(*kmsg.OffsetDeleteResponse)
 	results, err := shard.Coordinator.DeleteOffsets(req.Group, partitions)
 	if err != nil {
 		resp.ErrorCode = h.errorCode(err)
@@ -57,8 +70,8 @@ func (h *Handlers) offsetDelete(_ context.Context, _ *transport.RequestContext, 
 		for j, p := range t.Partitions {
 			rp := kmsg.NewOffsetDeleteResponseTopicPartition()
 			rp.Partition = p.Partition
-			if unknown[i][j] {
-				rp.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			if refused[i][j] != 0 {
+				rp.ErrorCode = refused[i][j]
 			} else {
 				rp.ErrorCode = h.errorCode(results[fsm.TopicPartition{Topic: t.Topic, Partition: p.Partition}])
 			}

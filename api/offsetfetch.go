@@ -15,18 +15,25 @@ package api
 // when one entry asks for all). Kafka answers every entry; a request of
 // a thousand copies of one group would otherwise be answered with a
 // thousand copies of all its offsets.
+// Needs Group DESCRIBE (else GROUP_AUTHORIZATION_FAILED for the group) and,
+// as in Kafka, Topic DESCRIBE on each topic: a topic asked for without it
+// is answered TOPIC_AUTHORIZATION_FAILED on each of its partitions, and
+// one the principal may not describe is left out of an answer of every
+// committed partition.
 
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcoord/kcoord/auth"
 	"github.com/kcoord/kcoord/groups"
 	"github.com/kcoord/kcoord/offsets"
 	"github.com/kcoord/kcoord/transport"
 )
 
-func (h *Handlers) offsetFetch(ctx context.Context, _ *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (h *Handlers) offsetFetch(ctx context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.OffsetFetchRequest](kreq)
 	if err != nil {
 		return nil, err
@@ -38,7 +45,7 @@ func (h *Handlers) offsetFetch(ctx context.Context, _ *transport.RequestContext,
 		for _, g := range distinctFetchGroups(req.Groups) {
 			rg := kmsg.NewOffsetFetchResponseGroup()
 			rg.Group = g.group
-			fetched, err := h.fetchOffsets(ctx, g, confirmed)
+			fetched, denied, err := h.fetchAuthorized(ctx, rc, g, confirmed)
 			rg.ErrorCode = h.errorCode(err)
 			for _, ft := range fetched {
 				rt := kmsg.NewOffsetFetchResponseGroupTopic()
@@ -46,6 +53,7 @@ func (h *Handlers) offsetFetch(ctx context.Context, _ *transport.RequestContext,
 				for _, f := range ft.Partitions {
 					rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
 					rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata = f.Partition, f.Offset, f.LeaderEpoch, &f.Metadata
+					rp.ErrorCode = denied[ft.Topic]
 					rt.Partitions = append(rt.Partitions, rp)
 				}
 				rg.Topics = append(rg.Topics, rt)
@@ -61,7 +69,7 @@ func (h *Handlers) offsetFetch(ctx context.Context, _ *transport.RequestContext,
 			topics = append(topics, offsets.FetchTopic{Topic: t.Topic, Partitions: t.Partitions})
 		}
 	}
-	fetched, err := h.fetchOffsets(ctx, fetchGroup{group: req.Group, topics: topics, memberEpoch: -1}, nil)
+	fetched, denied, err := h.fetchAuthorized(ctx, rc, fetchGroup{group: req.Group, topics: topics, memberEpoch: -1}, nil)
 	code := h.errorCode(err)
 	if err != nil && req.Version < 2 {
 		// v0–v1 have no top-level error: report it on every partition.
@@ -77,11 +85,54 @@ func (h *Handlers) offsetFetch(ctx context.Context, _ *transport.RequestContext,
 			if req.Version < 2 {
 				rp.ErrorCode = code
 			}
+			if c := denied[ft.Topic]; c != 0 {
+				rp.ErrorCode = c
+			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
+}
+
+// fetchAuthorized is fetchOffsets for what rc's principal may see (see
+// the top of the file): denied maps each topic asked for without Topic
+// DESCRIBE to TOPIC_AUTHORIZATION_FAILED, answered with no offsets.
+func (h *Handlers) fetchAuthorized(ctx context.Context, rc *transport.RequestContext, g fetchGroup, confirmed map[int32]error) (fetched []offsets.FetchedTopic, denied map[string]int16, err error) {
+	if err := h.groupDenied(rc, auth.OpDescribe, g.group); err != nil {
+		return nil, nil, err
+	}
+	if g.topics == nil {
+		all, err := h.fetchOffsets(ctx, g, confirmed)
+		for _, ft := range all {
+			if h.allowed(rc, auth.OpDescribe, auth.ResourceTopic, ft.Topic) {
+				fetched = append(fetched, ft)
+			}
+		}
+		return fetched, nil, err
+	}
+	var allowed, refused []offsets.FetchTopic
+	for _, t := range g.topics {
+		if h.allowed(rc, auth.OpDescribe, auth.ResourceTopic, t.Topic) {
+			allowed = append(allowed, t)
+		} else {
+			refused = append(refused, t)
+		}
+	}
+	if len(refused) == 0 {
+		fetched, err := h.fetchOffsets(ctx, g, confirmed)
+		return fetched, nil, err
+	}
+	g.topics = allowed
+	if allowed == nil {
+		g.topics = []offsets.FetchTopic{} // none, not all
+	}
+	fetched, err = h.fetchOffsets(ctx, g, confirmed)
+	denied = make(map[string]int16, len(refused))
+	for _, t := range refused {
+		denied[t.Topic] = kerr.TopicAuthorizationFailed.Code
+	}
+	return append(fetched, unknownOffsets(refused)...), denied, err
 }
 
 // fetchOffsets reads one group's offsets once a quorum confirmed that this

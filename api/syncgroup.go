@@ -6,6 +6,7 @@ package api
 // (KIP-559); a v5 naming neither or only one is answered
 // INCONSISTENT_GROUP_PROTOCOL here, before the coordinator sees it, as
 // Kafka's KafkaApis does (areMandatoryProtocolTypeAndNamePresent).
+// Needs Group READ (GROUP_AUTHORIZATION_FAILED).
 
 import (
 	"bytes"
@@ -14,11 +15,12 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcoord/kcoord/auth"
 	"github.com/kcoord/kcoord/groups"
 	"github.com/kcoord/kcoord/transport"
 )
 
-func (h *Handlers) syncGroup(ctx context.Context, _ *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (h *Handlers) syncGroup(ctx context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.SyncGroupRequest](kreq)
 	if err != nil {
 		return nil, err
@@ -43,7 +45,12 @@ func (h *Handlers) syncGroup(ctx context.Context, _ *transport.RequestContext, k
 			sr.Assignments[a.MemberID] = bytes.Clone(a.MemberAssignment)
 		}
 	}
-	res := h.shardFor(req.Group).Coordinator.Sync(ctx, sr)
+	var res groups.SyncResult
+	if err := h.groupDenied(rc, auth.OpRead, req.Group); err != nil {
+		res.Err = err
+	} else {
+		res = h.shardFor(req.Group).Coordinator.Sync(ctx, sr)
+	}
 	if waitAborted(res.Err) {
 		return nil, res.Err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kcoord/kcoord/api"
+	"github.com/kcoord/kcoord/auth"
 	"github.com/kcoord/kcoord/cluster"
 	"github.com/kcoord/kcoord/fsm"
 	"github.com/kcoord/kcoord/groups"
@@ -144,6 +145,11 @@ func (s *Server) Start() error {
 		s.stopping.Store(true) // ends the waits of leadership delivered meanwhile (waitShard)
 		return err
 	}
+	acls := &aclStore{node: s.node, fsm: s.meta, timeout: s.cfg.OffsetsCommitTimeout}
+	var authorizer api.Authorizer // nil: everything allowed, as Kafka without an authorizer
+	if s.cfg.authenticates() {
+		authorizer = auth.NewAuthorizer(s.cfg.superusers(), acls.index)
+	}
 	h := api.New(api.Config{
 		NodeID:                   s.cfg.NodeID,
 		OffsetMetadataMaxBytes:   s.cfg.OffsetMetadataMaxBytes,
@@ -152,12 +158,11 @@ func (s *Server) Start() error {
 		MaxTopics:                s.cfg.MaxTopics,
 		MaxPartitions:            s.cfg.MaxPartitions,
 		CommitUnregisteredTopics: s.cfg.OffsetsCommitUnregisteredTopics,
-		Authorize:                s.cfg.authenticates(),
-		Superusers:               s.cfg.superusers(),
+		Authorizer:               authorizer,
 		BootstrapSuperuser:       s.cfg.SASLSuperuser,
 		Logger:                   s.logger.Named("api"),
 	}, s.node, &topicRegistry{node: s.node, fsm: s.meta, timeout: s.cfg.OffsetsCommitTimeout}, s.apiShards())
-	h.WithCredentials(&credentialStore{node: s.node, fsm: s.meta, timeout: s.cfg.OffsetsCommitTimeout})
+	h.WithCredentials(&credentialStore{node: s.node, fsm: s.meta, timeout: s.cfg.OffsetsCommitTimeout}).WithACLs(acls)
 	h.Register(mux)
 	kafka.Open()
 	s.stopRetention = make(chan struct{})

@@ -1,0 +1,74 @@
+package api
+
+// DescribeAcls (key 29), versions 0–3: the ACLs matching one filter
+// (auth.ACLFilter: Any values and null strings match everything, MATCH
+// the ACLs that apply to a name), grouped by resource pattern, from this
+// node's replica of the metadata group. A filter Kafka would not take is
+// INVALID_REQUEST. Needs Cluster DESCRIBE (CLUSTER_AUTHORIZATION_FAILED).
+
+import (
+	"context"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcoord/kcoord/auth"
+	"github.com/kcoord/kcoord/transport"
+)
+
+func (h *Handlers) describeACLs(_ context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+	req, err := typed[*kmsg.DescribeACLsRequest](kreq)
+	if err != nil {
+		return nil, err
+	}
+	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
+	f := auth.ACLFilter{
+		ResourceType: auth.ResourceType(req.ResourceType), ResourceName: req.ResourceName,
+		PatternType: auth.PatternType(req.ResourcePatternType), Principal: req.Principal, Host: req.Host,
+		Operation: auth.Operation(req.Operation), Permission: auth.Permission(req.PermissionType),
+	}
+	if req.Version == 0 {
+		f.PatternType = auth.PatternLiteral
+	}
+	if err := h.clusterDenied(rc, auth.OpDescribe); err != nil {
+		resp.ErrorCode, resp.ErrorMessage = h.errorCode(err), errMessage(err)
+		return resp, nil
+	}
+	if err := f.Validate(); err != nil {
+		resp.ErrorCode, resp.ErrorMessage = kerr.InvalidRequest.Code, kmsg.StringPtr(err.Error())
+		return resp, nil
+	}
+	type pattern struct {
+		rt   auth.ResourceType
+		name string
+		pt   auth.PatternType
+	}
+	byPattern := make(map[pattern]int)
+	for _, a := range h.acls.ACLs() {
+		if !f.Matches(a) {
+			continue
+		}
+		p := pattern{a.ResourceType, a.ResourceName, a.PatternType}
+		i, ok := byPattern[p]
+		if !ok {
+			i = len(resp.Resources)
+			byPattern[p] = i
+			r := kmsg.NewDescribeACLsResponseResource()
+			r.ResourceType, r.ResourceName = kmsg.ACLResourceType(a.ResourceType), a.ResourceName
+			r.ResourcePatternType = kmsg.ACLResourcePatternType(a.PatternType)
+			resp.Resources = append(resp.Resources, r)
+		}
+		e := kmsg.NewDescribeACLsResponseResourceACL()
+		e.Principal, e.Host = a.Principal, a.Host
+		e.Operation, e.PermissionType = kmsg.ACLOperation(a.Operation), kmsg.ACLPermissionType(a.Permission)
+		resp.Resources[i].ACLs = append(resp.Resources[i].ACLs, e)
+	}
+	if req.Version == 0 {
+		// v0 knows literal patterns only, as Kafka answers it.
+		resp.Resources = slices.DeleteFunc(resp.Resources, func(r kmsg.DescribeACLsResponseResource) bool {
+			return r.ResourcePatternType != kmsg.ACLResourcePatternType(auth.PatternLiteral)
+		})
+	}
+	return resp, nil
+}

@@ -1,0 +1,80 @@
+package server
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/kcoord/kcoord/auth"
+	"github.com/kcoord/kcoord/cluster"
+	"github.com/kcoord/kcoord/fsm"
+)
+
+// This file is the ACLs of a node: stored in the metadata group
+// (fsm.ACLCreate, fsm.ACLDelete), served by CreateAcls, DescribeAcls and
+// DeleteAcls (api.ACLStore), and enforced by an auth.Authorizer on a node
+// that authenticates its clients.
+
+// aclStore is the api.ACLStore of a node: reads from the metadata FSM,
+// writes through the metadata group (forwarded to its leader).
+type aclStore struct {
+	node    *cluster.Node
+	fsm     *fsm.MetaFSM
+	timeout time.Duration
+
+	mu      sync.Mutex
+	version uint64
+	cached  *auth.ACLs
+}
+
+func (s *aclStore) ACLs() []auth.ACL { return s.index().All() }
+
+func (s *aclStore) CreateACLs(ctx context.Context, acls []auth.ACL) error {
+	return s.apply(ctx, &fsm.ACLCreate{ACLs: toFSMACLs(acls)})
+}
+
+func (s *aclStore) DeleteACLs(ctx context.Context, acls []auth.ACL) error {
+	return s.apply(ctx, &fsm.ACLDelete{ACLs: toFSMACLs(acls)})
+}
+
+func (s *aclStore) apply(ctx context.Context, cmd fsm.Command) error {
+	b, err := fsm.Encode(cmd)
+	if err != nil {
+		return err
+	}
+	return s.node.ApplyMetadataChange(ctx, b, s.timeout)
+}
+
+// index is the stored ACLs as the authorizer reads them, rebuilt only
+// when the metadata FSM's ACLs changed. Connection goroutines call it on
+// every authorization; it takes a short lock.
+func (s *aclStore) index() *auth.ACLs {
+	v := s.fsm.ACLsVersion()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cached == nil || v != s.version {
+		// The version is read before the ACLs: a change between the two
+		// makes the next call rebuild again, never keep a stale index.
+		s.cached, s.version = auth.NewACLs(fromFSMACLs(s.fsm.ACLs())), v
+	}
+	return s.cached
+}
+
+func toFSMACLs(acls []auth.ACL) []fsm.ACL {
+	out := make([]fsm.ACL, len(acls))
+	for i, a := range acls {
+		out[i] = fsm.ACL{ResourceType: int8(a.ResourceType), ResourceName: a.ResourceName, PatternType: int8(a.PatternType),
+			Principal: a.Principal, Host: a.Host, Operation: int8(a.Operation), Permission: int8(a.Permission)}
+	}
+	return out
+}
+
+func fromFSMACLs(acls []fsm.ACL) []auth.ACL {
+	out := make([]auth.ACL, len(acls))
+	for i, a := range acls {
+		out[i] = auth.ACL{ResourceType: auth.ResourceType(a.ResourceType), ResourceName: a.ResourceName,
+			PatternType: auth.PatternType(a.PatternType), Principal: a.Principal, Host: a.Host,
+			Operation: auth.Operation(a.Operation), Permission: auth.Permission(a.Permission)}
+	}
+	return out
+}
