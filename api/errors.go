@@ -65,6 +65,8 @@ var codes = []struct {
 	{groups.ErrTimeout, kerr.RequestTimedOut, nil},
 	{raft.ErrEnqueueTimeout, kerr.RequestTimedOut, nil},
 	{cluster.ErrApplyTimeout, kerr.RequestTimedOut, nil},
+	// As Kafka answers a change its metadata.version does not support yet.
+	{cluster.ErrReplicaTooOld, kerr.UnsupportedVersion, nil},
 	{context.DeadlineExceeded, kerr.RequestTimedOut, nil},
 	{offsets.ErrMetadataTooLarge, kerr.OffsetMetadataTooLarge, nil},
 	{offsets.ErrInvalidPartition, kerr.UnknownTopicOrPartition, nil},

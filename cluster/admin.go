@@ -42,7 +42,8 @@ type adminRequest struct {
 type adminResponse struct {
 	// Code is "" on success, else "not-leader", "not-found", "last-node",
 	// "topic-exists", "topic-not-found", "scram-not-found",
-	// "scram-invalid", "acl-invalid", "timeout" or "error".
+	// "scram-invalid", "acl-invalid", "replica-too-old", "timeout" or
+	// "error".
 	Code     string          `json:"code,omitempty"`
 	Error    string          `json:"error,omitempty"`
 	Replicas []ReplicaStatus `json:"replicas,omitempty"`
@@ -114,6 +115,8 @@ func adminCode(err error) (code, msg string) {
 		return "scram-invalid", err.Error()
 	case errors.Is(err, fsm.ErrInvalidACL):
 		return "acl-invalid", err.Error()
+	case errors.Is(err, ErrReplicaTooOld):
+		return "replica-too-old", err.Error()
 	case errors.Is(err, ErrApplyTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, raft.ErrEnqueueTimeout):
 		return "timeout", err.Error()
 	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrRaftShutdown),
@@ -144,6 +147,8 @@ func adminError(resp adminResponse) error {
 		return fmt.Errorf("%w (%s)", fsm.ErrInvalidScramCredential, resp.Error)
 	case "acl-invalid":
 		return fmt.Errorf("%w (%s)", fsm.ErrInvalidACL, resp.Error)
+	case "replica-too-old":
+		return fmt.Errorf("%w (%s)", ErrReplicaTooOld, resp.Error)
 	case "timeout":
 		return fmt.Errorf("%w (%s)", ErrApplyTimeout, resp.Error)
 	}

@@ -60,9 +60,12 @@ func TestAppendHubCarriesReplication(t *testing.T) {
 	applyEverywhere(t, nodes, shards, 20, "hub")
 	sent, back := appendTotals(nodes)
 	t.Logf("%d AppendEntries through the hubs, %d handed back", sent-sent0, back-back0)
-	// 4 shards × 20 entries × 2 followers, each at least one request.
-	if sent-sent0 < shards*20*2 {
-		t.Fatalf("%d AppendEntries through the hubs, want at least %d", sent-sent0, shards*20*2)
+	// Each entry is applied after the one before committed, so a request
+	// carried it to at least the follower that made the quorum: 4 shards
+	// × 20 entries. (The other follower may get two at once when it lags:
+	// a loaded CI machine sent 154, not the 160 of one each.)
+	if sent-sent0 < shards*20 {
+		t.Fatalf("%d AppendEntries through the hubs, want at least %d", sent-sent0, shards*20)
 	}
 	if back != back0 {
 		t.Fatalf("%d AppendEntries handed back to the shards' own streams, in a cluster without faults", back-back0)

@@ -131,6 +131,11 @@ type Config struct {
 	// GossipPushPullInterval (wall-clock duration) is how often nodes
 	// exchange their full state (members, leader table). Default 5s.
 	GossipPushPullInterval time.Duration
+
+	// PlayApplyLevel makes the node gossip that it applies command types
+	// up to this one only, as an older release does (0: this build's,
+	// fsm.LatestCommandType). For tests of rolling upgrades.
+	PlayApplyLevel int
 	// BalanceInterval (wall-clock duration) is how often a node checks that
 	// it leads no more than its share of group shards. Default 5s.
 	BalanceInterval time.Duration

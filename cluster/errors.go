@@ -71,4 +71,10 @@ var (
 	// cluster ids: the seeds name nodes of more than one cluster, and the
 	// node cannot tell which one to join.
 	ErrAmbiguousJoin = errors.New("cluster: the seeds belong to more than one cluster")
+	// ErrReplicaTooOld is a metadata change of a command type that a
+	// replica of the metadata group does not advertise it applies (a node
+	// of an older release, mid rolling upgrade, or one not heard from
+	// since this node started): it would panic applying the entry, so the
+	// change is refused until every replica runs a release that knows it.
+	ErrReplicaTooOld = errors.New("cluster: a replica of the metadata group runs a release that cannot apply this change")
 )

@@ -70,6 +70,10 @@ type nodeMeta struct {
 	// VotersTruncated says Voters was left out to fit memberlist's meta
 	// limit: the wiped-voter check cannot clear a node against this peer.
 	VotersTruncated bool `json:"vtrunc,omitempty"`
+	// Applies is fsm.LatestCommandType: the highest command type the node
+	// applies (0 from releases before it was gossiped). See
+	// Node.checkReplicasApply.
+	Applies int `json:"fsm,omitempty"`
 }
 
 // decodeMeta parses a peer's gossip meta; ok is false when it is not a
@@ -332,7 +336,7 @@ func (g *gossip) NodeMeta(limit int) []byte {
 		limit = min(limit, l)
 	}
 	m := g.self
-	m.Version = metaVersion
+	m.Version, m.Applies = metaVersion, g.n.ownApplyLevel()
 	b, _ := json.Marshal(m)
 	full := len(b)
 	// What to leave out when the meta does not fit: once the node holds
@@ -530,6 +534,7 @@ func (g *gossip) upsert(node *memberlist.Node) {
 		g.logger.Info("node joined", "node_id", nm.ID, "kafka", nm.Kafka, "raft", nm.Raft)
 	}
 	g.n.members.set(Broker{NodeID: nm.ID, KafkaAddr: nm.Kafka}, nm.Raft)
+	g.n.applies.record(nm.ID, nm.Applies)
 	g.poke()
 }
 

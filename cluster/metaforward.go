@@ -35,6 +35,9 @@ func (n *Node) ApplyMetadataChange(ctx context.Context, cmd []byte, timeout time
 		return raft.ErrRaftShutdown
 	}
 	if n.meta.IsLeader() {
+		if err := n.checkReplicasApply(fsm.CommandType(cmd[0])); err != nil {
+			return err
+		}
 		_, err := n.meta.Apply(ctx, cmd, timeout)
 		return err
 	}
@@ -151,6 +154,9 @@ func (n *Node) applyMetadataChangeHere(cmd []byte, timeoutMs int64) error {
 	}
 	if !n.meta.IsLeader() {
 		return ErrNotMetaLeader
+	}
+	if err := n.checkReplicasApply(fsm.CommandType(cmd[0])); err != nil {
+		return err
 	}
 	// Answer within the caller's read deadline (adminTimeout), so that it
 	// hears a timeout as one rather than as a lost connection.

@@ -63,6 +63,7 @@ type Node struct {
 	all       []*Shard // meta first, then group shards
 
 	members memberTable
+	applies applyLevels
 	leaders leaderTable
 	// routing fires whenever a shard's routing may have changed (see
 	// Shard.RoutingChanges).
@@ -185,6 +186,7 @@ func NewNode(cfg Config) (*Node, error) {
 	// closes the door.
 	mux.SetClusterPending(id.ClusterID == "")
 	n := &Node{cfg: cfg, logger: logger, leaderLog: &leaderChangeLog{logger: logger}, mux: mux, stop: make(chan struct{}), logStore: logStore, ident: id, routing: newSignal()}
+	n.applies.own = cfg.PlayApplyLevel
 	mux.deaths.watch(n.peerDied, n.routing.fire)
 	if n.admin, err = mux.Listen(adminShard); err != nil {
 		_ = mux.Close()

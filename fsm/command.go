@@ -51,6 +51,13 @@ const (
 	ACLCreateType CommandType = 14
 	// ACLDeleteType removes Kafka ACLs from the metadata group.
 	ACLDeleteType CommandType = 15
+
+	// LatestCommandType is the highest command type this build applies.
+	// Nodes gossip it, so that a metadata leader writes a type only once
+	// every replica of the metadata group can apply it: a replica of an
+	// older release panics on a type it does not know (see
+	// cluster.ErrReplicaTooOld).
+	LatestCommandType = ACLDeleteType
 )
 
 // String names the command type for logs.

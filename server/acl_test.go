@@ -11,6 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcoord/kcoord/cluster"
+	"github.com/kcoord/kcoord/fsm"
 )
 
 // TestACLsGateGroupsAndTopics: on a SASL node, a user without ACLs gets
@@ -238,5 +241,71 @@ func TestACLsAreCheckedAsKafkaChecksThem(t *testing.T) {
 		if want != 0 && (r.ErrorMessage == nil || *r.ErrorMessage == "") {
 			t.Errorf("creation %d: no message", i)
 		}
+	}
+}
+
+// TestSecurityChangesWaitForEveryNodeToApplyThem: on a three-node SASL
+// cluster, a user created through one node logs in through another; with
+// one node playing a release that cannot apply SCRAM or ACL entries (a
+// rolling upgrade half done), AlterUserScramCredentials and CreateAcls are
+// UNSUPPORTED_VERSION instead of crashing that node, and the cluster keeps
+// serving.
+func TestSecurityChangesWaitForEveryNodeToApplyThem(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		old  bool
+	}{{"every node upgraded", false}, {"one node behind", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			servers := StartTestCluster(t, 3, func(i int, c *Config) {
+				c.SASLEnabledMechanisms, c.SASLSuperuser, c.SASLSuperuserPassword = "SCRAM-SHA-512", testSuperuser, testSuperPass
+				if tc.old && i == 2 {
+					raft := c.Raft
+					c.Raft = func(rc *cluster.Config) {
+						raft(rc)
+						rc.PlayApplyLevel = int(fsm.ConsumerGroupWriteType)
+					}
+				}
+			})
+			ctx := testCtx(t, 60*time.Second)
+			admin := func(s *Server) *kadm.Client {
+				cl, err := kgo.NewClient(kgo.SeedBrokers(s.KafkaAddr().String()), scram512(testSuperuser, testSuperPass))
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(cl.Close)
+				return kadm.NewClient(cl)
+			}
+			res, err := admin(servers[1]).AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "dana", Mechanism: kadm.ScramSha512, Password: "dana-pw"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			acl, aclErr := admin(servers[0]).CreateACLs(ctx, kadm.NewACLs().Allow("User:dana").Groups("g").Operations(kadm.OpRead))
+			if tc.old {
+				if !errors.Is(res["dana"].Err, kerr.UnsupportedVersion) {
+					t.Fatalf("creating a user with a node behind: %+v", res)
+				}
+				if aclErr != nil || len(acl) != 1 || !errors.Is(acl[0].Err, kerr.UnsupportedVersion) {
+					t.Fatalf("creating an ACL with a node behind: %+v, %v", acl, aclErr)
+				}
+				if err := metadata(t, servers[2].KafkaAddr().String(), scram512(testSuperuser, testSuperPass)); err != nil {
+					t.Fatalf("the node behind stopped serving: %v", err)
+				}
+				return
+			}
+			if res.Error() != nil || aclErr != nil || acl[0].Err != nil {
+				t.Fatalf("creating a user and an ACL: %v, %+v, %v", res.Error(), acl, aclErr)
+			}
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				err := metadata(t, servers[2].KafkaAddr().String(), scram512("dana", "dana-pw"))
+				if err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("dana logging in through node 3: %v", err)
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		})
 	}
 }

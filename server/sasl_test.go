@@ -205,7 +205,8 @@ func TestAlterUserScramCredentialsRefusesWhatKafkaRefuses(t *testing.T) {
 }
 
 // TestSaramaLogsInWithPlainOverTLS: sarama's client, with SASL/PLAIN
-// over TLS as a user the superuser created, finds a coordinator.
+// over TLS as a user the superuser created and granted its group, finds
+// the group's coordinator.
 func TestSaramaLogsInWithPlainOverTLS(t *testing.T) {
 	ca := newTestCA(t)
 	s := startSASLServer(t, ca, nil)
@@ -214,6 +215,9 @@ func TestSaramaLogsInWithPlainOverTLS(t *testing.T) {
 	adm := saslAdmin(t, addr, ca, scram512(testSuperuser, testSuperPass))
 	if r, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "sam", Mechanism: kadm.ScramSha512, Password: "sam-pw"}}); err != nil || r.Error() != nil {
 		t.Fatalf("creating sam: %v, %v", err, r.Error())
+	}
+	if r, err := adm.CreateACLs(ctx, kadm.NewACLs().Allow("User:sam").Groups("sarama-group").Operations(kadm.OpRead)); err != nil || r[0].Err != nil {
+		t.Fatalf("granting sam the group: %v, %+v", err, r)
 	}
 	newSarama := func(pass string) (sarama.Client, error) {
 		cfg := sarama.NewConfig()
