@@ -142,6 +142,7 @@ func (n *Node) startGossip(self nodeMeta, keys *gossipKeys) error {
 		return fmt.Errorf("cluster: gossip addr: %w", err)
 	}
 	port, _ := strconv.Atoi(portStr)
+	self.Applies = n.ownApplyLevel()
 	g := &gossip{
 		n: n, logger: n.logger.Named("gossip"), changed: make(chan struct{}, 1), joined: make(chan struct{}),
 		self: self, known: make(map[string]nodeMeta), refused: make(map[string]bool),
@@ -336,7 +337,7 @@ func (g *gossip) NodeMeta(limit int) []byte {
 		limit = min(limit, l)
 	}
 	m := g.self
-	m.Version, m.Applies = metaVersion, g.n.ownApplyLevel()
+	m.Version = metaVersion
 	b, _ := json.Marshal(m)
 	full := len(b)
 	// What to leave out when the meta does not fit: once the node holds
@@ -469,7 +470,7 @@ func (g *gossip) NotifyMsg(b []byte) {
 		return
 	}
 	var m leaderMsg
-	if json.Unmarshal(b, &m) == nil && g.live(m.Entry.Node) {
+	if json.Unmarshal(b, &m) == nil && g.live(m.Entry.Node) && g.n.plausibleLeader(m.Shard, m.Entry) {
 		g.n.leaders.update(m.Shard, m.Entry)
 	}
 }
@@ -490,7 +491,11 @@ func (g *gossip) GetBroadcasts(overhead, limit int) [][]byte {
 func (g *gossip) LocalState(bool) []byte { return g.n.leaders.encode() }
 
 // MergeRemoteState implements memberlist.Delegate.
-func (g *gossip) MergeRemoteState(b []byte, _ bool) { g.n.leaders.merge(b, g.live) }
+func (g *gossip) MergeRemoteState(b []byte, _ bool) {
+	g.n.leaders.merge(b, func(shard int32, e leaderEntry) bool {
+		return g.live(e.Node) && g.n.plausibleLeader(shard, e)
+	})
+}
 
 // NotifyJoin implements memberlist.EventDelegate.
 func (g *gossip) NotifyJoin(node *memberlist.Node) { g.upsert(node) }

@@ -80,15 +80,40 @@ func (t *leaderTable) encode() []byte {
 	return b
 }
 
-// merge folds a gossiped table in, keeping only entries of live nodes.
-func (t *leaderTable) merge(b []byte, live func(node int32) bool) {
+// merge folds a gossiped table in, keeping only the entries accept takes.
+func (t *leaderTable) merge(b []byte, accept func(shard int32, e leaderEntry) bool) {
 	var m map[int32]leaderEntry
 	if json.Unmarshal(b, &m) != nil {
 		return
 	}
 	for s, e := range m {
-		if live(e.Node) {
+		if accept(s, e) {
 			t.update(s, e)
 		}
 	}
+}
+
+// plausibleLeader reports whether a leader announcement heard through
+// gossip (from any peer: broadcasts are relayed) can be true as far as
+// this node knows: an announcement naming this node is refused, since
+// only its own Raft instances say what it leads; and for a shard this
+// node is a voter of, the named node must be a voter of the shard's
+// configuration as this replica has it. (A non-voter's configuration may
+// be stale: one removed without hearing of it routes by gossip alone.) A node that joined gossip (with
+// --gossip-key-file, a holder of the key) can still name another voter
+// with a made-up term; without the key it cannot gossip at all. Called
+// from memberlist's delegate goroutines; it must not block.
+func (n *Node) plausibleLeader(shard int32, e leaderEntry) bool {
+	if e.Node == n.cfg.NodeID {
+		return false
+	}
+	s := n.Shard(shard)
+	if s == nil || !s.replicated() || !s.votes() {
+		return true
+	}
+	conf, ok := s.configuration()
+	if !ok {
+		return true
+	}
+	return slices.Contains(membersOf(conf).voters, e.Node)
 }
