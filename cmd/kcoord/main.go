@@ -32,7 +32,7 @@ It stores no records. Run "kcoord serve" for a single node on 127.0.0.1:9092.`,
 		SilenceErrors:     true,
 		CompletionOptions: cobra.CompletionOptions{DisableDefaultCmd: true},
 	}
-	root.AddCommand(newServeCmd(), newHealthcheckCmd(), newClusterCmd(), newBenchCmd(), newVerifyCmd(), newChaosCmd(), newGroupsCmd(), newTopicsCmd(), newUsersCmd(), newACLsCmd(), &cobra.Command{
+	root.AddCommand(newServeCmd(), newHealthcheckCmd(), newClusterCmd(), newBenchCmd(), newVerifyCmd(), newChaosCmd(), newGroupsCmd(), newTopicsCmd(), newUsersCmd(), newACLsCmd(), newCertsCmd(), &cobra.Command{
 		Use:   "version",
 		Short: "Print the version",
 		Args:  cobra.NoArgs,
