@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kcoord/kcoord/auth"
+	"github.com/kcoord/kcoord/groups"
 	"github.com/kcoord/kcoord/transport"
 )
 
@@ -87,4 +88,25 @@ func clientIP(rc *transport.RequestContext) string {
 		return ""
 	}
 	return strings.TrimPrefix(rc.ClientHost, "/")
+}
+
+// aclAPIDenied is the check of CreateAcls, DescribeAcls and DeleteAcls:
+// SECURITY_DISABLED on a node without an authorizer, as Kafka answers
+// (else an anonymous client of a node that does not authenticate could
+// write the ACLs every other node enforces), then Cluster op.
+func (h *Handlers) aclAPIDenied(rc *transport.RequestContext, op auth.Operation) error {
+	if h.cfg.Authorizer == nil {
+		return refuse(kerr.SecurityDisabled, "No Authorizer is configured.")
+	}
+	return h.clusterDenied(rc, op)
+}
+
+// TopicAuthorizer is groups.Config.AuthorizeTopic over a: whether a
+// consumer-group member's principal may describe a topic its regex
+// matches (Kafka 4.x leaves the others out of the subscription).
+func TopicAuthorizer(a Authorizer) groups.TopicAuthorizer {
+	return func(principal, host, topic string) bool {
+		p, err := auth.ParsePrincipal(principal)
+		return err == nil && a.Authorize(p, strings.TrimPrefix(host, "/"), auth.OpDescribe, auth.ResourceTopic, topic)
+	}
 }

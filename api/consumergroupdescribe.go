@@ -6,8 +6,10 @@ package api
 // assignment epochs, assignor, and per member its subscription, assigned
 // partitions and target. An unknown group, or a classic one, is
 // GROUP_ID_NOT_FOUND with Kafka's message; an empty id INVALID_GROUP_ID.
-// Needs Group DESCRIBE per group (GROUP_AUTHORIZATION_FAILED); authorized
-// operations are not reported.
+// Needs Group DESCRIBE per group (GROUP_AUTHORIZATION_FAILED) and, as
+// Kafka 4.x checks, Topic DESCRIBE on every topic its members subscribe to
+// by name or are assigned (else the group is TOPIC_AUTHORIZATION_FAILED);
+// authorized operations are not reported.
 
 import (
 	"context"
@@ -56,6 +58,14 @@ func (h *Handlers) consumerGroupDescribe(ctx context.Context, rc *transport.Requ
 			resp.Groups = append(resp.Groups, rg)
 			continue
 		}
+		if !h.describesTopicsOf(rc, d) {
+			// As Kafka 4.x: a group naming a topic the principal may not
+			// describe is not described at all.
+			msg := "The group has described topic(s) that the client is not authorized to describe."
+			rg.ErrorCode, rg.ErrorMessage = kerr.TopicAuthorizationFailed.Code, &msg
+			resp.Groups = append(resp.Groups, rg)
+			continue
+		}
 		rg.State, rg.Epoch, rg.AssignmentEpoch, rg.AssignorName = string(d.State), d.Epoch, d.AssignmentEpoch, d.AssignorName
 		for _, m := range d.Members {
 			rm := kmsg.NewConsumerGroupDescribeResponseGroupMember()
@@ -91,4 +101,28 @@ func describedAssignment(tps []groups.NamedTopicPartitions) kmsg.Assignment {
 		a.TopicPartitions[i] = kmsg.AssignmentTopicPartition{TopicID: tp.TopicID, Topic: tp.Topic, Partitions: tp.Partitions}
 	}
 	return a
+}
+
+// describesTopicsOf reports whether rc's principal may describe every
+// topic the group's members subscribe to by name, own or are to own.
+func (h *Handlers) describesTopicsOf(rc *transport.RequestContext, d groups.ConsumerGroupDescription) bool {
+	if h.cfg.Authorizer == nil {
+		return true
+	}
+	ok := func(topic string) bool { return h.allowed(rc, auth.OpDescribe, auth.ResourceTopic, topic) }
+	for _, m := range d.Members {
+		for _, t := range m.SubscribedTopicNames {
+			if !ok(t) {
+				return false
+			}
+		}
+		for _, tps := range [][]groups.NamedTopicPartitions{m.Assignment, m.Target} {
+			for _, tp := range tps {
+				if !ok(tp.Topic) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }

@@ -33,6 +33,9 @@ func (h *Handlers) consumerGroupHeartbeat(ctx context.Context, rc *transport.Req
 		SubscribedTopicNames: req.SubscribedTopicNames, SubscribedTopicRegex: req.SubscribedTopicRegex,
 		ServerAssignor: req.ServerAssignor, ClientID: rc.ClientID, ClientHost: rc.ClientHost,
 	}
+	if h.cfg.Authorizer != nil {
+		hb.Principal = principalOf(rc).String()
+	}
 	if req.Topics != nil {
 		hb.Owned = make([]groups.TopicIDPartitions, len(req.Topics))
 		for i, t := range req.Topics {

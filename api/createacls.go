@@ -6,7 +6,8 @@ package api
 // valid ones are written to the metadata group in one entry, forwarded to
 // its leader from other nodes; creating an ACL that exists changes
 // nothing. Needs Cluster ALTER, else every creation is
-// CLUSTER_AUTHORIZATION_FAILED.
+// CLUSTER_AUTHORIZATION_FAILED; a node that does not authenticate its
+// clients answers SECURITY_DISABLED, as Kafka without an authorizer.
 
 import (
 	"context"
@@ -27,7 +28,7 @@ func (h *Handlers) createACLs(ctx context.Context, rc *transport.RequestContext,
 	errs := make([]error, len(req.Creations))
 	var valid []auth.ACL
 	var at []int // the creation each valid ACL came from
-	denied := h.clusterDenied(rc, auth.OpAlter)
+	denied := h.aclAPIDenied(rc, auth.OpAlter)
 	for i, c := range req.Creations {
 		a := auth.ACL{
 			ResourceType: auth.ResourceType(c.ResourceType), ResourceName: c.ResourceName,

@@ -3,7 +3,9 @@ package api
 // DeleteAcls (key 31), versions 0–3: deletes the ACLs matching each filter
 // (as DescribeAcls matches them) and answers, per filter, the ACLs it
 // deleted. The matches are taken from this node's replica and deleted in
-// one metadata-group entry, forwarded to its leader from other nodes; an
+// one metadata-group entry, forwarded to its leader from other nodes; the
+// replica is first brought up to the leader's applied index, so that an
+// ACL created through another node just before is matched; an
 // ACL matched by two filters is deleted once and reported under both. A
 // filter Kafka would not take is INVALID_REQUEST. Needs Cluster ALTER
 // (CLUSTER_AUTHORIZATION_FAILED on every filter).
@@ -24,21 +26,21 @@ func (h *Handlers) deleteACLs(ctx context.Context, rc *transport.RequestContext,
 		return nil, err
 	}
 	resp := req.ResponseKind().(*kmsg.DeleteACLsResponse)
-	denied := h.clusterDenied(rc, auth.OpAlter)
+	denied := h.aclAPIDenied(rc, auth.OpAlter)
 	errs := make([]error, len(req.Filters))
 	matched := make([][]auth.ACL, len(req.Filters))
-	current := h.acls.ACLs()
+	var current []auth.ACL
+	if denied == nil {
+		var err error
+		if current, err = h.acls.SyncedACLs(ctx); err != nil {
+			denied = err // answered on every filter, NOT_CONTROLLER or REQUEST_TIMED_OUT
+		}
+	}
 	var doomed []auth.ACL
 	seen := make(map[auth.ACL]bool)
 	for i, rf := range req.Filters {
-		f := auth.ACLFilter{
-			ResourceType: auth.ResourceType(rf.ResourceType), ResourceName: rf.ResourceName,
-			PatternType: auth.PatternType(rf.ResourcePatternType), Principal: rf.Principal, Host: rf.Host,
-			Operation: auth.Operation(rf.Operation), Permission: auth.Permission(rf.PermissionType),
-		}
-		if req.Version == 0 {
-			f.PatternType = auth.PatternLiteral
-		}
+		f := aclFilter(req.Version, rf.ResourceType, rf.ResourceName, rf.ResourcePatternType, rf.Principal, rf.Host,
+			rf.Operation, rf.PermissionType)
 		if denied != nil {
 			errs[i] = denied
 			continue

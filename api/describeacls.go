@@ -23,15 +23,9 @@ func (h *Handlers) describeACLs(_ context.Context, rc *transport.RequestContext,
 		return nil, err
 	}
 	resp := req.ResponseKind().(*kmsg.DescribeACLsResponse)
-	f := auth.ACLFilter{
-		ResourceType: auth.ResourceType(req.ResourceType), ResourceName: req.ResourceName,
-		PatternType: auth.PatternType(req.ResourcePatternType), Principal: req.Principal, Host: req.Host,
-		Operation: auth.Operation(req.Operation), Permission: auth.Permission(req.PermissionType),
-	}
-	if req.Version == 0 {
-		f.PatternType = auth.PatternLiteral
-	}
-	if err := h.clusterDenied(rc, auth.OpDescribe); err != nil {
+	f := aclFilter(req.Version, req.ResourceType, req.ResourceName, req.ResourcePatternType, req.Principal, req.Host,
+		req.Operation, req.PermissionType)
+	if err := h.aclAPIDenied(rc, auth.OpDescribe); err != nil {
 		resp.ErrorCode, resp.ErrorMessage = h.errorCode(err), errMessage(err)
 		return resp, nil
 	}
@@ -71,4 +65,18 @@ func (h *Handlers) describeACLs(_ context.Context, rc *transport.RequestContext,
 		})
 	}
 	return resp, nil
+}
+
+// aclFilter is a DescribeAcls or DeleteAcls filter as auth reads it; a
+// v0 request knows only literal patterns.
+func aclFilter(version int16, rt kmsg.ACLResourceType, name *string, pt kmsg.ACLResourcePatternType, principal, host *string,
+	op kmsg.ACLOperation, perm kmsg.ACLPermissionType) auth.ACLFilter {
+	f := auth.ACLFilter{
+		ResourceType: auth.ResourceType(rt), ResourceName: name, PatternType: auth.PatternType(pt),
+		Principal: principal, Host: host, Operation: auth.Operation(op), Permission: auth.Permission(perm),
+	}
+	if version == 0 {
+		f.PatternType = auth.PatternLiteral
+	}
+	return f
 }

@@ -107,6 +107,9 @@ func newTestHandlers(t *testing.T, cfg Config, topics Topics) *Handlers {
 	if src, ok := topics.(groups.TopicSource); ok {
 		gcfg.Topics = src
 	}
+	if cfg.Authorizer != nil {
+		gcfg.AuthorizeTopic = TopicAuthorizer(cfg.Authorizer)
+	}
 	log := groups.NewMemLog()
 	c, err := groups.NewCoordinator(gcfg, 0, log, log.FSM)
 	if err != nil {

@@ -49,6 +49,9 @@ type adminResponse struct {
 	Replicas []ReplicaStatus `json:"replicas,omitempty"`
 	// Report is an inspection's answer.
 	Report []byte `json:"report,omitempty"`
+	// Index is a "meta-index" call's answer: the metadata leader's last
+	// applied index, after it confirmed its leadership.
+	Index uint64 `json:"index,omitempty"`
 }
 
 // serveAdmin accepts admin calls until the layer closes. Runs on its own
@@ -82,6 +85,10 @@ func (n *Node) serveAdminConn(c net.Conn) {
 		resp.Replicas = n.localReplicas()
 	case "topic-change": // every metadata change; see adminRequest
 		resp.Code, resp.Error = adminCode(n.applyMetadataChangeHere(req.Command, req.TimeoutMs))
+	case "meta-index":
+		idx, err := n.metaIndexHere()
+		resp.Index = idx
+		resp.Code, resp.Error = adminCode(err)
 	case "inspect":
 		ctx, cancel := context.WithTimeout(context.Background(), inspectBudget(req.TimeoutMs))
 		report, err := n.inspectHere(ctx, req.Command)

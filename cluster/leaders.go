@@ -107,6 +107,9 @@ func (n *Node) plausibleLeader(shard int32, e leaderEntry) bool {
 	if e.Node == n.cfg.NodeID {
 		return false
 	}
+	if !n.shardsStarted.Load() {
+		return true // no Raft to check against yet
+	}
 	s := n.Shard(shard)
 	if s == nil || !s.replicated() || !s.votes() {
 		return true

@@ -63,8 +63,11 @@ type Node struct {
 	all       []*Shard // meta first, then group shards
 
 	members memberTable
-	applies applyLevels
-	leaders leaderTable
+	// shardsStarted is set once startShards published n.meta and
+	// n.shards: gossip, which runs before, reads them only after.
+	shardsStarted atomic.Bool
+	applies       applyLevels
+	leaders       leaderTable
 	// routing fires whenever a shard's routing may have changed (see
 	// Shard.RoutingChanges).
 	routing *signal
@@ -403,6 +406,7 @@ func (n *Node) startShards(bootstrapAlone bool) error {
 		return err
 	}
 	n.meta, n.shards = n.all[0], n.all[1:]
+	n.shardsStarted.Store(true)
 	return nil
 }
 

@@ -70,6 +70,10 @@ type ConsumerSubscription struct {
 	RackID     string `codec:"rack_id,omitempty"`
 	ClientID   string `codec:"client_id"`
 	ClientHost string `codec:"client_host"`
+	// Principal is who the member's last heartbeat came from
+	// ("User:alice"; empty without authentication): its regex matches the
+	// topics that principal may describe, on every coordinator after it.
+	Principal string `codec:"principal,omitempty"`
 	// Topics are the subscribed topic names and TopicRegex the subscribed
 	// regular expression, as the member gave them.
 	Topics             []string `codec:"topics,omitempty"`

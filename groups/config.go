@@ -83,6 +83,11 @@ type Config struct {
 	// Topics is the topic registry that consumer-group subscriptions
 	// resolve against; nil is an empty registry.
 	Topics TopicSource
+	// AuthorizeTopic, when set, is asked whether a consumer-group
+	// member's principal (as its heartbeat named it) may describe a topic
+	// its regex matches; the topics it may not are left out of its
+	// subscription. nil lets every regex match every topic.
+	AuthorizeTopic TopicAuthorizer
 	// ObserveRebalance, when set, is told of each completed rebalance and
 	// how long it took: from the group entering PreparingRebalance until
 	// it is Stable again. Called with the group's lock held, so it must
@@ -179,3 +184,8 @@ func (c *Config) ValidateConsumer() error {
 	c.DefaultServerAssignor = c.ServerAssignors[0]
 	return nil
 }
+
+// TopicAuthorizer reports whether principal ("User:alice"), connected
+// from host (Kafka's "/127.0.0.1"), may describe topic. Called with a
+// group's lock held, from request goroutines; it must not block.
+type TopicAuthorizer func(principal, host, topic string) bool

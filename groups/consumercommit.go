@@ -145,7 +145,7 @@ func (c *Coordinator) deleteConsumerOffsets(g *consumerGroup, partitions []fsm.T
 	topics := c.topicsView()
 	subscribed := make(map[string]bool)
 	for _, m := range g.members {
-		tm := m.targetMember(m.sub, m.regex)
+		tm := m.targetMember(m.sub, m.regex, g.c.cfg.AuthorizeTopic)
 		for _, t := range subscribedTopics(&tm, topics.byName) {
 			subscribed[t] = true
 		}

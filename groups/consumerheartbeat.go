@@ -183,11 +183,11 @@ func (g *consumerGroup) advance(u memberUpdate, topics *topicsView) (reconciled,
 		assignorNames = make([]string, 0, len(g.members)+1)
 		for _, o := range g.members {
 			if o != from && o != m {
-				view = append(view, o.targetMember(o.sub, o.regex))
+				view = append(view, o.targetMember(o.sub, o.regex, g.c.cfg.AuthorizeTopic))
 				assignorNames = append(assignorNames, o.sub.ServerAssignor)
 			}
 		}
-		view = append(view, m.targetMember(sub, u.regex))
+		view = append(view, m.targetMember(sub, u.regex, g.c.cfg.AuthorizeTopic))
 		assignorNames = append(assignorNames, sub.ServerAssignor)
 		slices.SortFunc(view, func(a, b targetMember) int { return cmp.Compare(a.id, b.id) })
 	}
@@ -402,7 +402,7 @@ func updatedSubscription(m *consumerMember, req *ConsumerHeartbeatRequest) (*fsm
 	if req.SubscribedTopicRegex != nil {
 		sub.TopicRegex = *req.SubscribedTopicRegex
 	}
-	sub.ClientID, sub.ClientHost = req.ClientID, req.ClientHost
+	sub.ClientID, sub.ClientHost, sub.Principal = req.ClientID, req.ClientHost, req.Principal
 	regex := m.regex
 	if sub.TopicRegex != m.sub.TopicRegex || (sub.TopicRegex != "" && regex == nil) {
 		regex = nil
@@ -431,13 +431,21 @@ func subscriptionChanged(a, b fsm.ConsumerSubscription) bool {
 // sameSubscription reports whether a and b are equal in every field.
 func sameSubscription(a, b fsm.ConsumerSubscription) bool {
 	return a.InstanceID == b.InstanceID && a.RackID == b.RackID && a.ClientID == b.ClientID && a.ClientHost == b.ClientHost &&
+		a.Principal == b.Principal &&
 		slices.Equal(a.Topics, b.Topics) && a.TopicRegex == b.TopicRegex && a.ServerAssignor == b.ServerAssignor &&
 		a.RebalanceTimeoutMs == b.RebalanceTimeoutMs && reflect.DeepEqual(a.Classic, b.Classic)
 }
 
-// targetMember is m as the target reads it, with sub and regex.
-func (m *consumerMember) targetMember(sub fsm.ConsumerSubscription, regex *regexp.Regexp) targetMember {
-	return targetMember{id: m.id, instanceID: sub.InstanceID, rack: sub.RackID, topics: sub.Topics, regex: regex}
+// targetMember is m as the target reads it, with sub and regex; with
+// authorize (Config.AuthorizeTopic), its regex matches only the topics
+// its principal may describe.
+func (m *consumerMember) targetMember(sub fsm.ConsumerSubscription, regex *regexp.Regexp, authorize TopicAuthorizer) targetMember {
+	tm := targetMember{id: m.id, instanceID: sub.InstanceID, rack: sub.RackID, topics: sub.Topics, regex: regex}
+	if authorize != nil && regex != nil {
+		principal, host := sub.Principal, sub.ClientHost
+		tm.allow = func(topic string) bool { return authorize(principal, host, topic) }
+	}
+	return tm
 }
 
 // buildTarget computes the group's next target over view (the members as

@@ -54,7 +54,7 @@ func (g *consumerGroup) fence(ms ...*consumerMember) *fsm.ConsumerGroupWrite {
 	topics := g.c.topicsView()
 	view := make([]targetMember, 0, len(g.members))
 	for _, o := range g.members {
-		view = append(view, o.targetMember(o.sub, o.regex))
+		view = append(view, o.targetMember(o.sub, o.regex, g.c.cfg.AuthorizeTopic))
 	}
 	now := g.c.now()
 	g.epoch++

@@ -86,7 +86,7 @@ func (g *consumerGroup) subscribedTopicNames(topics *topicsView) map[string]bool
 		for _, t := range m.sub.Topics {
 			out[t] = true
 		}
-		tm := m.targetMember(m.sub, m.regex)
+		tm := m.targetMember(m.sub, m.regex, g.c.cfg.AuthorizeTopic)
 		for _, t := range subscribedTopics(&tm, topics.byName) {
 			out[t] = true
 		}

@@ -44,6 +44,10 @@ type ConsumerHeartbeatRequest struct {
 	Owned      []TopicIDPartitions
 	ClientID   string
 	ClientHost string
+	// Principal is who the member's connection authenticated as
+	// ("User:alice"): its regex matches the topics that principal may
+	// describe (Config.AuthorizeTopic).
+	Principal string
 }
 
 // TopicIDPartitions are partitions of one topic, named by its id as the

@@ -115,7 +115,7 @@ func consumerGroupFromClassic(c *Coordinator, classic *group, topics *topicsView
 		m := &consumerMember{id: cm.id, sub: sub, target: assigned}
 		g.add(m)
 		g.setReconciled(m, reconciled{state: reconcileStable, epoch: g.epoch, previousEpoch: g.epoch, assigned: assigned})
-		view = append(view, m.targetMember(sub, nil))
+		view = append(view, m.targetMember(sub, nil, g.c.cfg.AuthorizeTopic))
 		w.Subscriptions = append(w.Subscriptions, fsm.ConsumerSubscriptionPut{MemberID: m.id, Subscription: sub})
 		w.Targets = append(w.Targets, fsm.ConsumerTargetPut{MemberID: m.id, Partitions: toConsumerPartitions(assigned)})
 		w.Assignments = append(w.Assignments, fsm.ConsumerAssignmentPut{MemberID: m.id, Assignment: m.rec.record()})

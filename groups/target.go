@@ -26,6 +26,10 @@ type targetMember struct {
 	// compileSubscriptionRegex), or nil.
 	topics []string
 	regex  *regexp.Regexp
+	// allow, when set, is the topics the regex may match: those the
+	// member's principal may describe (Kafka 4.x filters a regex's topics
+	// so).
+	allow func(topic string) bool
 }
 
 // registeredTopic is a topic of the topic registry, as targets use it.
@@ -87,7 +91,7 @@ func subscribedTopics(m *targetMember, topics map[string]registeredTopic) []stri
 	}
 	if m.regex != nil {
 		for name := range topics {
-			if m.regex.MatchString(name) {
+			if m.regex.MatchString(name) && (m.allow == nil || m.allow(name)) {
 				out = append(out, name)
 			}
 		}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kcoord/kcoord/auth"
@@ -22,12 +23,28 @@ type aclStore struct {
 	fsm     *fsm.MetaFSM
 	timeout time.Duration
 
+	// index is the ACLs as of version (indexed), published for lock-free
+	// reads; rebuilding takes mu.
+	current atomic.Pointer[versionedACLs]
 	mu      sync.Mutex
+}
+
+// versionedACLs is an index of the ACLs as of a MetaFSM.ACLsVersion.
+type versionedACLs struct {
 	version uint64
-	cached  *auth.ACLs
+	acls    *auth.ACLs
 }
 
 func (s *aclStore) ACLs() []auth.ACL { return s.index().All() }
+
+func (s *aclStore) SyncedACLs(ctx context.Context) ([]auth.ACL, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	if err := s.node.SyncMetadata(ctx); err != nil {
+		return nil, err
+	}
+	return s.ACLs(), nil
+}
 
 func (s *aclStore) CreateACLs(ctx context.Context, acls []auth.ACL) error {
 	return s.apply(ctx, &fsm.ACLCreate{ACLs: toFSMACLs(acls)})
@@ -47,17 +64,24 @@ func (s *aclStore) apply(ctx context.Context, cmd fsm.Command) error {
 
 // index is the stored ACLs as the authorizer reads them, rebuilt only
 // when the metadata FSM's ACLs changed. Connection goroutines call it on
-// every authorization; it takes a short lock.
+// every authorization: without a change it is two atomic loads; after
+// one, a single caller rebuilds while the others wait for it.
 func (s *aclStore) index() *auth.ACLs {
 	v := s.fsm.ACLsVersion()
+	if c := s.current.Load(); c != nil && c.version >= v {
+		return c.acls
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.cached == nil || v != s.version {
-		// The version is read before the ACLs: a change between the two
-		// makes the next call rebuild again, never keep a stale index.
-		s.cached, s.version = auth.NewACLs(fromFSMACLs(s.fsm.ACLs())), v
+	if c := s.current.Load(); c != nil && c.version >= v {
+		return c.acls // rebuilt while this caller waited
 	}
-	return s.cached
+	// The version is read before the ACLs: a change between the two is
+	// in the index under the older version, and the next call rebuilds.
+	v = s.fsm.ACLsVersion()
+	c := &versionedACLs{version: v, acls: auth.NewACLs(fromFSMACLs(s.fsm.ACLs()))}
+	s.current.Store(c)
+	return c.acls
 }
 
 func toFSMACLs(acls []auth.ACL) []fsm.ACL {

@@ -42,8 +42,11 @@ type Server struct {
 	coords []*groups.Coordinator
 	states []*fsm.ShardFSM
 	meta   *fsm.MetaFSM
-	serve  chan error
-	closed bool
+	// authorizer decides requests by ACLs on a node that authenticates
+	// its clients; nil otherwise.
+	authorizer *auth.Authorizer
+	serve      chan error
+	closed     bool
 	// stopRetention ends the retention loop; retentionDone closes when it
 	// has.
 	stopRetention chan struct{}
@@ -141,15 +144,17 @@ func (s *Server) Start() error {
 	if advertised == "" {
 		advertised = kafka.Addr().String()
 	}
+	acls := &aclStore{fsm: s.meta, timeout: s.cfg.OffsetsCommitTimeout}
+	var authorizer api.Authorizer // nil: everything allowed, as Kafka without an authorizer
+	if s.cfg.authenticates() {
+		s.authorizer = auth.NewAuthorizer(s.cfg.superusers(), acls.index)
+		authorizer = s.authorizer
+	}
 	if err := s.startNode(advertised); err != nil {
 		s.stopping.Store(true) // ends the waits of leadership delivered meanwhile (waitShard)
 		return err
 	}
-	acls := &aclStore{node: s.node, fsm: s.meta, timeout: s.cfg.OffsetsCommitTimeout}
-	var authorizer api.Authorizer // nil: everything allowed, as Kafka without an authorizer
-	if s.cfg.authenticates() {
-		authorizer = auth.NewAuthorizer(s.cfg.superusers(), acls.index)
-	}
+	acls.node = s.node
 	h := api.New(api.Config{
 		NodeID:                   s.cfg.NodeID,
 		OffsetMetadataMaxBytes:   s.cfg.OffsetMetadataMaxBytes,
@@ -187,6 +192,9 @@ func (s *Server) startNode(advertised string) error {
 		return err
 	}
 	gcfg.Topics = s.meta
+	if s.authorizer != nil {
+		gcfg.AuthorizeTopic = api.TopicAuthorizer(s.authorizer)
+	}
 	gcfg.UnsafeAckBeforeCommit = s.cfg.UnsafeAckBeforeCommit
 	if s.cfg.UnsafeAckBeforeCommit {
 		s.logger.Warn("UNSAFE: OffsetCommits are acknowledged before Raft commits them (--unsafe-ack-before-commit, a planted bug for the chaos suite)")

@@ -28,7 +28,7 @@ only what an ACL allows (superusers excepted):
   kcoord acls create --allow-principal User:alice --operation Read --group billing
   kcoord acls create --allow-principal User:alice --operation Read --topic orders --resource-pattern-type prefixed
   kcoord acls list --principal User:alice
-  kcoord acls delete --allow-principal User:alice --group billing`,
+  kcoord acls delete --allow-principal User:alice --operation Read --group billing`,
 		Args: cobra.NoArgs,
 	}
 	g.addFlags(cmd.PersistentFlags())
@@ -56,7 +56,7 @@ func (f *aclFlags) add(fs *pflag.FlagSet, list bool) {
 		fs.StringSliceVar(&f.deny, "deny-principal", nil, "principals denied")
 		fs.StringSliceVar(&f.allowHosts, "allow-host", nil, "hosts (IP addresses) the allow ACLs apply from (default *)")
 		fs.StringSliceVar(&f.denyHosts, "deny-host", nil, "hosts the deny ACLs apply from (default *)")
-		fs.StringSliceVar(&f.operations, "operation", nil, "operations: Read, Write, Create, Delete, Alter, Describe, All, ...")
+		fs.StringSliceVar(&f.operations, "operation", nil, "operations: Read, Write, Create, Delete, Alter, Describe, All, ... (delete: default All)")
 	}
 	fs.StringSliceVar(&f.topics, "topic", nil, "topic resources")
 	fs.StringSliceVar(&f.groups, "group", nil, "group resources")
@@ -64,8 +64,11 @@ func (f *aclFlags) add(fs *pflag.FlagSet, list bool) {
 	fs.StringVar(&f.pattern, "resource-pattern-type", "literal", "literal or prefixed (any or match when listing or deleting)")
 }
 
-// builder is the kadm ACL builder of the flags; forFilter leaves unset
-// selectors matching everything (list, delete).
+// builder is the kadm ACL builder of the flags. forFilter (list, delete)
+// leaves unset resources and principals matching every one; a delete
+// that names principals takes kafka-acls.sh's defaults for the rest:
+// host * and operation All, so it removes exactly what the same create
+// line would have made.
 func (f *aclFlags) builder(forFilter bool) (*kadm.ACLBuilder, error) {
 	b := kadm.NewACLs()
 	pattern, err := kmsg.ParseACLResourcePatternType(f.pattern)
@@ -102,14 +105,14 @@ func (f *aclFlags) builder(forFilter bool) (*kadm.ACLBuilder, error) {
 		return nil, errors.New("name a principal: --allow-principal or --deny-principal")
 	default:
 		b.MaybeAllow(f.allow...).MaybeDeny(f.deny...)
-		b.MaybeAllowHosts(f.allowHosts...).MaybeDenyHosts(f.denyHosts...)
-		if forFilter {
-			if len(f.allow) > 0 && len(f.allowHosts) == 0 {
-				b.AllowHosts()
-			}
-			if len(f.deny) > 0 && len(f.denyHosts) == 0 {
-				b.DenyHosts()
-			}
+		if len(f.allow) > 0 {
+			b.MaybeAllowHosts(orWildcard(f.allowHosts)...)
+		}
+		if len(f.deny) > 0 {
+			b.MaybeDenyHosts(orWildcard(f.denyHosts)...)
+		}
+		if len(ops) == 0 && forFilter {
+			ops = []kadm.ACLOperation{kadm.OpAll}
 		}
 	}
 	switch {
@@ -251,4 +254,13 @@ func aclErr(err error, msg string) error {
 		return fmt.Errorf("%w: %s", err, msg)
 	}
 	return err
+}
+
+// orWildcard is hosts, or "*" when none are named (kafka-acls.sh's
+// default).
+func orWildcard(hosts []string) []string {
+	if len(hosts) == 0 {
+		return []string{"*"}
+	}
+	return hosts
 }

@@ -50,7 +50,7 @@ func TestACLsCreateListDelete(t *testing.T) {
 	if _, err := run("create", "--allow-principal", "User:alice", "--group", "g"); err == nil {
 		t.Fatal("a create without an operation was accepted")
 	}
-	out, err = run("delete", "--allow-principal", "User:alice", "--group", "billing")
+	out, err = run("delete", "--allow-principal", "User:alice", "--operation", "Read", "--operation", "Describe", "--group", "billing")
 	if err != nil || strings.Count(out, "Deleted ALLOW User:alice") != 2 {
 		t.Fatalf("delete: %q, %v", out, err)
 	}
