@@ -98,10 +98,12 @@ func (t *leaderTable) merge(b []byte, accept func(shard int32, e leaderEntry) bo
 // this node knows: an announcement naming this node is refused, since
 // only its own Raft instances say what it leads; and for a shard this
 // node is a voter of, the named node must be a voter of the shard's
-// configuration as this replica has it. (A non-voter's configuration may
+// configuration as this replica has it, at a term no later than this
+// voter's. (A non-voter's configuration may
 // be stale: one removed without hearing of it routes by gossip alone.) A node that joined gossip (with
 // --gossip-key-file, a holder of the key) can still name another voter
-// with a made-up term; without the key it cannot gossip at all. Called
+// with a made-up term to the nodes that do not replicate that shard;
+// without the key it cannot gossip at all. Called
 // from memberlist's delegate goroutines; it must not block.
 func (n *Node) plausibleLeader(shard int32, e leaderEntry) bool {
 	if e.Node == n.cfg.NodeID {
@@ -118,5 +120,8 @@ func (n *Node) plausibleLeader(shard int32, e leaderEntry) bool {
 	if !ok {
 		return true
 	}
-	return slices.Contains(membersOf(conf).voters, e.Node)
+	// A leader's term is one this voter reaches too, by voting or by
+	// hearing from it: a later term than its own is made up, or not yet
+	// true here (and then its own Raft names no leader either).
+	return slices.Contains(membersOf(conf).voters, e.Node) && e.Term <= s.Raft.CurrentTerm()
 }
