@@ -72,16 +72,7 @@ func TestGossipedLeaderClaimsAreCheckedAgainstRaft(t *testing.T) {
 	if forged(voter, shard, outsider) {
 		t.Fatalf("voter %d of shard %d took node %d, outside the shard, as its leader", voter.ID(), shard, outsider)
 	}
-	// A real voter of the shard at a term past the voter's own: made up.
-	conf, _ := voter.Shard(shard).configuration()
-	for _, v := range membersOf(conf).voters {
-		if v != voter.ID() {
-			forge(voter, shard, v)
-			if forged(voter, shard, v) {
-				t.Fatalf("voter %d took node %d as leader of shard %d at a term past its own", voter.ID(), v, shard)
-			}
-		}
-	}
+
 	// The outsider replicates nothing of the shard: it cannot check, and
 	// takes a claim naming a voter (the term is not Raft's to check there).
 	claimed := voter.ID()

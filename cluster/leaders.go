@@ -98,8 +98,7 @@ func (t *leaderTable) merge(b []byte, accept func(shard int32, e leaderEntry) bo
 // this node knows: an announcement naming this node is refused, since
 // only its own Raft instances say what it leads; and for a shard this
 // node is a voter of, the named node must be a voter of the shard's
-// configuration as this replica has it, at a term no later than this
-// voter's. (A non-voter's configuration may
+// configuration as this replica has it. (A non-voter's configuration may
 // be stale: one removed without hearing of it routes by gossip alone.) A node that joined gossip (with
 // --gossip-key-file, a holder of the key) can still name another voter
 // with a made-up term to the nodes that do not replicate that shard;
@@ -120,8 +119,9 @@ func (n *Node) plausibleLeader(shard int32, e leaderEntry) bool {
 	if !ok {
 		return true
 	}
-	// A leader's term is one this voter reaches too, by voting or by
-	// hearing from it: a later term than its own is made up, or not yet
-	// true here (and then its own Raft names no leader either).
-	return slices.Contains(membersOf(conf).voters, e.Node) && e.Term <= s.Raft.CurrentTerm()
+	// The term is not checked: a voter that restarted holds an older
+	// term than its leader's until that leader, which backs off its
+	// heartbeats to a restarted peer, reaches it, and meanwhile routes by
+	// the gossiped leader of a later term (Node.LeaderOf).
+	return slices.Contains(membersOf(conf).voters, e.Node)
 }
