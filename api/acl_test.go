@@ -112,14 +112,14 @@ func TestConsumerGroupDescribeHidesGroupsWithUndescribableTopics(t *testing.T) {
 // memACLs is an ACLStore in memory.
 type memACLs struct{ acls []auth.ACL }
 
-func (m *memACLs) ACLs() []auth.ACL { return m.acls }
+func (m *memACLs) ACLs() *auth.ACLs { return auth.NewACLs(m.acls) }
 func (m *memACLs) CreateACLs(_ context.Context, a []auth.ACL) error {
 	m.acls = append(m.acls, a...)
 	return nil
 }
 func (m *memACLs) DeleteACLs(context.Context, []auth.ACL) error { return nil }
 
-func (m *memACLs) SyncedACLs(context.Context) ([]auth.ACL, error) { return m.acls, nil }
+func (m *memACLs) SyncedACLs(context.Context) (*auth.ACLs, error) { return m.ACLs(), nil }
 
 // TestACLAPIsAreSecurityDisabledWithoutAnAuthorizer: on a node that does not
 // authenticate (no Authorizer), anyone may create ACLs that every

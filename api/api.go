@@ -59,12 +59,12 @@ type Credentials interface {
 
 // ACLStore is the ACLs in the metadata Raft group.
 type ACLStore interface {
-	// ACLs lists every stored ACL, as this node's replica has them.
-	ACLs() []auth.ACL
+	// ACLs is every stored ACL, as this node's replica has them.
+	ACLs() *auth.ACLs
 	// SyncedACLs is ACLs once this replica holds every change the
 	// metadata leader had applied (cluster.Node.SyncMetadata), so that
 	// DeleteAcls matches what was created just before, through any node.
-	SyncedACLs(ctx context.Context) ([]auth.ACL, error)
+	SyncedACLs(ctx context.Context) (*auth.ACLs, error)
 	// CreateACLs and DeleteACLs write through the metadata group (from
 	// other nodes, forwarded to its leader) and wait for the commit;
 	// creating an ACL that exists, or deleting one that does not,

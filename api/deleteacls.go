@@ -29,7 +29,7 @@ func (h *Handlers) deleteACLs(ctx context.Context, rc *transport.RequestContext,
 	denied := h.aclAPIDenied(rc, auth.OpAlter)
 	errs := make([]error, len(req.Filters))
 	matched := make([][]auth.ACL, len(req.Filters))
-	var current []auth.ACL
+	var current *auth.ACLs
 	if denied == nil {
 		var err error
 		if current, err = h.acls.SyncedACLs(ctx); err != nil {
@@ -49,13 +49,11 @@ func (h *Handlers) deleteACLs(ctx context.Context, rc *transport.RequestContext,
 			errs[i] = refuse(kerr.InvalidRequest, "%s", err)
 			continue
 		}
-		for _, a := range current {
-			if f.Matches(a) {
-				matched[i] = append(matched[i], a)
-				if !seen[a] {
-					seen[a] = true
-					doomed = append(doomed, a)
-				}
+		matched[i] = current.Matching(f)
+		for _, a := range matched[i] {
+			if !seen[a] {
+				seen[a] = true
+				doomed = append(doomed, a)
 			}
 		}
 	}

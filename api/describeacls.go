@@ -39,10 +39,7 @@ func (h *Handlers) describeACLs(_ context.Context, rc *transport.RequestContext,
 		pt   auth.PatternType
 	}
 	byPattern := make(map[pattern]int)
-	for _, a := range h.acls.ACLs() {
-		if !f.Matches(a) {
-			continue
-		}
+	for _, a := range h.acls.ACLs().Matching(f) {
 		p := pattern{a.ResourceType, a.ResourceName, a.PatternType}
 		i, ok := byPattern[p]
 		if !ok {

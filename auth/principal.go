@@ -32,9 +32,6 @@ func User(name string) Principal { return Principal{Type: UserType, Name: name} 
 // String is the principal as ACLs and super.users write it: "User:alice".
 func (p Principal) String() string { return p.Type + ":" + p.Name }
 
-// IsAnonymous reports whether p is Anonymous.
-func (p Principal) IsAnonymous() bool { return p == Anonymous }
-
 // ErrInvalidPrincipal is a principal string without "Type:Name".
 var ErrInvalidPrincipal = errors.New("auth: invalid principal")
 

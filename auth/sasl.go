@@ -100,9 +100,6 @@ func (a *Authenticator) Mechanisms() []string { return a.mechanisms }
 // (connections.max.reauth.ms); 0 for the connection's whole life.
 func (a *Authenticator) SessionLifetime() time.Duration { return a.lifetime }
 
-// Superuser is the bootstrap superuser's name, "" when there is none.
-func (a *Authenticator) Superuser() string { return a.superuser }
-
 // Exchange is one SASL authentication attempt on one connection. Its
 // methods are called from that connection's handler goroutine only.
 type Exchange interface {

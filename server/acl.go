@@ -35,9 +35,9 @@ type versionedACLs struct {
 	acls    *auth.ACLs
 }
 
-func (s *aclStore) ACLs() []auth.ACL { return s.index().All() }
+func (s *aclStore) ACLs() *auth.ACLs { return s.index() }
 
-func (s *aclStore) SyncedACLs(ctx context.Context) ([]auth.ACL, error) {
+func (s *aclStore) SyncedACLs(ctx context.Context) (*auth.ACLs, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	if err := s.node.SyncMetadata(ctx); err != nil {
