@@ -2,10 +2,13 @@ package nodestore
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
@@ -22,7 +25,8 @@ import (
 func BenchmarkConcurrentStoreLogs(b *testing.B) {
 	for _, shards := range []int{1, 8, 16, 50} {
 		b.Run(fmt.Sprintf("shards-%d/node", shards), func(b *testing.B) {
-			s := openTestStore(b)
+			syncs := &syncTimes{}
+			s := openTestStoreWith(b, filepath.Join(b.TempDir(), "wal"), Options{ObserveSync: syncs.observe})
 			stores := make([]raft.LogStore, shards)
 			for i := range stores {
 				stores[i] = shard(b, s, int32(i))
@@ -31,6 +35,7 @@ func BenchmarkConcurrentStoreLogs(b *testing.B) {
 			benchConcurrentStoreLogs(b, stores)
 			st := s.Stats()
 			b.ReportMetric(float64(st.Writes-before.Writes)/float64(st.Commits-before.Commits), "writes/commit")
+			syncs.report(b)
 		})
 		b.Run(fmt.Sprintf("shards-%d/raft-boltdb", shards), func(b *testing.B) {
 			dir := b.TempDir()
@@ -46,6 +51,80 @@ func BenchmarkConcurrentStoreLogs(b *testing.B) {
 			benchConcurrentStoreLogs(b, stores)
 		})
 	}
+}
+
+// BenchmarkSyncLatencyBesideBulkWrites measures what
+// kcoord.log.max.sync.ms must stay above: the slowest group commit of 50
+// shards appending at once while another writer on the same file system
+// writes and fsyncs 8 MiB at a time (a noisy neighbour: a backup, a
+// compaction, another database). It reports the group commits' p50, p99,
+// p99.9 and max write+fdatasync times.
+//
+//	go test ./nodestore -run '^$' -bench SyncLatencyBesideBulkWrites -benchtime 20000x
+func BenchmarkSyncLatencyBesideBulkWrites(b *testing.B) {
+	dir := b.TempDir()
+	syncs := &syncTimes{}
+	s := openTestStoreWith(b, filepath.Join(dir, "wal"), Options{ObserveSync: syncs.observe})
+	stores := make([]raft.LogStore, 50)
+	for i := range stores {
+		stores[i] = shard(b, s, int32(i))
+	}
+	stop := make(chan struct{})
+	var bulk sync.WaitGroup
+	bulk.Go(func() {
+		f, err := os.Create(filepath.Join(dir, "bulk"))
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		defer f.Close()
+		chunk := make([]byte, 8<<20)
+		for off := int64(0); ; off = (off + int64(len(chunk))) % (256 << 20) {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := f.WriteAt(chunk, off); err != nil {
+				b.Error(err)
+				return
+			}
+			_ = f.Sync()
+		}
+	})
+	benchConcurrentStoreLogs(b, stores)
+	close(stop)
+	bulk.Wait()
+	syncs.report(b)
+}
+
+// syncTimes collects Options.ObserveSync's durations.
+type syncTimes struct {
+	mu sync.Mutex
+	d  []time.Duration
+}
+
+func (t *syncTimes) observe(d time.Duration) {
+	t.mu.Lock()
+	t.d = append(t.d, d)
+	t.mu.Unlock()
+}
+
+// report adds the group commits' sync-time quantiles to b's results.
+func (t *syncTimes) report(b *testing.B) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.d) == 0 {
+		return
+	}
+	slices.Sort(t.d)
+	q := func(p float64) float64 {
+		return float64(t.d[min(int(p*float64(len(t.d))), len(t.d)-1)].Microseconds()) / 1000
+	}
+	b.ReportMetric(q(0.5), "sync-p50-ms")
+	b.ReportMetric(q(0.99), "sync-p99-ms")
+	b.ReportMetric(q(0.999), "sync-p99.9-ms")
+	b.ReportMetric(float64(t.d[len(t.d)-1].Microseconds())/1000, "sync-max-ms")
 }
 
 func benchConcurrentStoreLogs(b *testing.B, stores []raft.LogStore) {

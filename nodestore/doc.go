@@ -87,6 +87,16 @@
 // twice the live entries plus two segments, the live entries of the oldest
 // are copied forward (Store.relocate).
 //
+// # Health and faults
+//
+// Busy says how long the committer has been in its current batch and
+// Failed returns the sticky failure, both from atomics, so a watchdog on
+// another goroutine sees a disk that stopped answering without waiting
+// for it (the cluster's disk fence does). Options.ObserveSync is told each
+// commit's write and fdatasync time, Options.OnFail of the failure.
+// Faults (faults.go) stall, slow or fail the committer's writes and
+// fsyncs, for tests of what sits above the store.
+//
 // # Goroutines
 //
 // Raft's goroutines of every shard (the main loop, the snapshot goroutine,

@@ -61,6 +61,15 @@ type Options struct {
 	// Close). Nil means no logging.
 	Logger hclog.Logger
 
+	// OnFail, when set, is told of the write or fsync failure that fails
+	// the store (see Failed), on the committer, which must not be held up.
+	OnFail func(error)
+
+	// ObserveSync, when set, is told how long each group commit's write
+	// and fdatasync took (kcoord_log_sync_seconds). The committer calls it
+	// after every commit, so it must be quick and must not block.
+	ObserveSync func(time.Duration)
+
 	// zeroRoom overrides defaultZeroRoom in tests: 0 takes the default,
 	// a negative value writes no room ahead, so files end at their last
 	// commit.
@@ -101,6 +110,16 @@ type Store struct {
 	// failed is set when a write to or fsync of a segment failed: what is
 	// on disk after it is unknown, so every later write fails with it.
 	failed error
+
+	// busySince is when the committer began the batch it is committing
+	// (monotonic nanoseconds since start), 0 between batches: Busy reads it
+	// so a watchdog can tell a disk that stopped answering without waiting
+	// for it.
+	start     time.Time
+	busySince atomic.Int64
+	// failure holds failed for readers other than the committer (Failed).
+	failure atomic.Pointer[error]
+	faults  Faults
 
 	queue     chan *write
 	closing   chan struct{}
@@ -182,6 +201,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		shards:       map[int32]*shardIndex{},
 		segs:         map[uint32]*segment{},
 		spans:        map[*shardIndex]span{},
+		start:        time.Now(),
 		queue:        make(chan *write, maxBatch),
 		closing:      make(chan struct{}),
 		done:         make(chan struct{}),
@@ -326,7 +346,9 @@ func (s *Store) commitLoop() {
 				break drain
 			}
 		}
+		s.busySince.Store(max(int64(time.Since(s.start)), 1))
 		s.commit(batch)
+		s.busySince.Store(0)
 		clear(batch) // drop the entries the writes hold until the next batch
 	}
 }
@@ -453,11 +475,21 @@ func (s *Store) append(buf []byte) (int64, error) {
 	if err := s.zeroAhead(s.active, base+int64(len(buf))); err != nil {
 		return 0, s.fail(err)
 	}
+	began := time.Now()
+	if err := s.faults.beforeWrite(s.closing); err != nil {
+		return 0, s.fail(err)
+	}
 	if _, err := s.active.f.WriteAt(buf, base); err != nil {
+		return 0, s.fail(err)
+	}
+	if err := s.faults.beforeSync(s.closing); err != nil {
 		return 0, s.fail(err)
 	}
 	if err := syscall.Fdatasync(int(s.active.f.Fd())); err != nil {
 		return 0, s.fail(err)
+	}
+	if s.opts.ObserveSync != nil {
+		s.opts.ObserveSync(time.Since(began))
 	}
 	s.active.size += int64(len(buf))
 	return base, nil
@@ -488,10 +520,39 @@ func (s *Store) zeroAhead(seg *segment, end int64) error {
 	return nil
 }
 
+// fail makes err the store's sticky failure: every later write fails with
+// it. Committer only.
 func (s *Store) fail(err error) error {
 	s.failed = fmt.Errorf("%w: %s: %w", ErrFailed, s.active.f.Name(), err)
+	s.failure.Store(&s.failed)
 	s.logger.Error("node log store failed; every later write fails until the node restarts", "error", err)
+	if s.opts.OnFail != nil {
+		s.opts.OnFail(s.failed)
+	}
 	return s.failed
+}
+
+// Busy reports how long the committer has been committing its current
+// batch (writing, syncing, rotating or reclaiming segments), 0 when it is
+// between batches. A disk that stops answering shows as a Busy that keeps
+// growing. It reads one atomic: a watchdog may call it from any goroutine,
+// however stuck the committer is.
+func (s *Store) Busy() time.Duration {
+	since := s.busySince.Load()
+	if since == 0 {
+		return 0
+	}
+	return max(time.Since(s.start)-time.Duration(since), 0)
+}
+
+// Failed returns the error that failed a write or fsync of the log (it
+// wraps ErrFailed), after which every write fails; nil while the store
+// takes writes. Any goroutine; it never blocks.
+func (s *Store) Failed() error {
+	if p := s.failure.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // rotate seals the active segment and starts the next, which begins with
