@@ -149,6 +149,17 @@ type Config struct {
 	// cluster's whole bandwidth. Default 4.
 	MaxConcurrentMoves int
 
+	// MaxSyncDuration is kcoord.log.max.sync.ms: a write or fsync of the
+	// node store (LogStoreNode) still in flight after it marks the node's
+	// disk stalled, and the node fences itself (diskfence.go) until the
+	// disk answers again. Default DefaultMaxSyncDuration; negative turns
+	// the watchdog off.
+	MaxSyncDuration time.Duration
+	// ObserveLogSync, when set, is told how long each group commit's write
+	// and fdatasync of the node store took (kcoord_log_sync_seconds). It
+	// runs on the store's committer goroutine and must not block.
+	ObserveLogSync func(time.Duration)
+
 	// NewShardFSM builds the FSM of a group shard. NewNode calls it once per
 	// shard.
 	NewShardFSM func(shard int32) raft.FSM
@@ -309,6 +320,7 @@ func DefaultConfig() Config {
 		PlacementInterval:      time.Second,
 		MaxConcurrentMoves:     4,
 		JoinTimeout:            10 * time.Second,
+		MaxSyncDuration:        DefaultMaxSyncDuration,
 	}
 }
 
@@ -397,6 +409,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxConcurrentMoves == 0 {
 		c.MaxConcurrentMoves = d.MaxConcurrentMoves
+	}
+	if c.MaxSyncDuration == 0 {
+		c.MaxSyncDuration = d.MaxSyncDuration
 	}
 	return c
 }

@@ -73,6 +73,18 @@
 //     as this replica sees it, LeaderOf names this node and the group
 //     coordinator holds requests (groups.Coordinator, hold.go);
 //     RoutingChanges wakes the held requests.
+//   - Disk fence (diskfence.go): a watch reads the node store's Busy and
+//     Failed (atomics, however stuck the store is) and, when a write has
+//     been in flight for MaxSyncDuration (kcoord.log.max.sync.ms) or one
+//     failed, fences the node without touching the disk: Leads, Settling
+//     and Ready answer false, pending futures fail, each shard it led is
+//     handed to its most caught-up voter with a TimeoutNow sent through the
+//     shard's transport (Raft's main loop may be parked in the write), the
+//     mux closes every connection and refuses new ones, election timers
+//     park, and gossip says "disk": other nodes leave it out of Brokers and
+//     LeaderOf. A stall that ends unfences it once the disk has answered
+//     for a hold; a failure is for good (until restart). DiskHealth says
+//     which; DiskFaults are the store's fault hooks for tests.
 //   - Leadership balance (balance.go): a node leading more than its share
 //     of group shards hands the excess to voters that lead fewer.
 //   - Faults (faults.go): drop, delay and partition hooks in the Mux for
@@ -83,7 +95,8 @@
 //
 // NewNode runs on the caller's goroutine. With gossip, each node then runs a
 // cluster loop (meta refresh, bootstrap, cluster id adoption), a balance
-// loop and a join loop (until a seed answers); each shard runs a leadership
+// loop and a join loop (until a seed answers); with the node store, a disk
+// watch loop (diskfence.go); each shard runs a leadership
 // goroutine that calls Config.OnLeadership and a leader-observer goroutine;
 // the mux runs a re-probe loop, a goroutine per death probe and one per
 // accepted connection until its TLS handshake and header are done; with a

@@ -51,6 +51,11 @@ var (
 	// fault (see Faults).
 	ErrFaultInjected = errors.New("cluster: connection dropped by injected fault")
 
+	// ErrFenced is returned by Raft dials and writes while the node is
+	// fenced for its disk (see Node.DiskHealth): it sends and answers no
+	// Raft traffic until the disk answers again.
+	ErrFenced = errors.New("cluster: node fenced for its disk")
+
 	// ErrEmptyDataDirVoter is returned by NewNode when DataDir is empty (new
 	// or wiped: no node.json) but the node's id holds seats (is a voter) in
 	// the shard configurations of a live cluster its seeds belong to. Raft

@@ -74,6 +74,10 @@ type nodeMeta struct {
 	// applies (0 from releases before it was gossiped). See
 	// Node.checkReplicasApply.
 	Applies int `json:"fsm,omitempty"`
+	// Disk is "stalled" or "failed" while the node is fenced for its disk
+	// (diskfence.go): other nodes route around it. Empty when healthy, and
+	// from releases before it, which peers then route to as before.
+	Disk string `json:"disk,omitempty"`
 }
 
 // decodeMeta parses a peer's gossip meta; ok is false when it is not a
@@ -254,7 +258,8 @@ func (g *gossip) updateSelf(f func(*nodeMeta)) bool {
 func metaEqual(a, b nodeMeta) bool {
 	return a.Version == b.Version && a.ID == b.ID && a.Kafka == b.Kafka && a.Raft == b.Raft &&
 		a.HasState == b.HasState && a.Expect == b.Expect && a.ClusterID == b.ClusterID &&
-		a.Proposal == b.Proposal && a.Agreement == b.Agreement && slices.Equal(a.View, b.View) && slices.Equal(a.Voters, b.Voters)
+		a.Proposal == b.Proposal && a.Agreement == b.Agreement && slices.Equal(a.View, b.View) && slices.Equal(a.Voters, b.Voters) &&
+		a.Applies == b.Applies && a.Disk == b.Disk
 }
 
 // announceWait is how long announce waits for memberlist to send the new
@@ -538,7 +543,14 @@ func (g *gossip) upsert(node *memberlist.Node) {
 	if _, known := g.n.members.broker(nm.ID); !known {
 		g.logger.Info("node joined", "node_id", nm.ID, "kafka", nm.Kafka, "raft", nm.Raft)
 	}
-	g.n.members.set(Broker{NodeID: nm.ID, KafkaAddr: nm.Kafka}, nm.Raft)
+	if g.n.members.setDisk(Broker{NodeID: nm.ID, KafkaAddr: nm.Kafka}, nm.Raft, DiskState(nm.Disk)) {
+		if nm.Disk != "" {
+			g.logger.Warn("node fenced itself for its disk: routing around it", "node_id", nm.ID, "disk", nm.Disk)
+		} else {
+			g.logger.Info("node unfenced: its disk answers again", "node_id", nm.ID)
+		}
+		g.n.routing.fire()
+	}
 	g.n.applies.record(nm.ID, nm.Applies)
 	g.poke()
 }

@@ -278,7 +278,7 @@ func gossipConfig(t testing.TB, dir string, nodeID int32, shards int32) Config {
 // through gossip with BootstrapExpect n, the way `kcoord serve
 // --bootstrap-expect n` does: node 1 first, the others joining it. It waits
 // until all are ready and every shard has a leader.
-func startGossipCluster(t *testing.T, n int, shards int32) []*testNode {
+func startGossipCluster(t *testing.T, n int, shards int32, mutate ...func(*Config)) []*testNode {
 	t.Helper()
 	nodes := make([]*testNode, n)
 	for i := range nodes {
@@ -286,6 +286,9 @@ func startGossipCluster(t *testing.T, n int, shards int32) []*testNode {
 		cfg.BootstrapExpect = n
 		if i > 0 {
 			cfg.Join = []string{nodes[0].GossipAddr()}
+		}
+		for _, m := range mutate {
+			m(&cfg)
 		}
 		logs := capture(t, &cfg)
 		nodes[i] = startTestNode(t, cfg)

@@ -73,13 +73,13 @@ func (s *Shard) Leadership() Leadership { return s.leadership.load() }
 // Leads reports whether epoch is still the current leadership of this node
 // and Raft has not stepped down since: between Raft stepping down and the
 // notification arriving, State already says Follower (or the term moved
-// on). It does not ask a
-// quorum (see ConfirmLeadership).
+// on). A node fenced for its disk leads nothing, whatever its Raft says.
+// It does not ask a quorum (see ConfirmLeadership).
 func (s *Shard) Leads(epoch uint64) bool {
 	l := s.leadership.load()
 	// The term too: a leader's term changes only when it steps down, so a
 	// newer term means this epoch ended even if its notification lags.
-	return l.Leader && l.Epoch == epoch && s.Raft.State() == raft.Leader && s.Raft.CurrentTerm() == l.Term
+	return l.Leader && l.Epoch == epoch && s.Raft.State() == raft.Leader && s.Raft.CurrentTerm() == l.Term && !s.disk.fenced()
 }
 
 // ErrNotLeading is returned by ConfirmLeadership when this node no longer

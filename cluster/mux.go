@@ -95,6 +95,10 @@ type Mux struct {
 
 	closeCh chan struct{}
 	wg      sync.WaitGroup // accept loop and handshakes
+
+	// fenced: the node fenced itself for its disk (diskfence.go); no
+	// connection is dialed, accepted, read or written.
+	fenced atomic.Bool
 }
 
 // ListenMux binds bindAddr and returns a Mux serving it in plaintext.
@@ -242,6 +246,28 @@ func (m *Mux) admits(peer, peerCluster string, shard int32) bool {
 			"peer", peer, "peer_cluster_id", peerCluster, "cluster_id", "none yet", "shard", shard)
 	}
 	return ok
+}
+
+// fence closes every connection of the mux and refuses new ones, dialed or
+// accepted, while on is set: a node fenced for its disk neither sends nor
+// answers Raft traffic of any shard, nor the admin, append and heartbeat
+// streams. Peers see their connections end, as with a dead node, but the
+// port still accepts TCP, so their death probes find it alive. Called by
+// the disk watch; never blocks on a connection.
+func (m *Mux) fence(on bool) {
+	m.fenced.Store(on)
+	if !on {
+		return
+	}
+	m.mu.Lock()
+	conns := make([]*muxConn, 0, len(m.conns))
+	for c := range m.conns {
+		conns = append(conns, c)
+	}
+	m.mu.Unlock()
+	for _, c := range conns {
+		c.closeWith(ErrFenced)
+	}
 }
 
 // Faults returns the fault injector of this mux (for tests).
@@ -403,8 +429,8 @@ func (m *Mux) handshake(raw net.Conn) {
 		_ = c.Close()
 		return
 	}
-	if _, err := m.faults.eval(shard, peer, DirInbound); err != nil {
-		m.logger.Debug("raft mux refused connection by fault", "shard", shard, "peer", peer)
+	if _, err := m.faults.eval(shard, peer, DirInbound); err != nil || m.fenced.Load() {
+		m.logger.Debug("raft mux refused connection", "shard", shard, "peer", peer, "fenced", m.fenced.Load())
 		_ = c.Close()
 		return
 	}
@@ -480,11 +506,15 @@ func (m *Mux) track(c net.Conn, l *StreamLayer, peer string, dir Direction) (*mu
 	}
 	m.conns[mc] = struct{}{}
 	m.mu.Unlock()
-	// A fault added between the caller's check and the registration above
-	// did not see this connection: check again.
+	// A fault added (or a fence raised) between the caller's check and the
+	// registration above did not see this connection: check again.
 	if _, err := m.faults.eval(l.shard, peer, dir); err != nil {
 		mc.closeWith(err)
 		return nil, err
+	}
+	if m.fenced.Load() {
+		mc.closeWith(ErrFenced)
+		return nil, ErrFenced
 	}
 	return mc, nil
 }
@@ -574,6 +604,9 @@ func (l *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 		return nil, ErrMuxClosed
 	}
 	peer := string(address)
+	if l.mux.fenced.Load() {
+		return nil, fmt.Errorf("dial %s shard %d: %w", peer, l.shard, ErrFenced)
+	}
 	delay, err := l.mux.faults.eval(l.shard, peer, DirOutbound)
 	if err != nil {
 		return nil, fmt.Errorf("dial %s shard %d: %w", peer, l.shard, err)
@@ -639,6 +672,10 @@ type muxConn struct {
 }
 
 func (c *muxConn) Read(b []byte) (int, error) {
+	if c.mux.fenced.Load() {
+		c.closeWith(ErrFenced)
+		return 0, io.EOF
+	}
 	if c.mux.faults.active() {
 		if _, err := c.mux.faults.eval(c.shard, c.peer, c.dir); err != nil {
 			c.closeWith(err)
@@ -660,6 +697,10 @@ func (c *muxConn) Read(b []byte) (int, error) {
 }
 
 func (c *muxConn) Write(b []byte) (int, error) {
+	if c.mux.fenced.Load() {
+		c.closeWith(ErrFenced)
+		return 0, ErrFenced
+	}
 	if c.mux.faults.active() {
 		delay, err := c.mux.faults.eval(c.shard, c.peer, c.dir)
 		if err != nil {

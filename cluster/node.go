@@ -71,7 +71,11 @@ type Node struct {
 	// routing fires whenever a shard's routing may have changed (see
 	// Shard.RoutingChanges).
 	routing *signal
-	gossip  *gossip // nil without GossipAddr; set before any shard starts
+	// disk is whether the node is fenced for its disk (diskfence.go).
+	disk *diskFence
+	// diskWake makes the disk watch look now (the node store failed).
+	diskWake *signal
+	gossip   *gossip // nil without GossipAddr; set before any shard starts
 	// hasState is set once this node's shards hold Raft state
 	// (bootstrapped, replicated to, or restarted with data).
 	hasState atomic.Bool
@@ -188,7 +192,7 @@ func NewNode(cfg Config) (*Node, error) {
 	// streams; the beat stream is one connection) after the check below
 	// closes the door.
 	mux.SetClusterPending(id.ClusterID == "")
-	n := &Node{cfg: cfg, logger: logger, leaderLog: &leaderChangeLog{logger: logger}, mux: mux, stop: make(chan struct{}), logStore: logStore, ident: id, routing: newSignal()}
+	n := &Node{cfg: cfg, logger: logger, leaderLog: &leaderChangeLog{logger: logger}, mux: mux, stop: make(chan struct{}), logStore: logStore, ident: id, routing: newSignal(), disk: newDiskFence(), diskWake: newSignal()}
 	n.applies.own = cfg.PlayApplyLevel
 	mux.deaths.watch(n.peerDied, n.routing.fire)
 	if n.admin, err = mux.Listen(adminShard); err != nil {
@@ -215,9 +219,11 @@ func NewNode(cfg Config) (*Node, error) {
 	mux.SetClusterID(id.ClusterID)
 	if logStore == LogStoreNode {
 		if n.nodeStore, err = nodestore.Open(filepath.Join(cfg.DataDir, "wal"), nodestore.Options{
-			Timeout: boltOpenTimeout,
-			Import:  filepath.Join(cfg.DataDir, "raft.db"),
-			Logger:  logger.Named("nodestore"),
+			Timeout:     boltOpenTimeout,
+			Import:      filepath.Join(cfg.DataDir, "raft.db"),
+			Logger:      logger.Named("nodestore"),
+			ObserveSync: cfg.ObserveLogSync,
+			OnFail:      func(error) { n.diskWake.fire() },
 		}); err != nil {
 			n.abort()
 			return nil, fmt.Errorf("cluster: %w", err)
@@ -302,6 +308,9 @@ func NewNode(cfg Config) (*Node, error) {
 	}
 	if n.gossip == nil && n.hasState.Load() && n.ClusterID() == "" {
 		n.mintIfLowestVoter(nil) // a single node from before cluster ids
+	}
+	if n.nodeStore != nil && cfg.MaxSyncDuration > 0 {
+		go n.diskWatchLoop(&diskWatch{store: n.nodeStore, max: cfg.MaxSyncDuration, hold: max(time.Second, 2*cfg.HeartbeatTimeout)})
 	}
 	if g := n.gossip; g != nil {
 		n.refreshMeta()
@@ -489,6 +498,8 @@ func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Sha
 		election:        rc.ElectionTimeout,
 		leaderHeartbeat: cfg.LeaderHeartbeatTimeout,
 		deaths:          n.mux.deaths,
+		disk:            n.disk,
+		peers:           &n.members,
 		routing:         n.routing,
 		store:           st.store,
 		trans:           trans,
@@ -615,7 +626,7 @@ func (n *Node) Shards() []*Shard { return slices.Clone(n.shards) }
 // itself.
 func (n *Node) Brokers() []Broker {
 	out := n.members.brokers(n.mux.deaths)
-	if n.leaving.Load() && len(out) > 1 {
+	if (n.leaving.Load() || n.disk.fenced()) && len(out) > 1 {
 		out = slices.DeleteFunc(out, func(b Broker) bool { return b.NodeID == n.cfg.NodeID })
 	}
 	return out
@@ -636,6 +647,11 @@ func (n *Node) LeaderOf(shard int32) (Broker, bool) {
 	s := n.Shard(shard)
 	if s == nil || n.closed.Load() {
 		return Broker{}, false
+	}
+	if n.disk.fenced() {
+		// Its own Raft may still say it leads; the leaders elected
+		// meanwhile gossip their claims.
+		return n.gossipedLeader(shard, 0)
 	}
 	if s.replicated() {
 		// The metadata shard's requests (CreateTopics, ...) are not held:
@@ -672,7 +688,7 @@ func (n *Node) LeaderOf(shard int32) (Broker, bool) {
 		if err != nil {
 			return Broker{}, false
 		}
-		return n.members.broker(int32(nodeID))
+		return n.members.routable(int32(nodeID))
 	}
 	return n.gossipedLeader(shard, 0)
 }
@@ -686,7 +702,7 @@ func (n *Node) gossipedLeader(shard int32, minTerm uint64) (Broker, bool) {
 	if !ok || e.Term < minTerm || e.Node == n.cfg.NodeID || n.members.dead(e.Node, n.mux.deaths) {
 		return Broker{}, false
 	}
-	return n.members.broker(e.Node)
+	return n.members.routable(e.Node)
 }
 
 // localLeadership records a leadership change of one of this node's shards
@@ -711,7 +727,7 @@ func (n *Node) localLeadership(s *Shard, leader bool) {
 // every shard from the leader table: it answers Metadata and
 // FindCoordinator and redirects group requests.
 func (n *Node) Ready() bool {
-	if n.closed.Load() {
+	if n.closed.Load() || n.disk.fenced() {
 		return false
 	}
 	if p := n.placed.Load(); p != nil {
@@ -860,6 +876,9 @@ func (n *Node) GossipAddr() string {
 type member struct {
 	broker   Broker
 	raftAddr string
+	// disk is the DiskState its gossip says it fenced itself for
+	// (diskfence.go); "" while it is not fenced.
+	disk DiskState
 }
 
 // memberTable is the node's view of live nodes: itself, plus the peers of
@@ -870,13 +889,19 @@ type memberTable struct {
 	m  map[int32]member
 }
 
-func (t *memberTable) set(b Broker, raftAddr string) {
+func (t *memberTable) set(b Broker, raftAddr string) { t.setDisk(b, raftAddr, "") }
+
+// setDisk records a member and the disk state it is fenced for ("" when
+// it is not); it reports whether that state changed.
+func (t *memberTable) setDisk(b Broker, raftAddr string, disk DiskState) (changed bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.m == nil {
 		t.m = make(map[int32]member)
 	}
-	t.m[b.NodeID] = member{broker: b, raftAddr: raftAddr}
+	changed = t.m[b.NodeID].disk != disk
+	t.m[b.NodeID] = member{broker: b, raftAddr: raftAddr, disk: disk}
+	return changed
 }
 
 func (t *memberTable) remove(id int32) {
@@ -890,6 +915,35 @@ func (t *memberTable) broker(id int32) (Broker, bool) {
 	defer t.mu.RUnlock()
 	m, ok := t.m[id]
 	return m.broker, ok
+}
+
+// routable returns the member id, unless it is fenced for its disk: the
+// broker routing may name as a shard's leader.
+func (t *memberTable) routable(id int32) (Broker, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	m, ok := t.m[id]
+	return m.broker, ok && m.disk == ""
+}
+
+// fencedAddr reports whether the member advertising Raft address addr is
+// fenced for its disk.
+func (t *memberTable) fencedAddr(addr string) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	for _, m := range t.m {
+		if m.raftAddr == addr {
+			return m.disk != ""
+		}
+	}
+	return false
+}
+
+// diskOf is the disk state member id is fenced for, "" when none.
+func (t *memberTable) diskOf(id int32) DiskState {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.m[id].disk
 }
 
 // dead reports whether node id's Raft address is proven dead.
@@ -926,12 +980,13 @@ func (t *memberTable) raftAddrs(deaths *peerDeaths) map[int32]string {
 	return out
 }
 
-// brokers lists the members, leaving out those deaths proves dead.
+// brokers lists the members, leaving out those deaths proves dead and
+// those fenced for their disk.
 func (t *memberTable) brokers(deaths *peerDeaths) []Broker {
 	t.mu.RLock()
 	out := make([]Broker, 0, len(t.m))
 	for _, m := range t.m {
-		if deaths.isDead(m.raftAddr) {
+		if m.disk != "" || deaths.isDead(m.raftAddr) {
 			continue
 		}
 		out = append(out, m.broker)

@@ -28,7 +28,10 @@ func (s *Shard) reloadTimeouts(leader bool) {
 	have := s.Raft.ReloadableConfig()
 	want := have
 	want.HeartbeatTimeout, want.ElectionTimeout = s.heartbeat, s.election
-	if leader {
+	switch {
+	case s.disk.fenced():
+		want.HeartbeatTimeout, want.ElectionTimeout = fencedTimeout, fencedTimeout
+	case leader:
 		want.HeartbeatTimeout = max(s.heartbeat, s.leaderHeartbeat)
 		want.ElectionTimeout = max(s.election, want.HeartbeatTimeout)
 	}

@@ -86,6 +86,8 @@ func (s *Shard) ConfirmLeadership(ctx context.Context, epoch uint64) error {
 	rd := s.reads.join(s.confirmRound)
 	select {
 	case <-rd.done:
+	case <-s.disk.done():
+		return fmt.Errorf("%w: the node fenced itself for its disk", ErrNotLeading)
 	case <-ctx.Done():
 		return ctx.Err()
 	}

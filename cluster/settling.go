@@ -27,6 +27,9 @@ import (
 // coordinator holds the requests that reach it until the outcome. Cheap:
 // any goroutine may call it, on every request.
 func (s *Shard) Settling() bool {
+	if s.disk.fenced() {
+		return false // nothing is served here until the disk answers
+	}
 	switch s.Raft.State() {
 	case raft.Leader:
 		return true
@@ -51,7 +54,7 @@ func (s *Shard) Settling() bool {
 		return true // Raft forgot its leader: an election is under way
 	case id == s.localID:
 		return true
-	case s.leaderDead(addr, last):
+	case s.leaderDead(addr, last), s.peers.fencedAddr(string(addr)):
 		return true
 	}
 	return silent >= s.heartbeat/2

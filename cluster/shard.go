@@ -30,10 +30,12 @@ type Shard struct {
 	// HeartbeatTimeout: it heartbeats every tenth to fifth of it
 	// (paceHeartbeats, and heartbeats.go answers most at home).
 	leaderHeartbeat time.Duration
-	reloadMu        sync.Mutex  // orders the ReloadConfig calls (paceHeartbeats, nudgeElection)
-	deaths          *peerDeaths // the node's record of proven-dead peers
-	routing         *signal     // the node's routing-change broadcast (RoutingChanges)
-	stopObserver    func()      // ends the leader observer (registerLeaderObserver)
+	reloadMu        sync.Mutex   // orders the ReloadConfig calls (paceHeartbeats, nudgeElection)
+	deaths          *peerDeaths  // the node's record of proven-dead peers
+	disk            *diskFence   // the node's disk fence (diskfence.go)
+	peers           *memberTable // the node's membership view (fenced peers)
+	routing         *signal      // the node's routing-change broadcast (RoutingChanges)
+	stopObserver    func()       // ends the leader observer (registerLeaderObserver)
 	store           shardLogStore
 	trans           shardTransport
 	match           *matchTracker // what each peer acknowledged (placement's catch-up check)
@@ -107,6 +109,9 @@ func (s *Shard) Apply(ctx context.Context, cmd []byte, timeout time.Duration) (a
 // never answer it; such futures fail with raft.ErrRaftShutdown once the
 // shard has shut down.
 func (s *Shard) ApplyAsync(cmd []byte, timeout time.Duration) raft.ApplyFuture {
+	if s.disk.fenced() {
+		return fencedFuture()
+	}
 	f := s.Raft.Apply(cmd, timeout)
 	return s.track(f, f)
 }
@@ -158,6 +163,9 @@ func WaitApply(ctx context.Context, f raft.ApplyFuture, timeout time.Duration) (
 // earlier terms. timeout bounds the enqueueing. Raft's errors pass through
 // unchanged.
 func (s *Shard) Barrier(timeout time.Duration) error {
+	if s.disk.fenced() {
+		return raft.ErrLeadershipLost
+	}
 	return s.track(s.Raft.Barrier(timeout), nil).Error()
 }
 
@@ -226,6 +234,22 @@ func (s *Shard) track(f raft.Future, af raft.ApplyFuture) *shardFuture {
 		s.pendingMu.Unlock()
 	}()
 	return sf
+}
+
+// failPendingWith fails, at once, every future Raft has not answered yet
+// with err: the node fenced itself for its disk, and Raft may not answer
+// while the disk is stuck. What they proposed may still commit, as after
+// raft.ErrLeadershipLost.
+func (s *Shard) failPendingWith(err error) {
+	s.pendingMu.Lock()
+	pending := make([]*shardFuture, 0, len(s.pending))
+	for f := range s.pending {
+		pending = append(pending, f)
+	}
+	s.pendingMu.Unlock()
+	for _, f := range pending {
+		f.finish(err, true)
+	}
 }
 
 // failPending fails the futures raft will never answer. Raft must have shut

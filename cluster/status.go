@@ -44,6 +44,12 @@ type NodeStatus struct {
 	Leads    int `json:"leads"`
 	// Reported says whether the node answered this status call.
 	Reported bool `json:"reported"`
+	// Disk is "stalled" or "failed" while the node is fenced for its disk
+	// (it leads and serves nothing, and answers no Raft traffic, so it
+	// does not report); empty when healthy. DiskReason says why, as the
+	// node itself judged it (only when the answering node is that node).
+	Disk       DiskState `json:"disk,omitempty"`
+	DiskReason string    `json:"disk_reason,omitempty"`
 }
 
 // ShardStatus is one shard: its configuration (from its leader), the
@@ -207,6 +213,12 @@ func (n *Node) Status(ctx context.Context) ClusterStatus {
 		st.Shards = append(st.Shards, ss)
 	}
 	for _, ns := range nodes {
+		ns.Disk = n.members.diskOf(ns.ID)
+		if ns.ID == n.cfg.NodeID {
+			if h := n.disk.health(); h.Fenced() {
+				ns.Disk, ns.DiskReason = h.State, h.Reason
+			}
+		}
 		if ns.Placement == fsm.NodeDraining.String() && ns.State != "dead" {
 			ns.State = "draining"
 			if ns.Replicas == 0 {

@@ -128,6 +128,9 @@ func printStatus(w io.Writer, st cluster.ClusterStatus) error {
 	fmt.Fprintln(tw, "NODE\tSTATE\tPLACEMENT\tREPLICAS\tLEADS\tKAFKA\tRAFT")
 	for _, n := range st.Nodes {
 		state := n.State
+		if n.Disk != "" {
+			state += ", fenced: disk " + string(n.Disk)
+		}
 		if !n.Reported && n.State != "dead" {
 			state += " (no report)"
 		}
