@@ -130,6 +130,12 @@ type Config struct {
 	// the most shards whose replicas move at once when nodes are added or
 	// removed (cluster.Config.MaxConcurrentMoves).
 	PlacementMaxConcurrentMoves int32
+	// LogMaxSync is kcoord.log.max.sync.ms: a write or fsync of the node's
+	// log still in flight after it marks the disk stalled, and the node
+	// fences itself (stops leading, leaves routing, fails /readyz) until
+	// the disk answers again (cluster.Config.MaxSyncDuration). 0 turns the
+	// watchdog off.
+	LogMaxSync time.Duration
 	// ShutdownDrain is kcoord.shutdown.drain.ms: after a planned stop has
 	// moved this node's shard leaderships away, how long its Kafka listener
 	// keeps answering (NOT_COORDINATOR to group requests, the new leaders
@@ -224,6 +230,7 @@ func DefaultConfig() Config {
 		GroupElectionHold:             2 * time.Second,
 		PlacementMaxConcurrentMoves:   4,
 		ShutdownDrain:                 4 * time.Second,
+		LogMaxSync:                    cluster.DefaultMaxSyncDuration,
 		SocketRequestMaxBytes:         104857600,
 		SASLServerMaxReceiveSize:      524288,
 		MaxConnections:                2147483647,
@@ -304,6 +311,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ShutdownDrain < 0 {
 		errs = append(errs, errors.New("kcoord.shutdown.drain.ms must not be negative"))
+	}
+	if c.LogMaxSync < 0 {
+		errs = append(errs, errors.New("kcoord.log.max.sync.ms must not be negative (0 turns the disk watchdog off)"))
 	}
 	if c.GroupElectionHold < 0 {
 		errs = append(errs, errors.New("kcoord.group.election.hold.ms must not be negative"))

@@ -17,6 +17,12 @@ import (
 // The status page (Server.StatusPage) and the admin API are the server's.
 // A nil gatherer serves no metrics but the endpoint still answers.
 func NewHTTPHandler(ready func() bool, gatherer prometheus.Gatherer) http.Handler {
+	return newHTTPHandler(func() (bool, string) { return ready(), "" }, gatherer)
+}
+
+// newHTTPHandler is NewHTTPHandler with readiness that says why it is not
+// ready: /readyz answers 503 "not ready: <why>".
+func newHTTPHandler(ready func() (bool, string), gatherer prometheus.Gatherer) http.Handler {
 	if gatherer == nil {
 		gatherer = prometheus.NewRegistry()
 	}
@@ -25,9 +31,12 @@ func NewHTTPHandler(ready func() bool, gatherer prometheus.Gatherer) http.Handle
 		writeText(w, http.StatusOK, "ok")
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if ready() {
+		switch ok, why := ready(); {
+		case ok:
 			writeText(w, http.StatusOK, "ready")
-		} else {
+		case why != "":
+			writeText(w, http.StatusServiceUnavailable, "not ready: "+why)
+		default:
 			writeText(w, http.StatusServiceUnavailable, "not ready")
 		}
 	})
@@ -40,7 +49,7 @@ func NewHTTPHandler(ready func() bool, gatherer prometheus.Gatherer) http.Handle
 // admin API under /v1/ and the status page (/ and /group).
 func (s *Server) HTTPHandler(gatherer prometheus.Gatherer) *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("/", NewHTTPHandler(s.Ready, gatherer))
+	mux.Handle("/", newHTTPHandler(s.readiness, gatherer))
 	mux.Handle("/v1/", s.AdminHandler())
 	page := s.StatusPage()
 	mux.Handle("GET /{$}", page)

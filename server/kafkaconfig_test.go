@@ -46,6 +46,7 @@ var kafkaDefaults = map[string]string{
 	"kcoord.group.election.hold.ms":                    "2000",
 	"kcoord.placement.max.concurrent.moves":            "4",
 	"kcoord.shutdown.drain.ms":                         "4000",
+	"kcoord.log.max.sync.ms":                           "2000",
 	"kcoord.offsets.commit.unregistered.topics.enable": "false",
 }
 

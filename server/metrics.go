@@ -25,6 +25,9 @@ type collector struct {
 	underReplicated *prometheus.Desc
 	movesTotal      *prometheus.Desc
 	movesInFlight   *prometheus.Desc
+	// disk (cluster.Node.DiskHealth)
+	diskHealthy *prometheus.Desc
+	diskFences  *prometheus.Desc
 }
 
 func newCollector(s *Server) *collector {
@@ -47,6 +50,10 @@ func newCollector(s *Server) *collector {
 			"Replicas this node, as a shard's leader, promoted to voter after they caught up.", nil, nil),
 		movesInFlight: prometheus.NewDesc("kcoord_replica_moves_in_flight",
 			"Shards, the metadata shard among them, whose configuration is not yet their desired voters (on the metadata leader; 0 elsewhere).", nil, nil),
+		diskHealthy: prometheus.NewDesc("kcoord_log_disk_healthy",
+			"1 while the node's log disk completes every write within kcoord.log.max.sync.ms; 0 while the node is fenced for it (state: stalled or failed).", []string{"state"}, nil),
+		diskFences: prometheus.NewDesc("kcoord_log_disk_fences_total",
+			"Times this node fenced itself because its log disk stalled or failed.", nil, nil),
 	}
 }
 
@@ -66,6 +73,8 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.underReplicated
 	ch <- c.movesTotal
 	ch <- c.movesInFlight
+	ch <- c.diskHealthy
+	ch <- c.diskFences
 }
 
 // Collect implements prometheus.Collector; it runs on the scraper's
@@ -115,4 +124,14 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.underReplicated, prometheus.GaugeValue, float64(ps.UnderReplicated))
 	ch <- prometheus.MustNewConstMetric(c.movesTotal, prometheus.CounterValue, float64(ps.MovesDone))
 	ch <- prometheus.MustNewConstMetric(c.movesInFlight, prometheus.GaugeValue, float64(ps.MovesInFlight))
+	disk, fences := cluster.DiskHealth{State: cluster.DiskHealthy}, uint64(0)
+	if node := c.s.raftNode.Load(); node != nil {
+		disk, fences = node.DiskHealth(), node.DiskFences()
+	}
+	healthy := 1.0
+	if disk.Fenced() {
+		healthy = 0
+	}
+	ch <- prometheus.MustNewConstMetric(c.diskHealthy, prometheus.GaugeValue, healthy, string(disk.State))
+	ch <- prometheus.MustNewConstMetric(c.diskFences, prometheus.CounterValue, float64(fences))
 }

@@ -29,6 +29,9 @@ type Server struct {
 	cfg    Config
 	logger hclog.Logger
 	reg    prometheus.Registerer
+	// logSyncTime observes the node log's group commits (write and
+	// fdatasync); nil without metrics.
+	logSyncTime prometheus.Histogram
 	// rebalanceTime observes the coordinators' completed rebalances; nil
 	// without a registry.
 	rebalanceTime prometheus.Histogram
@@ -89,6 +92,16 @@ func New(cfg Config, logger hclog.Logger, reg *prometheus.Registry) (*Server, er
 			// rebalance timeout up to minutes.
 			Buckets: prometheus.ExponentialBuckets(0.01, 2, 17),
 		})
+		s.logSyncTime = prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "kcoord_log_sync_seconds",
+			Help: "Group commits of the node's log, by how long their write and fdatasync took (kcoord.log.max.sync.ms fences the node past its bound).",
+			// 25 µs to about 26 s: a healthy fdatasync is a tenth of a
+			// millisecond, a stall is seconds.
+			Buckets: prometheus.ExponentialBuckets(0.000025, 2, 21),
+		})
+		if err := reg.Register(s.logSyncTime); err != nil {
+			return nil, fmt.Errorf("metrics: %w", err)
+		}
 		if err := reg.Register(s.rebalanceTime); err != nil {
 			return nil, fmt.Errorf("metrics: %w", err)
 		}
@@ -225,6 +238,13 @@ func (s *Server) startNode(advertised string) error {
 	ccfg.MaxConcurrentMoves = int(s.cfg.PlacementMaxConcurrentMoves)
 	ccfg.GossipAddr, ccfg.AdvertiseGossipAddr, ccfg.Join = s.cfg.GossipAddr, s.cfg.AdvertiseGossipAddr, s.cfg.Join
 	ccfg.GossipKeyFile = s.cfg.GossipKeyFile
+	ccfg.MaxSyncDuration = s.cfg.LogMaxSync
+	if s.cfg.LogMaxSync == 0 {
+		ccfg.MaxSyncDuration = -1 // off
+	}
+	if h := s.logSyncTime; h != nil {
+		ccfg.ObserveLogSync = func(d time.Duration) { h.Observe(d.Seconds()) }
+	}
 	ccfg.RaftTLSCertFile, ccfg.RaftTLSKeyFile, ccfg.RaftTLSCAFile = s.cfg.RaftTLSCertFile, s.cfg.RaftTLSKeyFile, s.cfg.RaftTLSCAFile
 	if s.cfg.Raft != nil {
 		s.cfg.Raft(&ccfg)
@@ -364,6 +384,17 @@ func (s *Server) Ready() bool {
 		}
 	}
 	return true
+}
+
+// readiness is Ready with the reason a fenced node is not: /readyz says
+// it.
+func (s *Server) readiness() (bool, string) {
+	if node := s.raftNode.Load(); node != nil {
+		if h := node.DiskHealth(); h.Fenced() {
+			return false, fmt.Sprintf("fenced: disk %s: %s", h.State, h.Reason)
+		}
+	}
+	return s.Ready(), ""
 }
 
 // WaitReady blocks until Ready or ctx ends.

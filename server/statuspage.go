@@ -195,6 +195,16 @@ func indexProblems(st cluster.ClusterStatus, g GroupsView, tl TimelineView) []pr
 		if n.State == "dead" || n.State == "suspect" {
 			out = append(out, problem{"bad", fmt.Sprintf("Node %d is %s.", n.ID, n.State)})
 		}
+		if n.Disk != "" {
+			text := fmt.Sprintf("Node %d fenced itself: its disk %s. It leads and serves nothing until the disk answers.", n.ID, n.Disk)
+			if n.Disk == cluster.DiskFailed {
+				text = fmt.Sprintf("Node %d fenced itself: its disk failed. It serves nothing until it is restarted on a working disk.", n.ID)
+			}
+			if n.DiskReason != "" {
+				text += " (" + n.DiskReason + ")"
+			}
+			out = append(out, problem{"bad", text})
+		}
 	}
 	if st.UnderReplicated > 0 {
 		out = append(out, problem{"bad", fmt.Sprintf("%d shard(s) under-replicated or without a leader.", st.UnderReplicated)})
