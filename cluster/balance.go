@@ -46,6 +46,9 @@ func (n *Node) balanceLeaders() {
 	if since := time.Since(time.Unix(0, n.lastLeaderGain.Load())); since < n.cfg.BalanceInterval {
 		return
 	}
+	if n.slowDisk.Load() || n.disk.fenced() {
+		return // it hands off everything it leads (slowdisk.go, diskfence.go)
+	}
 	// Only live nodes that are voters of this node's shards share the
 	// leaderships: a member that joined with Join alone holds no replica.
 	// Nor do draining nodes: their leaderships are on their way off.
@@ -53,7 +56,9 @@ func (n *Node) balanceLeaders() {
 	draining := n.drainingNodes()
 	var live []int32
 	for _, b := range n.members.brokers(n.mux.deaths) {
-		if slices.Contains(voters, b.NodeID) && !draining[b.NodeID] {
+		// Nor do nodes on a slow disk (slowdisk.go): they would slow
+		// every commit of what they led.
+		if slices.Contains(voters, b.NodeID) && !draining[b.NodeID] && !n.members.slowNode(b.NodeID) {
 			live = append(live, b.NodeID)
 		}
 	}

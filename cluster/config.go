@@ -155,6 +155,9 @@ type Config struct {
 	// disk answers again. Default DefaultMaxSyncDuration; negative turns
 	// the watchdog off.
 	MaxSyncDuration time.Duration
+	// UnsafeSkipSync plants a bug for the chaos suite: the node store
+	// acknowledges writes without fdatasync (nodestore.Options).
+	UnsafeSkipSync bool
 	// ObserveLogSync, when set, is told how long each group commit's write
 	// and fdatasync of the node store took (kcoord_log_sync_seconds). It
 	// runs on the store's committer goroutine and must not block.
@@ -274,6 +277,9 @@ type Config struct {
 	// the timeouts. Multi-voter shards are never nudged.
 	DisableElectionNudge bool
 
+	// slowSyncFloor (tests only) replaces defaultSlowSyncFloor, the sync
+	// time below which no disk counts as slow (slowdisk.go).
+	slowSyncFloor time.Duration
 	// hiddenPeers (tests only) are node ids this node's gossip treats as
 	// unreachable: their alive messages are dropped, as if a network
 	// partition hid them, so tests can give nodes different views.

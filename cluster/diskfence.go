@@ -134,6 +134,8 @@ type diskWatch struct {
 	// answering is when the stalled disk last started answering (zero
 	// while a write is still stuck).
 	answering time.Time
+	// speed judges whether the disk is slow against the peers'.
+	speed slowJudge
 }
 
 // judge returns the disk's state at now given its current one; the same
@@ -193,6 +195,7 @@ func (n *Node) diskWatchLoop(w *diskWatch) {
 		if next := w.judge(cur, now); next.State != cur.State {
 			n.setDiskHealth(next)
 		}
+		n.watchSpeed(&w.speed, now)
 	}
 }
 
@@ -221,6 +224,9 @@ func (n *Node) setDiskHealth(h DiskHealth) {
 // its replication goroutines would keep heartbeating for it, so the node
 // cuts them off itself.
 //
+//  0. The Raft port stops accepting: no peer's RPC reaches Raft from now
+//     on (a vote request would make a Raft whose disk failed store a
+//     term, and hashicorp/raft panics when it cannot).
 //  1. Leads and Settling answer false from now on, waits for Raft
 //     (futures, leadership confirmations) end with ErrLeadershipLost, and
 //     each shard's coordinator is told the leadership is gone.
@@ -228,11 +234,12 @@ func (n *Node) setDiskHealth(h DiskHealth) {
 //     voter makes it elect at once, rather than an election timeout after
 //     the last heartbeat, which Raft's goroutines keep sending until 3.
 //  3. The Raft port closes every connection and refuses new ones, and
-//     every shard's election timers are parked, so the fenced node
-//     disturbs no term while it cannot write.
+//     every shard's election timers are parked (in step 1), so the fenced
+//     node disturbs no term while it cannot write.
 //
 // Gossip then says the node is fenced, and other nodes route around it.
 func (n *Node) fenceForDisk(h DiskHealth) {
+	n.mux.fence(fenceInbound)
 	var led []*Shard
 	for _, s := range n.all {
 		if s.Raft.State() == raft.Leader {
@@ -241,7 +248,7 @@ func (n *Node) fenceForDisk(h DiskHealth) {
 		s.fence()
 	}
 	handed := n.handOffFenced(led)
-	n.mux.fence(true)
+	n.mux.fence(fenceAll)
 	n.logger.Error("node disk unhealthy: fenced, leading and serving nothing until it answers again",
 		"state", h.State, "reason", h.Reason, "led", len(led), "handed_off", handed)
 }
@@ -252,7 +259,7 @@ func (n *Node) fenceForDisk(h DiskHealth) {
 // announced to its coordinator afresh, which serves it only once a barrier
 // commits, so nothing stale is served.
 func (n *Node) unfenceForDisk(h DiskHealth) {
-	n.mux.fence(false)
+	n.mux.fence(fenceNone)
 	still := 0
 	for _, s := range n.all {
 		if s.unfence() {

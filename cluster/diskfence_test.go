@@ -220,3 +220,96 @@ type fakeDisk struct {
 
 func (d *fakeDisk) Busy() time.Duration { return d.busy }
 func (d *fakeDisk) Failed() error       { return d.failed }
+
+// TestCommitsDoNotWaitForAStalledFollower: a follower whose disk stops
+// answering, with the watchdog off so it stays in the cluster, does not
+// hold up the leader's commits: the leader and the other follower are a
+// quorum.
+func TestCommitsDoNotWaitForAStalledFollower(t *testing.T) {
+	const shards = 2
+	nodes := startGossipCluster(t, 3, shards, func(cfg *Config) { cfg.MaxSyncDuration = -1 })
+	leaders := waitShardLeaders(t, nodes, shards)
+	leader := nodeByID(nodes, leaders[0].Node)
+	var follower *testNode
+	for _, tn := range others(nodes, leader) {
+		if !slices.Contains(ledBy(leaders, tn.ID()), MetaShard) {
+			follower = tn // not the metadata leader either
+			break
+		}
+	}
+	if follower == nil {
+		follower = others(nodes, leader)[0]
+	}
+	resume := follower.DiskFaults().Stall()
+	t.Cleanup(resume)
+	for i := range 20 {
+		if _, err := leader.Shard(0).Apply(context.Background(), []byte(fmt.Sprintf("set k v%d", i)), 5*time.Second); err != nil {
+			t.Fatalf("commit %d with a follower's disk stalled: %v", i, err)
+		}
+	}
+	if follower.DiskHealth().Fenced() {
+		t.Fatal("the watchdog is off, yet the follower fenced itself")
+	}
+	resume()
+	eventually(t, 10*time.Second, "the stalled follower catches up", func() bool {
+		v, _ := follower.fsm(0).get("k")
+		return v == "v19"
+	})
+}
+
+// TestSlowLeaderHandsItsLeadershipsToFasterVoters: a leader whose fsyncs
+// answer, but far slower than its peers', hands every shard it leads to a
+// faster voter (its commits waited for its own fsync), says so in gossip,
+// and is given none back while slow; once its disk is fast again it says
+// so too.
+func TestSlowLeaderHandsItsLeadershipsToFasterVoters(t *testing.T) {
+	const shards = 3
+	nodes := startGossipCluster(t, 3, shards, func(cfg *Config) { cfg.slowSyncFloor = 20 * time.Millisecond })
+	leaders := waitShardLeaders(t, nodes, shards)
+	victim := nodeByID(nodes, leaders[0].Node)
+	rest := others(nodes, victim)
+
+	// Writes on every shard, so every node's log commits all along.
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for _, id := range allShardIDs(shards) {
+				if l := leaderAmong(nodes, id); l != nil {
+					_, _ = l.Shard(id).Apply(context.Background(), []byte(fmt.Sprintf("set k %d", i)), time.Second)
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	defer func() { close(stop); <-done }()
+
+	restore := victim.DiskFaults().SlowSyncs(100 * time.Millisecond)
+	t.Cleanup(restore)
+	eventually(t, 30*time.Second, "the slow leader leads nothing", func() bool {
+		for _, id := range allShardIDs(shards) {
+			if victim.Shard(id).IsLeader() {
+				return false
+			}
+		}
+		return victim.slowDisk.Load()
+	})
+	for _, tn := range rest {
+		eventually(t, 5*time.Second, fmt.Sprintf("node %d knows the victim's disk is slow", tn.ID()), func() bool {
+			return tn.members.slowNode(victim.ID())
+		})
+	}
+	if victim.DiskHealth().Fenced() {
+		t.Fatal("a slow disk fenced the node; it should only lose its leaderships")
+	}
+	restore()
+	eventually(t, 30*time.Second, "the victim's disk counts as fast again", func() bool {
+		return !victim.slowDisk.Load() && !rest[0].members.slowNode(victim.ID())
+	})
+}

@@ -78,6 +78,12 @@ type nodeMeta struct {
 	// (diskfence.go): other nodes route around it. Empty when healthy, and
 	// from releases before it, which peers then route to as before.
 	Disk string `json:"disk,omitempty"`
+	// SyncMicros is the node's sustained group-commit time, rounded up to
+	// a power of two microseconds (slowdisk.go); 0 before it has one.
+	SyncMicros int64 `json:"sync,omitempty"`
+	// SlowDisk says the node's syncs are much slower than its peers': it
+	// hands its leaderships away, and the others give it none.
+	SlowDisk bool `json:"slow,omitempty"`
 }
 
 // decodeMeta parses a peer's gossip meta; ok is false when it is not a
@@ -259,7 +265,7 @@ func metaEqual(a, b nodeMeta) bool {
 	return a.Version == b.Version && a.ID == b.ID && a.Kafka == b.Kafka && a.Raft == b.Raft &&
 		a.HasState == b.HasState && a.Expect == b.Expect && a.ClusterID == b.ClusterID &&
 		a.Proposal == b.Proposal && a.Agreement == b.Agreement && slices.Equal(a.View, b.View) && slices.Equal(a.Voters, b.Voters) &&
-		a.Applies == b.Applies && a.Disk == b.Disk
+		a.Applies == b.Applies && a.Disk == b.Disk && a.SyncMicros == b.SyncMicros && a.SlowDisk == b.SlowDisk
 }
 
 // announceWait is how long announce waits for memberlist to send the new
@@ -543,7 +549,7 @@ func (g *gossip) upsert(node *memberlist.Node) {
 	if _, known := g.n.members.broker(nm.ID); !known {
 		g.logger.Info("node joined", "node_id", nm.ID, "kafka", nm.Kafka, "raft", nm.Raft)
 	}
-	if g.n.members.setDisk(Broker{NodeID: nm.ID, KafkaAddr: nm.Kafka}, nm.Raft, DiskState(nm.Disk)) {
+	if g.n.members.setMeta(Broker{NodeID: nm.ID, KafkaAddr: nm.Kafka}, nm.Raft, DiskState(nm.Disk), nm.SyncMicros, nm.SlowDisk) {
 		if nm.Disk != "" {
 			g.logger.Warn("node fenced itself for its disk: routing around it", "node_id", nm.ID, "disk", nm.Disk)
 		} else {

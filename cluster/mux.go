@@ -96,10 +96,19 @@ type Mux struct {
 	closeCh chan struct{}
 	wg      sync.WaitGroup // accept loop and handshakes
 
-	// fenced: the node fenced itself for its disk (diskfence.go); no
-	// connection is dialed, accepted, read or written.
-	fenced atomic.Bool
+	// fenced is how far the node fenced itself for its disk
+	// (diskfence.go): fenceNone, fenceInbound (no connection accepted, and
+	// those accepted are closed: no peer's RPC reaches this node's Raft)
+	// or fenceAll (none dialed either).
+	fenced atomic.Int32
 }
+
+// Levels of Mux.fence.
+const (
+	fenceNone int32 = iota
+	fenceInbound
+	fenceAll
+)
 
 // ListenMux binds bindAddr and returns a Mux serving it in plaintext.
 // advertise is the address peers dial to reach it; empty means the bound
@@ -248,26 +257,36 @@ func (m *Mux) admits(peer, peerCluster string, shard int32) bool {
 	return ok
 }
 
-// fence closes every connection of the mux and refuses new ones, dialed or
-// accepted, while on is set: a node fenced for its disk neither sends nor
-// answers Raft traffic of any shard, nor the admin, append and heartbeat
-// streams. Peers see their connections end, as with a dead node, but the
-// port still accepts TCP, so their death probes find it alive. Called by
-// the disk watch; never blocks on a connection.
-func (m *Mux) fence(on bool) {
-	m.fenced.Store(on)
-	if !on {
+// fence closes the connections of the mux that level shuts and refuses
+// new ones: at fenceInbound those peers dialed (no peer's RPC reaches this
+// node's Raft: a vote request would make a Raft whose disk failed store a
+// term, and it panics when it cannot), at fenceAll every one, dialed or
+// accepted, so a node fenced for its disk neither sends nor answers Raft
+// traffic of any shard, nor the admin, append and heartbeat streams.
+// fenceNone opens the mux again. Peers see their connections end, as with
+// a dead node, but the port still accepts TCP, so their death probes find
+// it alive. Called by the disk watch; never blocks on a connection.
+func (m *Mux) fence(level int32) {
+	m.fenced.Store(level)
+	if level == fenceNone {
 		return
 	}
 	m.mu.Lock()
 	conns := make([]*muxConn, 0, len(m.conns))
 	for c := range m.conns {
-		conns = append(conns, c)
+		if c.fencedAt(level) {
+			conns = append(conns, c)
+		}
 	}
 	m.mu.Unlock()
 	for _, c := range conns {
 		c.closeWith(ErrFenced)
 	}
+}
+
+// fencedAt reports whether fence level shuts c.
+func (c *muxConn) fencedAt(level int32) bool {
+	return level >= fenceAll || (level >= fenceInbound && c.dir == DirInbound)
 }
 
 // Faults returns the fault injector of this mux (for tests).
@@ -429,8 +448,8 @@ func (m *Mux) handshake(raw net.Conn) {
 		_ = c.Close()
 		return
 	}
-	if _, err := m.faults.eval(shard, peer, DirInbound); err != nil || m.fenced.Load() {
-		m.logger.Debug("raft mux refused connection", "shard", shard, "peer", peer, "fenced", m.fenced.Load())
+	if _, err := m.faults.eval(shard, peer, DirInbound); err != nil || m.fenced.Load() != fenceNone {
+		m.logger.Debug("raft mux refused connection", "shard", shard, "peer", peer, "fence", m.fenced.Load())
 		_ = c.Close()
 		return
 	}
@@ -512,7 +531,7 @@ func (m *Mux) track(c net.Conn, l *StreamLayer, peer string, dir Direction) (*mu
 		mc.closeWith(err)
 		return nil, err
 	}
-	if m.fenced.Load() {
+	if mc.fencedAt(m.fenced.Load()) {
 		mc.closeWith(ErrFenced)
 		return nil, ErrFenced
 	}
@@ -604,7 +623,7 @@ func (l *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 		return nil, ErrMuxClosed
 	}
 	peer := string(address)
-	if l.mux.fenced.Load() {
+	if l.mux.fenced.Load() >= fenceAll {
 		return nil, fmt.Errorf("dial %s shard %d: %w", peer, l.shard, ErrFenced)
 	}
 	delay, err := l.mux.faults.eval(l.shard, peer, DirOutbound)
@@ -672,7 +691,7 @@ type muxConn struct {
 }
 
 func (c *muxConn) Read(b []byte) (int, error) {
-	if c.mux.fenced.Load() {
+	if c.fencedAt(c.mux.fenced.Load()) {
 		c.closeWith(ErrFenced)
 		return 0, io.EOF
 	}
@@ -697,7 +716,7 @@ func (c *muxConn) Read(b []byte) (int, error) {
 }
 
 func (c *muxConn) Write(b []byte) (int, error) {
-	if c.mux.fenced.Load() {
+	if c.fencedAt(c.mux.fenced.Load()) {
 		c.closeWith(ErrFenced)
 		return 0, ErrFenced
 	}

@@ -75,7 +75,14 @@ type Node struct {
 	disk *diskFence
 	// diskWake makes the disk watch look now (the node store failed).
 	diskWake *signal
-	gossip   *gossip // nil without GossipAddr; set before any shard starts
+	// syncs are the node store's group-commit times since the disk
+	// watch's last look; slowDisk says the watch judged them much slower
+	// than the peers' (slowdisk.go), and handingOff that its hand-off
+	// runs.
+	syncs      syncStats
+	slowDisk   atomic.Bool
+	handingOff atomic.Bool
+	gossip     *gossip // nil without GossipAddr; set before any shard starts
 	// hasState is set once this node's shards hold Raft state
 	// (bootstrapped, replicated to, or restarted with data).
 	hasState atomic.Bool
@@ -219,11 +226,17 @@ func NewNode(cfg Config) (*Node, error) {
 	mux.SetClusterID(id.ClusterID)
 	if logStore == LogStoreNode {
 		if n.nodeStore, err = nodestore.Open(filepath.Join(cfg.DataDir, "wal"), nodestore.Options{
-			Timeout:     boltOpenTimeout,
-			Import:      filepath.Join(cfg.DataDir, "raft.db"),
-			Logger:      logger.Named("nodestore"),
-			ObserveSync: cfg.ObserveLogSync,
-			OnFail:      func(error) { n.diskWake.fire() },
+			Timeout: boltOpenTimeout,
+			Import:  filepath.Join(cfg.DataDir, "raft.db"),
+			Logger:  logger.Named("nodestore"),
+			ObserveSync: func(d time.Duration) {
+				n.syncs.observe(d)
+				if cfg.ObserveLogSync != nil {
+					cfg.ObserveLogSync(d)
+				}
+			},
+			UnsafeSkipSync: cfg.UnsafeSkipSync,
+			OnFail:         func(error) { n.diskWake.fire() },
 		}); err != nil {
 			n.abort()
 			return nil, fmt.Errorf("cluster: %w", err)
@@ -310,7 +323,8 @@ func NewNode(cfg Config) (*Node, error) {
 		n.mintIfLowestVoter(nil) // a single node from before cluster ids
 	}
 	if n.nodeStore != nil && cfg.MaxSyncDuration > 0 {
-		go n.diskWatchLoop(&diskWatch{store: n.nodeStore, max: cfg.MaxSyncDuration, hold: max(time.Second, 2*cfg.HeartbeatTimeout)})
+		go n.diskWatchLoop(&diskWatch{store: n.nodeStore, max: cfg.MaxSyncDuration, hold: max(time.Second, 2*cfg.HeartbeatTimeout),
+			speed: slowJudge{floor: cmp.Or(cfg.slowSyncFloor, defaultSlowSyncFloor)}})
 	}
 	if g := n.gossip; g != nil {
 		n.refreshMeta()
@@ -879,6 +893,10 @@ type member struct {
 	// disk is the DiskState its gossip says it fenced itself for
 	// (diskfence.go); "" while it is not fenced.
 	disk DiskState
+	// syncMicros and slow are its gossiped sync time and whether its disk
+	// is slow (slowdisk.go).
+	syncMicros int64
+	slow       bool
 }
 
 // memberTable is the node's view of live nodes: itself, plus the peers of
@@ -889,19 +907,20 @@ type memberTable struct {
 	m  map[int32]member
 }
 
-func (t *memberTable) set(b Broker, raftAddr string) { t.setDisk(b, raftAddr, "") }
+func (t *memberTable) set(b Broker, raftAddr string) { t.setMeta(b, raftAddr, "", 0, false) }
 
-// setDisk records a member and the disk state it is fenced for ("" when
-// it is not); it reports whether that state changed.
-func (t *memberTable) setDisk(b Broker, raftAddr string, disk DiskState) (changed bool) {
+// setMeta records a member with what its gossip says of its disk: the
+// state it is fenced for ("" when it is not), its sync time and whether
+// it is slow. It reports whether the fence changed.
+func (t *memberTable) setMeta(b Broker, raftAddr string, disk DiskState, syncMicros int64, slow bool) (fenceChanged bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.m == nil {
 		t.m = make(map[int32]member)
 	}
-	changed = t.m[b.NodeID].disk != disk
-	t.m[b.NodeID] = member{broker: b, raftAddr: raftAddr, disk: disk}
-	return changed
+	fenceChanged = t.m[b.NodeID].disk != disk
+	t.m[b.NodeID] = member{broker: b, raftAddr: raftAddr, disk: disk, syncMicros: syncMicros, slow: slow}
+	return fenceChanged
 }
 
 func (t *memberTable) remove(id int32) {

@@ -50,6 +50,9 @@ type NodeStatus struct {
 	// node itself judged it (only when the answering node is that node).
 	Disk       DiskState `json:"disk,omitempty"`
 	DiskReason string    `json:"disk_reason,omitempty"`
+	// SlowDisk: its syncs are much slower than its peers', so it hands
+	// its leaderships away and is given none (slowdisk.go).
+	SlowDisk bool `json:"slow_disk,omitempty"`
 }
 
 // ShardStatus is one shard: its configuration (from its leader), the
@@ -213,11 +216,12 @@ func (n *Node) Status(ctx context.Context) ClusterStatus {
 		st.Shards = append(st.Shards, ss)
 	}
 	for _, ns := range nodes {
-		ns.Disk = n.members.diskOf(ns.ID)
+		ns.Disk, ns.SlowDisk = n.members.diskOf(ns.ID), n.members.slowNode(ns.ID)
 		if ns.ID == n.cfg.NodeID {
 			if h := n.disk.health(); h.Fenced() {
 				ns.Disk, ns.DiskReason = h.State, h.Reason
 			}
+			ns.SlowDisk = n.slowDisk.Load()
 		}
 		if ns.Placement == fsm.NodeDraining.String() && ns.State != "dead" {
 			ns.State = "draining"

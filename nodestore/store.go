@@ -61,6 +61,11 @@ type Options struct {
 	// Close). Nil means no logging.
 	Logger hclog.Logger
 
+	// UnsafeSkipSync plants a bug: commits are acknowledged without their
+	// fdatasync, so a power loss can undo what was acknowledged. Only for
+	// proving that the chaos suite's power-loss nemesis catches it.
+	UnsafeSkipSync bool
+
 	// OnFail, when set, is told of the write or fsync failure that fails
 	// the store (see Failed), on the committer, which must not be held up.
 	OnFail func(error)
@@ -485,8 +490,10 @@ func (s *Store) append(buf []byte) (int64, error) {
 	if err := s.faults.beforeSync(s.closing); err != nil {
 		return 0, s.fail(err)
 	}
-	if err := syscall.Fdatasync(int(s.active.f.Fd())); err != nil {
-		return 0, s.fail(err)
+	if !s.opts.UnsafeSkipSync { // the planted bug acknowledges it anyway
+		if err := syscall.Fdatasync(int(s.active.f.Fd())); err != nil {
+			return 0, s.fail(err)
+		}
 	}
 	if s.opts.ObserveSync != nil {
 		s.opts.ObserveSync(time.Since(began))

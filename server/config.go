@@ -161,6 +161,11 @@ type Config struct {
 	// test-only flag --unsafe-ack-before-commit, to prove the chaos
 	// checkers catch what it loses.
 	UnsafeAckBeforeCommit bool `yaml:"-"`
+	// UnsafeSkipFsync plants a bug: the node's log acknowledges writes
+	// without fdatasync (nodestore.Options.UnsafeSkipSync). Hidden
+	// test-only flag --unsafe-skip-fsync, to prove the chaos suite's
+	// power-loss nemesis catches what it loses.
+	UnsafeSkipFsync bool `yaml:"-"`
 
 	// SocketRequestMaxBytes is socket.request.max.bytes: the largest request
 	// frame accepted, in bytes; a larger one closes the connection.

@@ -238,6 +238,10 @@ func (s *Server) startNode(advertised string) error {
 	ccfg.MaxConcurrentMoves = int(s.cfg.PlacementMaxConcurrentMoves)
 	ccfg.GossipAddr, ccfg.AdvertiseGossipAddr, ccfg.Join = s.cfg.GossipAddr, s.cfg.AdvertiseGossipAddr, s.cfg.Join
 	ccfg.GossipKeyFile = s.cfg.GossipKeyFile
+	ccfg.UnsafeSkipSync = s.cfg.UnsafeSkipFsync
+	if s.cfg.UnsafeSkipFsync {
+		s.logger.Warn("UNSAFE: the node's log acknowledges writes without fdatasync (--unsafe-skip-fsync, a planted bug for the chaos suite)")
+	}
 	ccfg.MaxSyncDuration = s.cfg.LogMaxSync
 	if s.cfg.LogMaxSync == 0 {
 		ccfg.MaxSyncDuration = -1 // off

@@ -131,6 +131,9 @@ func printStatus(w io.Writer, st cluster.ClusterStatus) error {
 		if n.Disk != "" {
 			state += ", fenced: disk " + string(n.Disk)
 		}
+		if n.SlowDisk {
+			state += ", slow disk"
+		}
 		if !n.Reported && n.State != "dead" {
 			state += " (no report)"
 		}

@@ -76,8 +76,10 @@ func addServeFlags(fs *pflag.FlagSet) *serveOptions {
 	// Test-only switches of the chaos suite, hidden from the help.
 	fs.BoolVar(&c.FaultInjection, "fault-injection", false, "serve /debug/faults/raft on --http-addr (test only)")
 	fs.BoolVar(&c.UnsafeAckBeforeCommit, "unsafe-ack-before-commit", false, "answer OffsetCommit before Raft commits it: a planted bug (test only)")
+	fs.BoolVar(&c.UnsafeSkipFsync, "unsafe-skip-fsync", false, "acknowledge log writes without fdatasync: a planted bug (test only)")
 	_ = fs.MarkHidden("fault-injection")
 	_ = fs.MarkHidden("unsafe-ack-before-commit")
+	_ = fs.MarkHidden("unsafe-skip-fsync")
 	fs.VisitAll(func(f *pflag.Flag) {
 		f.Usage += " [$" + envName(f.Name) + "]"
 	})
