@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/kcoord/kcoord/chaos/faultfs"
 )
 
 // Ports every node listens on, each in its own network namespace.
@@ -38,6 +40,13 @@ type ClusterConfig struct {
 	Shards int
 	// Extra are more serve arguments for every node.
 	Extra []string
+	// ReadyBound is how long a started or restarted node may take to be
+	// ready (90 s by default).
+	ReadyBound time.Duration
+	// NoDiskFaults leaves the nodes' data dirs on the plain disk: no FUSE
+	// fault file system under them (see faultfs), and the disk nemeses
+	// cannot run.
+	NoDiskFaults bool
 	// Logger gets the cluster's events; nil: none.
 	Logger hclog.Logger
 }
@@ -55,6 +64,9 @@ type Cluster struct {
 type procNode struct {
 	id      int
 	dataDir string
+	// disk is the fault file system the data dir is mounted on (nil with
+	// NoDiskFaults).
+	disk    *faultfs.FS
 	logPath string
 	cmd     *exec.Cmd
 	exited  chan struct{}
@@ -73,6 +85,9 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
 	}
+	if cfg.ReadyBound == 0 {
+		cfg.ReadyBound = 90 * time.Second
+	}
 	if cfg.Binary == "" || cfg.Dir == "" {
 		return nil, errors.New("chaos: a cluster needs a binary and a directory")
 	}
@@ -87,7 +102,14 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 			c.Close()
 			return nil, err
 		}
-		c.nodes = append(c.nodes, &procNode{id: i, dataDir: filepath.Join(dir, "data"), logPath: filepath.Join(dir, "kcoord.log")})
+		n := &procNode{id: i, dataDir: filepath.Join(dir, "data"), logPath: filepath.Join(dir, "kcoord.log")}
+		c.nodes = append(c.nodes, n)
+		if !cfg.NoDiskFaults {
+			if n.disk, err = faultfs.Mount(filepath.Join(dir, "disk"), n.dataDir); err != nil {
+				c.Close()
+				return nil, fmt.Errorf("chaos: node %d's data dir on a fault file system (NoDiskFaults leaves it out): %w", i, err)
+			}
+		}
 	}
 	for i := 1; i <= cfg.Nodes; i++ {
 		if err := c.launch(i); err != nil {
@@ -96,7 +118,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 		}
 	}
 	for i := 1; i <= cfg.Nodes; i++ {
-		if err := c.WaitReady(ctx, i, 90*time.Second); err != nil {
+		if err := c.WaitReady(ctx, i, c.cfg.ReadyBound); err != nil {
 			c.Close()
 			return nil, err
 		}
@@ -272,7 +294,7 @@ func (c *Cluster) Restart(ctx context.Context, i int) error {
 	if err := c.launch(i); err != nil {
 		return err
 	}
-	return c.WaitReady(ctx, i, 90*time.Second)
+	return c.WaitReady(ctx, i, c.cfg.ReadyBound)
 }
 
 // raftFaults posts a Raft fault to node i's fault-injection endpoint.
@@ -313,15 +335,35 @@ func (c *Cluster) Coordinator(ctx context.Context, group string) (int, error) {
 	return 0, last
 }
 
-// Close kills every node and removes the network, rules included.
+// Close kills every node, unmounts their fault file systems and removes
+// the network, rules included.
 func (c *Cluster) Close() {
 	for i, n := range c.nodes {
+		if n.disk != nil {
+			n.disk.Heal() // a stalled node must be able to die
+		}
 		if c.Running(i + 1) {
 			_ = n.cmd.Process.Signal(syscall.SIGKILL)
 			<-n.exited
 		}
 	}
+	for i, n := range c.nodes {
+		if n.disk != nil {
+			if err := n.disk.Unmount(); err != nil {
+				c.cfg.Logger.Warn("unmounting a node's fault file system failed", "node", i+1, "error", err)
+			}
+		}
+	}
 	c.net.close()
+}
+
+// Disk is node i's fault file system, or an error when the cluster runs
+// without them.
+func (c *Cluster) Disk(i int) (*faultfs.FS, error) {
+	if d := c.node(i).disk; d != nil {
+		return d, nil
+	}
+	return nil, errors.New("chaos: the cluster runs without fault file systems (NoDiskFaults)")
 }
 
 // cleanEnv is the environment without KCOORD_ variables, so a developer's

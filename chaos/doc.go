@@ -44,6 +44,12 @@
 //     one-way partition, Raft packet loss (iptables statistic) and delay
 //     (the nodes' --fault-injection endpoint on the Raft mux's hooks: this
 //     kernel has no netem), a rolling restart and a restart of every node.
+//   - Disk nemeses (disknemesis.go): each node's data dir is a FUSE file
+//     system this process serves (package faultfs, over a folder beside
+//     it), so a node's disk can stall, slow its fsyncs, answer EIO or
+//     ENOSPC, and a power loss of every node can undo every write no fsync
+//     covered, while the processes keep running. FaultFSSupported says
+//     whether the machine can mount them (root and /dev/fuse).
 //   - RunSuite (suite.go): all of it, for `kcoord chaos` and `make chaos`.
 //
 // # Goroutines

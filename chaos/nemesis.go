@@ -8,6 +8,8 @@ import (
 	"slices"
 	"syscall"
 	"time"
+
+	"github.com/kcoord/kcoord/chaos/faultfs"
 )
 
 // Nemesis is one kind of fault. Inject breaks something and returns what
@@ -19,7 +21,8 @@ type Nemesis struct {
 	Inject func(ctx context.Context, c *Cluster, leader int) (target string, heal func(context.Context) error, err error)
 }
 
-// Nemeses are every fault the suite injects into a process cluster. The
+// Nemeses are every fault the suite injects into a process cluster (the
+// disk ones through each node's fault file system, disknemesis.go). The
 // "leader" is the coordinator of the workload's first register group at
 // the time of the fault; a "follower" is any other node. A node's clock
 // is not among them: kcoord's FSM reads no clock (leaders stamp times into
@@ -37,6 +40,12 @@ func Nemeses() []Nemesis {
 		{Name: "raft-delay", Hold: 8 * time.Second, Inject: raftDelay},
 		{Name: "rolling-restart", Inject: rollingRestart},
 		{Name: "restart-all", Hold: time.Second, Inject: restartAll},
+		{Name: "disk-stall-leader", Hold: 8 * time.Second, Inject: diskStall(true)},
+		{Name: "disk-stall-follower", Hold: 8 * time.Second, Inject: diskStall(false)},
+		{Name: "disk-slow-leader", Hold: 8 * time.Second, Inject: diskSlow},
+		{Name: "disk-eio-leader", Hold: 4 * time.Second, Inject: diskFail((*faultfs.FS).FailSyncs)},
+		{Name: "disk-full-leader", Hold: 4 * time.Second, Inject: diskFail((*faultfs.FS).Full)},
+		{Name: "power-loss", Hold: time.Second, Inject: powerLoss},
 	}
 }
 
@@ -169,7 +178,7 @@ func restartAll(ctx context.Context, c *Cluster, _ int) (string, func(context.Co
 				return err
 			}
 		}
-		return c.WaitAllReady(ctx, 90*time.Second)
+		return c.WaitAllReady(ctx, c.cfg.ReadyBound)
 	}
 	return "all", heal, nil
 }
@@ -198,7 +207,7 @@ func (c *Cluster) Schedule(names []string, cycles int, rest time.Duration, leade
 				if ctx.Err() != nil {
 					return
 				}
-				if err := c.WaitAllReady(ctx, 90*time.Second); err != nil {
+				if err := c.WaitAllReady(ctx, c.cfg.ReadyBound); err != nil {
 					hist.AddFault(FaultRecord{Name: n.Name, Start: hist.Now(), Healed: hist.Now(), Err: "cluster not ready: " + err.Error()})
 					return
 				}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -29,6 +30,10 @@ type SuiteConfig struct {
 	Baseline time.Duration
 	// Bound is the most the fault phase may take (10 minutes by default).
 	Bound time.Duration
+	// ReadyBound is how long a restarted node may take to be ready (90 s
+	// by default); LivenessBound how long groups may take to be Stable
+	// after the last fault (RunConfig's default).
+	ReadyBound, LivenessBound time.Duration
 	// Extra are more serve arguments for every node (the planted bug:
 	// --unsafe-ack-before-commit).
 	Extra []string
@@ -64,9 +69,19 @@ func RunSuite(ctx context.Context, cfg SuiteConfig) (*Report, error) {
 	if entries, err := os.ReadDir(filepath.Join(cfg.Dir, "cluster")); err == nil && len(entries) > 0 {
 		return nil, fmt.Errorf("chaos: %s holds an earlier run's cluster; give a new folder", cfg.Dir)
 	}
+	// The data dirs go on fault file systems when a disk nemesis runs, and
+	// whenever FUSE works, so every fault meets the same disks.
+	needDisks := len(cfg.Nemeses) == 0 || slices.ContainsFunc(cfg.Nemeses, diskNemesis)
+	noDisks := false
+	if err := FaultFSSupported(); err != nil {
+		if needDisks {
+			return nil, fmt.Errorf("%w (choose other nemeses with --nemesis)", err)
+		}
+		noDisks = true
+	}
 	c, err := StartCluster(ctx, ClusterConfig{
 		Binary: cfg.Binary, Nodes: cfg.Nodes, Shards: cfg.Shards, Dir: filepath.Join(cfg.Dir, "cluster"),
-		Extra: cfg.Extra, Logger: cfg.Logger.Named("cluster"),
+		Extra: cfg.Extra, Logger: cfg.Logger.Named("cluster"), NoDiskFaults: noDisks, ReadyBound: cfg.ReadyBound,
 	})
 	if err != nil {
 		return nil, err
@@ -83,7 +98,7 @@ func RunSuite(ctx context.Context, cfg SuiteConfig) (*Report, error) {
 		return nil, err
 	}
 	rep, err := Run(ctx, RunConfig{
-		Workload: wcfg, Baseline: cfg.Baseline, Duration: cfg.Bound, Faults: schedule,
+		Workload: wcfg, Baseline: cfg.Baseline, Duration: cfg.Bound, Faults: schedule, LivenessBound: cfg.LivenessBound,
 		Dir: filepath.Join(cfg.Dir, "histories"), KeepHistory: cfg.KeepHistory, Progress: progress,
 	})
 	if err != nil {

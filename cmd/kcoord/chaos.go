@@ -19,6 +19,7 @@ func newChaosCmd() *cobra.Command {
 		cfg      = chaos.SuiteConfig{Workload: chaos.DefaultWorkloadConfig()}
 		out      string
 		planted  bool
+		noFsync  bool
 		logLevel string
 	)
 	cmd := &cobra.Command{
@@ -28,16 +29,23 @@ func newChaosCmd() *cobra.Command {
 its own behind a router namespace, run the verify workload against it and
 cycle through every nemesis (kill -9 and restart of a leader and a follower,
 SIGSTOP/SIGCONT, isolating a leader or a follower, a bridge, a one-way
-partition, packet loss and delay on the Raft port, a rolling restart and a
-restart of every node at once), --cycles times over, after a fault-free
---baseline. Then run verify's checks. Partitions and loss are iptables rules
-inside the router namespace; nothing touches this machine's own firewall,
-and the namespaces are removed at the end, even when the run fails.
+partition, packet loss and delay on the Raft port, a rolling restart, a
+restart of every node at once, and the disk nemeses: a leader's or a
+follower's disk stalled, a slow disk, fsync EIO, a full disk and a power
+loss of every node), --cycles times over, after a fault-free --baseline.
+Then run verify's checks. Partitions and loss are iptables rules inside the
+router namespace; nothing touches this machine's own firewall, and the
+namespaces are removed at the end, even when the run fails. Each node's data
+dir is a FUSE file system this process serves over a folder of --out (it
+needs /dev/fuse), through which the disk nemeses act; it is unmounted at the
+end.
 
 The last line is "chaos: N ops, F faults, A anomalies"; the exit status is 1
 when A > 0, and the run's histories and node logs stay in --out.
 --unsafe-ack-before-commit starts the nodes with a planted bug (commits
-acknowledged before Raft commits them) to show the checks catch it.`,
+acknowledged before Raft commits them) to show the checks catch it;
+--unsafe-skip-fsync with another (log writes acknowledged without fdatasync),
+which the power-loss nemesis must catch.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			bin, err := os.Executable()
@@ -53,6 +61,9 @@ acknowledged before Raft commits them) to show the checks catch it.`,
 			}
 			if planted {
 				cfg.Extra = append(cfg.Extra, "--unsafe-ack-before-commit")
+			}
+			if noFsync {
+				cfg.Extra = append(cfg.Extra, "--unsafe-skip-fsync")
 			}
 			lvl := hclog.LevelFromString(logLevel)
 			if lvl == hclog.NoLevel {
@@ -91,6 +102,7 @@ acknowledged before Raft commits them) to show the checks catch it.`,
 	f.IntVar(&cfg.Workload.Groups, "groups", cfg.Workload.Groups, "consumer groups")
 	f.IntVar(&cfg.Workload.KIP848Groups, "kip848-groups", cfg.Workload.KIP848Groups, "consumer groups on the consumer protocol (KIP-848)")
 	f.BoolVar(&planted, "unsafe-ack-before-commit", false, "plant the ack-before-commit bug in every node")
+	f.BoolVar(&noFsync, "unsafe-skip-fsync", false, "plant the skipped-fsync bug in every node (the power-loss nemesis must catch it)")
 	f.StringVar(&logLevel, "log-level", "info", "the suite's log level")
 	f.BoolVar(&cfg.KeepHistory, "keep-history", false, "save the history and report in --out even when the run is clean")
 	return cmd
