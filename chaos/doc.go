@@ -30,7 +30,11 @@
 //     after the previous owner's revocation; in a KIP-848 group, a
 //     partition handed to a member only after the member that had it gave
 //     it up or lost its membership) and CheckLiveness (every group Stable,
-//     all partitions assigned, within a bound). Report prints them
+//     all partitions assigned, within a bound; a KIP-848 group's topics
+//     matched by name or by id, since some servers describe them by id
+//     alone; a group that never settles says why, quoting what a lone
+//     member probing its server assignor was answered before the run:
+//     kip848probe.go). Report prints them
 //     and the summary line `chaos: N ops, F faults, A anomalies`.
 //   - Run (run.go): the phases (an optional fault-free baseline, the fault
 //     phase), then stopping the load, liveness, final reads and the checks.

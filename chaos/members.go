@@ -20,10 +20,12 @@ type member struct {
 	group       string
 	instance    string // static members' group.instance.id; "" for dynamic ones
 	cooperative bool
-	// kip848 members run the consumer protocol (kgo.ServerSideBalancer),
-	// with the uniform server assignor when uniform, else range.
-	kip848, uniform bool
-	client          int // the porcupine client id of its commits
+	// kip848 members run the consumer protocol (kgo.ServerSideBalancer)
+	// and ask the server for the assignor named assignor ("uniform" or
+	// "range").
+	kip848   bool
+	assignor string
+	client   int // the porcupine client id of its commits
 
 	cl     atomic.Pointer[kgo.Client] // set once, after kgo.NewClient; franz-go may call the balancer before
 	mu     sync.Mutex
@@ -72,8 +74,10 @@ func (m *member) balancer(b kgo.GroupBalancer) kgo.GroupBalancer {
 // start creates the client, which joins the group at once, and runs the
 // member's poll and commit loops until close.
 func (m *member) start() error {
+	// franz-go asks for the uniform server assignor with its sticky
+	// balancer, for range with its range balancer.
 	var balancer kgo.GroupBalancer = kgo.RangeBalancer()
-	if m.cooperative && (!m.kip848 || m.uniform) {
+	if m.cooperative && (!m.kip848 || m.assignor == "uniform") {
 		balancer = kgo.CooperativeStickyBalancer()
 	}
 	opts := []kgo.Opt{

@@ -63,6 +63,9 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 	defer w.Close()
 	progress("workload started: %d classic and %d KIP-848 consumer groups of %d members, %d register groups, %d raw clients",
 		w.cfg.Groups, w.cfg.KIP848Groups, w.cfg.Members, w.cfg.RegisterGroups, w.cfg.Workers)
+	if w.skippedKIP848 > 0 {
+		progress("warning: %d KIP-848 groups skipped: %s", w.skippedKIP848, w.probe.Absent)
+	}
 	if cfg.Baseline > 0 {
 		progress("fault-free phase: %v", cfg.Baseline)
 		sleep(ctx, cfg.Baseline)

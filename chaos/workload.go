@@ -146,6 +146,12 @@ type Workload struct {
 	mu      sync.Mutex
 	members map[string][]*member // by group
 	nextID  int
+
+	// probe is what Start learned of the server's consumer protocol (nil
+	// without KIP-848 groups); when the server lacks it, Start skips the
+	// skippedKIP848 KIP-848 groups. Both are set before any member starts.
+	probe         *KIP848Probe
+	skippedKIP848 int
 }
 
 // NewWorkload validates cfg and prepares a workload recording into hist.
@@ -195,6 +201,19 @@ func (w *Workload) ConsumerGroups() []string {
 // consumer protocol.
 func (w *Workload) kip848(gi int) bool { return gi >= w.cfg.Groups }
 
+// serverAssignor is the server assignor the members of the group at
+// index gi of ConsumerGroups ask for: "uniform" and "range" in turn among
+// the KIP-848 groups, "" for a classic group.
+func (w *Workload) serverAssignor(gi int) string {
+	switch {
+	case !w.kip848(gi):
+		return ""
+	case (gi-w.cfg.Groups)%2 == 0:
+		return "uniform"
+	}
+	return "range"
+}
+
 // RegisterGroups are the names of the raw committers' groups.
 func (w *Workload) RegisterGroups() []string {
 	var out []string
@@ -219,13 +238,15 @@ func (w *Workload) ColdGroups() []string {
 // consumer protocol revokes incrementally).
 func (w *Workload) cooperative(gi int) bool { return w.kip848(gi) || gi%2 == 1 }
 
-// Start creates the topic, then starts the raw clients, every member and
+// Start creates the topic, probes the server's consumer protocol when
+// KIP-848 groups are to run, then starts the raw clients, every member and
 // the churn. ctx bounds the whole run.
 func (w *Workload) Start(ctx context.Context) error {
 	w.ctx, w.cancel = context.WithCancel(ctx)
 	if err := w.createTopic(ctx); err != nil {
 		return err
 	}
+	w.probeConsumerProtocol(ctx)
 	if err := w.commitCold(ctx); err != nil {
 		return err
 	}
@@ -280,6 +301,50 @@ func (w *Workload) createTopic(ctx context.Context) error {
 	}
 }
 
+// probeConsumerProtocol probes the server assignors the KIP-848 groups
+// will ask for. A server that does not run the consumer protocol at all
+// lacks an optional feature (Kafka 3.x, and servers that only speak the
+// classic protocol): its KIP-848 groups are skipped, with a warning, since
+// franz-go would quietly run them as classic groups. Any other finding is
+// kept for CheckLiveness to quote.
+func (w *Workload) probeConsumerProtocol(ctx context.Context) {
+	if w.cfg.KIP848Groups == 0 {
+		return
+	}
+	assignors := []string{"uniform"}
+	if w.cfg.KIP848Groups > 1 {
+		assignors = append(assignors, "range")
+	}
+	p := probeKIP848(ctx, w.cfg, assignors)
+	w.probe = &p
+	if p.Absent != "" {
+		w.cfg.Logger.Warn("server does not run the consumer protocol: skipping the KIP-848 groups",
+			"groups", w.cfg.KIP848Groups, "reason", p.Absent)
+		w.skippedKIP848, w.cfg.KIP848Groups = w.cfg.KIP848Groups, 0
+		return
+	}
+	for _, a := range assignors {
+		if why := p.Assignors[a]; why != "" {
+			w.cfg.Logger.Warn("server assignor probe failed", "assignor", a, "finding", why)
+		}
+	}
+}
+
+// kip848Cause is what the probe found about the server assignor of the
+// KIP-848 group at index gi, phrased to follow a liveness problem; "" when
+// the probe found nothing wrong.
+func (w *Workload) kip848Cause(gi int) string {
+	if w.probe == nil || !w.kip848(gi) {
+		return ""
+	}
+	why := w.probe.Assignors[w.serverAssignor(gi)]
+	if why == "" {
+		return ""
+	}
+	return fmt.Sprintf("before the run, a lone member asking for server assignor %q did not get the %d partitions of %s: %s",
+		w.serverAssignor(gi), w.cfg.Partitions, w.cfg.Topic, why)
+}
+
 // commitCold commits every cold register once, retrying until the commit
 // is acknowledged.
 func (w *Workload) commitCold(ctx context.Context) error {
@@ -324,7 +389,7 @@ func (w *Workload) addMember(gi int, group, instance string) error {
 	w.mu.Lock()
 	w.nextID++
 	m := &member{w: w, group: group, instance: instance, cooperative: w.cooperative(gi), kip848: w.kip848(gi),
-		uniform: w.kip848(gi) && (gi-w.cfg.Groups)%2 == 0, client: 1_000_000 + w.nextID}
+		assignor: w.serverAssignor(gi), client: 1_000_000 + w.nextID}
 	w.mu.Unlock()
 	if err := m.start(); err != nil {
 		return err

@@ -45,6 +45,12 @@ table per check and, last, "chaos: N ops, F faults, A anomalies"; it exits 1
 when A > 0 and saves the history (and porcupine's visualisation of any
 register that failed) in --out.
 
+KIP-848 groups (--kip848-groups) run the consumer protocol with the
+server assignors uniform and range. Before they start, a lone member asks
+the server for each assignor; a group that never settles quotes what that
+member was answered. On a server without ConsumerGroupHeartbeat v1 (before
+Kafka 4.0) they are skipped, with a warning and a note in the report.
+
 It creates the topic --topic with --partitions partitions if it does not
 exist, and uses groups named after --prefix.`,
 		Args: cobra.NoArgs,
