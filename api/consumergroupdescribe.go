@@ -6,10 +6,11 @@ package api
 // assignment epochs, assignor, and per member its subscription, assigned
 // partitions and target. An unknown group, or a classic one, is
 // GROUP_ID_NOT_FOUND with Kafka's message; an empty id INVALID_GROUP_ID.
-// Needs Group DESCRIBE per group (GROUP_AUTHORIZATION_FAILED) and, as
-// Kafka 4.x checks, Topic DESCRIBE on every topic its members subscribe to
-// by name or are assigned (else the group is TOPIC_AUTHORIZATION_FAILED);
-// authorized operations are not reported.
+// Needs Group DESCRIBE per group (GROUP_AUTHORIZATION_FAILED), the empty
+// id included, as Kafka authorizes each group before its coordinator
+// checks the id; and, as Kafka 4.x checks, Topic DESCRIBE on every topic
+// its members subscribe to by name or are assigned (else the group is
+// TOPIC_AUTHORIZATION_FAILED). Authorized operations are not reported.
 
 import (
 	"context"
@@ -38,14 +39,15 @@ func (h *Handlers) consumerGroupDescribe(ctx context.Context, rc *transport.Requ
 	for _, id := range distinct(req.Groups) {
 		rg := kmsg.NewConsumerGroupDescribeResponseGroup()
 		rg.Group = id
-		if id == "" {
-			msg := "Group id must not be empty."
-			rg.ErrorCode, rg.ErrorMessage = kerr.InvalidGroupID.Code, &msg
+		if err := h.groupDenied(rc, auth.OpDescribe, id); err != nil {
+			rg.ErrorCode, rg.ErrorMessage = h.errorCode(err), errMessage(err)
 			resp.Groups = append(resp.Groups, rg)
 			continue
 		}
-		if err := h.groupDenied(rc, auth.OpDescribe, id); err != nil {
-			rg.ErrorCode, rg.ErrorMessage = h.errorCode(err), errMessage(err)
+		if id == "" {
+			// As Kafka's GroupCoordinatorService.consumerGroupDescribe,
+			// once the group is authorized: no message.
+			rg.ErrorCode = kerr.InvalidGroupID.Code
 			resp.Groups = append(resp.Groups, rg)
 			continue
 		}

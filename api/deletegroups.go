@@ -5,6 +5,8 @@ package api
 // Only Empty groups can be deleted (NON_EMPTY_GROUP otherwise); a group
 // goes with its committed offsets, through Raft. Needs Group DELETE per
 // group (GROUP_AUTHORIZATION_FAILED).
+// A group named more than once is deleted and answered once, as Kafka's
+// KafkaApis.handleDeleteGroupsRequest takes the distinct names first.
 
 import (
 	"context"
@@ -23,7 +25,7 @@ func (h *Handlers) deleteGroups(ctx context.Context, rc *transport.RequestContex
 	}
 	ctx = groups.OneHold(ctx) // one hold for all the request's groups
 	resp := req.ResponseKind().(*kmsg.DeleteGroupsResponse)
-	for _, id := range req.Groups {
+	for _, id := range distinct(req.Groups) {
 		rg := kmsg.NewDeleteGroupsResponseGroup()
 		rg.Group = id
 		err := h.groupDenied(rc, auth.OpDelete, id)

@@ -6,7 +6,8 @@ package api
 // the id given (KIP-394). v5: group.instance.id (KIP-345). v6: flexible. v7:
 // protocol type in the answer (KIP-559). v8: reason (KIP-800, logged only).
 // v9: SkipAssignment in the answer (KIP-814).
-// Needs Group READ (GROUP_AUTHORIZATION_FAILED).
+// Needs Group READ (GROUP_AUTHORIZATION_FAILED, answered with no member
+// id), checked before the group id, as in Kafka.
 
 import (
 	"bytes"
@@ -48,7 +49,9 @@ func (h *Handlers) joinGroup(ctx context.Context, rc *transport.RequestContext, 
 	}
 	var res groups.JoinResult
 	if err := h.groupDenied(rc, auth.OpRead, req.Group); err != nil {
-		res = groups.JoinResult{MemberID: req.MemberID, Err: err}
+		// Kafka answers a refused join without the member's id
+		// (JoinGroupRequest.getErrorResponse).
+		res = groups.JoinResult{Err: err}
 	} else {
 		res = h.shardFor(req.Group).Coordinator.Join(ctx, jr)
 	}

@@ -21,6 +21,7 @@ func scenarios() []Scenario {
 		retentionScenarios,
 		rebalanceScenarios,
 		consumerScenarios,
+		precheckScenarios,
 	} {
 		all = append(all, part...)
 	}

@@ -186,6 +186,15 @@ func FindCoordinator(v int16, keys ...string) *kmsg.FindCoordinatorRequest {
 	return r
 }
 
+// FindCoordinatorOfType is FindCoordinator for keys of another key type
+// than groups (v1+): 1 transaction, 2 share partition (v6, KIP-932), or
+// one Kafka does not define.
+func FindCoordinatorOfType(v int16, keyType int8, keys ...string) *kmsg.FindCoordinatorRequest {
+	r := FindCoordinator(v, keys...)
+	r.CoordinatorType = keyType
+	return r
+}
+
 // Fetch is an OffsetFetch at version v of the partitions given with Of (v8+
 // puts them in a one-group batch).
 func Fetch(v int16, opts ...Opt) *kmsg.OffsetFetchRequest {
@@ -204,6 +213,17 @@ func FetchAll(v int16, opts ...Opt) *kmsg.OffsetFetchRequest {
 	r.Group = DefaultGroup
 	apply(r, opts)
 	return toBatch(r)
+}
+
+// FetchBatch is an OffsetFetch v8+ (KIP-709) of several groups: the
+// groups of fetches, each a v8+ Fetch or FetchAll, in order.
+func FetchBatch(v int16, fetches ...*kmsg.OffsetFetchRequest) *kmsg.OffsetFetchRequest {
+	r := kmsg.NewPtrOffsetFetchRequest()
+	r.Version = v
+	for _, f := range fetches {
+		r.Groups = append(r.Groups, f.Groups...)
+	}
+	return r
 }
 
 // toBatch moves an OffsetFetch's group into v8's groups array.
