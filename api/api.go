@@ -26,6 +26,9 @@ type Cluster interface {
 	ShardFor(groupID string) int32
 	Brokers() []cluster.Broker
 	LeaderOf(shard int32) (cluster.Broker, bool)
+	// AwaitLeaderOf is LeaderOf, waiting until ctx ends for a leader
+	// this node does not know yet.
+	AwaitLeaderOf(ctx context.Context, shard int32) (cluster.Broker, bool)
 	// ClusterID is the cluster's id, "" before bootstrap agreed on one.
 	ClusterID() string
 }
@@ -111,6 +114,11 @@ type Config struct {
 	// are UNKNOWN_TOPIC_OR_PARTITION. A registered topic's partitions beyond
 	// its count are unknown either way.
 	CommitUnregisteredTopics bool
+	// ElectionHold is kcoord.group.election.hold.ms: how long a
+	// FindCoordinator waits for a leader of a group's shard that this node
+	// does not know yet (an election under way) before it answers
+	// COORDINATOR_NOT_AVAILABLE. 0 answers at once.
+	ElectionHold time.Duration
 	// Authorizer decides each request by its principal (authorize.go);
 	// nil, on a node that does not authenticate its clients, allows
 	// everything, as Kafka without an authorizer.

@@ -46,27 +46,36 @@ const (
 	findCoordinatorShareVersion int16 = 6
 )
 
-func (h *Handlers) findCoordinator(_ context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (h *Handlers) findCoordinator(ctx context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.FindCoordinatorRequest](kreq)
 	if err != nil {
 		return nil, err
 	}
+	// One hold for all the request's keys (see coordinatorFor); none
+	// when the hold is off.
+	ctx, cancel := context.WithTimeout(ctx, max(0, h.cfg.ElectionHold))
+	defer cancel()
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
 	if req.Version >= findCoordinatorBatchedVersion {
 		for _, key := range req.CoordinatorKeys {
-			resp.Coordinators = append(resp.Coordinators, h.coordinatorFor(rc, req, key))
+			resp.Coordinators = append(resp.Coordinators, h.coordinatorFor(ctx, rc, req, key))
 		}
 		return resp, nil
 	}
-	c := h.coordinatorFor(rc, req, req.CoordinatorKey)
+	c := h.coordinatorFor(ctx, rc, req, req.CoordinatorKey)
 	resp.ErrorCode, resp.ErrorMessage = c.ErrorCode, c.ErrorMessage
 	resp.NodeID, resp.Host, resp.Port = c.NodeID, c.Host, c.Port
 	return resp, nil
 }
 
 // coordinatorFor answers for one key: the leader of the group's shard, once
-// the key passes its type's checks (see the top of the file).
-func (h *Handlers) coordinatorFor(rc *transport.RequestContext, req *kmsg.FindCoordinatorRequest, key string) kmsg.FindCoordinatorResponseCoordinator {
+// the key passes its type's checks (see the top of the file). A shard
+// whose leader this node does not know yet (an election under way, or this
+// node fenced and waiting for gossip to name the new leader) is waited for
+// until ctx ends (kcoord.group.election.hold.ms for the whole request),
+// rather than answered COORDINATOR_NOT_AVAILABLE at once: kafka-go leaves
+// its group on that answer.
+func (h *Handlers) coordinatorFor(ctx context.Context, rc *transport.RequestContext, req *kmsg.FindCoordinatorRequest, key string) kmsg.FindCoordinatorResponseCoordinator {
 	c := kmsg.NewFindCoordinatorResponseCoordinator()
 	c.Key, c.NodeID, c.Port = key, -1, -1
 	fail := func(e *kerr.Error, msg string) kmsg.FindCoordinatorResponseCoordinator {
@@ -104,7 +113,7 @@ func (h *Handlers) coordinatorFor(rc *transport.RequestContext, req *kmsg.FindCo
 	default:
 		return fail(kerr.InvalidRequest, kerr.InvalidRequest.Description)
 	}
-	leader, ok := h.cluster.LeaderOf(h.cluster.ShardFor(key))
+	leader, ok := h.cluster.AwaitLeaderOf(ctx, h.cluster.ShardFor(key))
 	if !ok {
 		return fail(kerr.CoordinatorNotAvailable, "the group's shard has no leader yet")
 	}

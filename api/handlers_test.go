@@ -28,7 +28,10 @@ var testBroker = cluster.Broker{NodeID: 1, KafkaAddr: "127.0.0.1:9092"}
 func (fakeCluster) ShardFor(string) int32                 { return 0 }
 func (fakeCluster) Brokers() []cluster.Broker             { return []cluster.Broker{testBroker} }
 func (fakeCluster) LeaderOf(int32) (cluster.Broker, bool) { return testBroker, true }
-func (fakeCluster) ClusterID() string                     { return "6f1d2c1e-0000-4000-8000-000000000001" }
+func (fakeCluster) AwaitLeaderOf(context.Context, int32) (cluster.Broker, bool) {
+	return testBroker, true
+}
+func (fakeCluster) ClusterID() string { return "6f1d2c1e-0000-4000-8000-000000000001" }
 
 // memTopics is a topic registry in memory; writeErr, when set, fails every
 // Create and Delete as a Raft write would.
@@ -280,6 +283,10 @@ func metadataOf(t *testing.T, h *Handlers, names ...string) *kmsg.MetadataRespon
 type leaderlessCluster struct{ fakeCluster }
 
 func (leaderlessCluster) LeaderOf(int32) (cluster.Broker, bool) { return cluster.Broker{}, false }
+func (leaderlessCluster) AwaitLeaderOf(ctx context.Context, _ int32) (cluster.Broker, bool) {
+	<-ctx.Done()
+	return cluster.Broker{}, false
+}
 
 // Metadata names a live controller, as a KRaft broker does: the metadata
 // leader, or while none is known this node, which forwards CreateTopics

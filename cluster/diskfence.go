@@ -277,16 +277,21 @@ const handOffWait = 250 * time.Millisecond
 // to start an election now, through the shard's transport (not Raft's main
 // loop, which may be parked on the disk). A TimeoutNow carries no term:
 // Raft's follower becomes a candidate whose votes ignore the voters'
-// stickiness to the current leader, as in a leadership transfer. It
-// returns how many voters accepted within handOffWait.
+// stickiness to the current leader, as in a leadership transfer. Among
+// equally caught-up voters the shards go to those leading the fewest, so
+// that the balance does not move them a second time soon after (each
+// move costs their groups' members a session restart with some clients).
+// It returns how many voters accepted within handOffWait.
 func (n *Node) handOffFenced(led []*Shard) int {
+	leads := n.gossipedLeadCounts()
 	var accepted atomic.Int64
 	var wg sync.WaitGroup
 	for _, s := range led {
-		target, ok := n.handOffTarget(s)
+		target, ok := n.handOffTarget(s, leads)
 		if !ok {
 			continue
 		}
+		leads[voterID(target)]++
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -311,10 +316,12 @@ func (n *Node) handOffFenced(led []*Shard) int {
 	return int(accepted.Load())
 }
 
-// handOffTarget is the voter of s to hand its leadership to: the one that
-// acknowledged the most of this leadership's log, among the live, unfenced
-// ones.
-func (n *Node) handOffTarget(s *Shard) (raft.Server, bool) {
+// handOffTarget is the voter of s to hand its leadership to, among the
+// live, unfenced ones: one that acknowledged the most of this leadership's
+// log (a less caught-up candidate would lose its election to the other),
+// and of those the one leads counts the fewest shards for, then the lowest
+// id.
+func (n *Node) handOffTarget(s *Shard, leads map[int32]int) (raft.Server, bool) {
 	term := s.Raft.CurrentTerm()
 	var best raft.Server
 	var bestIndex uint64
@@ -325,11 +332,28 @@ func (n *Node) handOffTarget(s *Shard) (raft.Server, bool) {
 			continue
 		}
 		index, _ := s.match.get(srv.ID, term)
-		if !found || index > bestIndex {
+		better := !found || index > bestIndex
+		if found && index == bestIndex {
+			id, bestID := voterID(srv), voterID(best)
+			better = leads[id] < leads[bestID] || (leads[id] == leads[bestID] && id < bestID)
+		}
+		if better {
 			best, bestIndex, found = srv, index, true
 		}
 	}
 	return best, found
+}
+
+// gossipedLeadCounts is how many group shards each node leads, by the
+// leader table (what gossip and this node's own Raft last announced).
+func (n *Node) gossipedLeadCounts() map[int32]int {
+	counts := map[int32]int{}
+	for _, s := range n.shards {
+		if e, ok := n.leaders.get(s.ID); ok {
+			counts[e.Node]++
+		}
+	}
+	return counts
 }
 
 // announceDisk gossips the disk's state in this node's meta. From the disk

@@ -83,6 +83,10 @@ func runDiskStallTrial(ctx context.Context, t testing.TB) diskStallTrial {
 	createTopic(ctx, t, newAdmin(t, seeds[0]), topic, partitions)
 	waitTopicEverywhere(ctx, t, seeds[1:], topic, partitions)
 	groups := startTrialGroups(ctx, t, seeds, topic, shard)
+	// The stall must meet a settled cluster: the leadership balance
+	// moves shards in the first seconds, and a move just before the
+	// stall would be a second move of the groups' coordinator.
+	waitLeadershipSettled(ctx, t, procs[0].http, 3*time.Second)
 	before := snapshotGroups(groups)
 
 	// The raw committer: a simple consumer's commit every 20 ms, wherever
@@ -176,17 +180,8 @@ func runDiskStallTrial(ctx context.Context, t testing.TB) diskStallTrial {
 // shardsLedBy is how many group shards node id leads, by the cluster
 // status of the node at httpAddr.
 func shardsLedBy(ctx context.Context, httpAddr string, id int32) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+httpAddr+"/v1/cluster/status", nil)
+	st, err := clusterStatus(ctx, httpAddr)
 	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	var st cluster.ClusterStatus
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		return 0, err
 	}
 	for _, n := range st.Nodes {
@@ -195,6 +190,64 @@ func shardsLedBy(ctx context.Context, httpAddr string, id int32) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("node %d not in the status", id)
+}
+
+// clusterStatus is GET /v1/cluster/status of the node at httpAddr.
+func clusterStatus(ctx context.Context, httpAddr string) (cluster.ClusterStatus, error) {
+	var st cluster.ClusterStatus
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+httpAddr+"/v1/cluster/status", nil)
+	if err != nil {
+		return st, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return st, err
+	}
+	defer resp.Body.Close()
+	err = json.NewDecoder(resp.Body).Decode(&st)
+	return st, err
+}
+
+// waitLeadershipSettled waits until the shards' leaders, by the cluster
+// status of the node at httpAddr, are spread within one of even and have
+// not changed for quiet.
+func waitLeadershipSettled(ctx context.Context, t testing.TB, httpAddr string, quiet time.Duration) {
+	t.Helper()
+	var last string
+	var since time.Time
+	waitFor(ctx, t, "the leadership balance to settle", func(ctx context.Context) error {
+		counts, err := leadCounts(ctx, httpAddr)
+		if err != nil {
+			return err
+		}
+		if k := fmt.Sprint(counts); k != last {
+			last, since = k, time.Now()
+		}
+		lo, hi := slices.Min(counts), slices.Max(counts)
+		if hi-lo > 1 || time.Since(since) < quiet {
+			return fmt.Errorf("shards led per node %v, unchanged for %v", counts, time.Since(since).Round(time.Millisecond))
+		}
+		return nil
+	})
+}
+
+// leadCounts is how many shards each node leads, in node id order, by the
+// cluster status of the node at httpAddr.
+func leadCounts(ctx context.Context, httpAddr string) ([]int, error) {
+	st, err := clusterStatus(ctx, httpAddr)
+	if err != nil {
+		return nil, err
+	}
+	nodes := slices.Clone(st.Nodes)
+	slices.SortFunc(nodes, func(a, b cluster.NodeStatus) int { return int(a.ID - b.ID) })
+	counts := make([]int, 0, len(nodes))
+	for _, n := range nodes {
+		counts = append(counts, n.Leads)
+	}
+	if len(counts) == 0 {
+		return nil, fmt.Errorf("no nodes in the status")
+	}
+	return counts, nil
 }
 
 // firstLogLine is the time from since to the first line of the log at

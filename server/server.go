@@ -175,6 +175,7 @@ func (s *Server) Start() error {
 		MaxPartitionsPerTopic:    s.cfg.MaxPartitionsPerTopic,
 		MaxTopics:                s.cfg.MaxTopics,
 		MaxPartitions:            s.cfg.MaxPartitions,
+		ElectionHold:             s.cfg.GroupElectionHold,
 		CommitUnregisteredTopics: s.cfg.OffsetsCommitUnregisteredTopics,
 		Authorizer:               authorizer,
 		BootstrapSuperuser:       s.cfg.SASLSuperuser,

@@ -1,0 +1,74 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kcoord/kcoord/cluster"
+)
+
+// pinnedRequest sends req to the node at addr alone (a fresh client whose
+// only broker is that seed) and returns the answer or the failure.
+func pinnedRequest(ctx context.Context, addr string, req kmsg.Request, opts ...kgo.Opt) (kmsg.Response, error) {
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr)}, opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	return cl.SeedBrokers()[0].Request(ctx, req)
+}
+
+// FindCoordinator asked of a node the moment it fenced itself for its
+// disk names the group's new coordinator: the node waits for the shard's
+// new leader to be known (kcoord.group.election.hold.ms) instead of
+// answering COORDINATOR_NOT_AVAILABLE, on which segmentio/kafka-go leaves
+// its group and rejoins as a new member, rebalancing it.
+func TestAFencedNodeNamesTheNewCoordinator(t *testing.T) {
+	servers := StartTestCluster(t, 3, func(i int, c *Config) { c.LogMaxSync = 300 * time.Millisecond })
+	waitAllReady(t, servers)
+	ctx := testCtx(t, 60*time.Second)
+	var victim *Server
+	var group string
+	for i := 0; victim == nil; i++ {
+		group = fmt.Sprintf("fenced-%d", i)
+		shard := cluster.PartitionFor(group, servers[0].cfg.OffsetsTopicNumPartitions)
+		for _, s := range servers {
+			if s.Node().Shard(shard).IsLeader() {
+				victim = s
+			}
+		}
+	}
+	resume := victim.Node().DiskFaults().Stall()
+	defer resume()
+	deadline := time.Now().Add(10 * time.Second)
+	for !victim.Node().DiskHealth().Fenced() {
+		if time.Now().After(deadline) {
+			t.Fatal("the node did not fence itself")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	req := kmsg.NewPtrFindCoordinatorRequest()
+	req.CoordinatorKey, req.CoordinatorKeys = group, []string{group} // v0-3, v4+
+	resp, err := pinnedRequest(ctx, victim.KafkaAddr().String(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc := resp.(*kmsg.FindCoordinatorResponse)
+	code, id := fc.ErrorCode, fc.NodeID
+	if len(fc.Coordinators) == 1 {
+		code, id = fc.Coordinators[0].ErrorCode, fc.Coordinators[0].NodeID
+	}
+	if err := kerr.ErrorForCode(code); err != nil {
+		t.Fatalf("FindCoordinator of %s asked of node %d as it fenced itself: %v", group, victim.cfg.NodeID, err)
+	}
+	if id == victim.cfg.NodeID {
+		t.Fatalf("the fenced node %d named itself the coordinator of %s", id, group)
+	}
+	t.Logf("the fenced node %d named node %d", victim.cfg.NodeID, id)
+}
