@@ -29,6 +29,10 @@ type MetaFSM struct {
 	placement     placementState
 	scram         scramState
 	acls          aclState
+
+	// applied is the Raft index of the last command this replica applied
+	// (or of the snapshot it restored): see applied.go.
+	applied appliedIndex
 }
 
 var _ raft.FSM = (*MetaFSM)(nil)
@@ -58,6 +62,9 @@ func (f *MetaFSM) Apply(l *raft.Log) any {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	// Published just before the lock is released: a reader that
+	// WaitApplied woke takes the lock after this command's change.
+	defer f.applied.set(l.Index)
 	switch c := cmd.(type) {
 	case *TopicCreate:
 		if _, ok := f.topics[c.Topic.Name]; ok {
@@ -131,7 +138,10 @@ func (f *MetaFSM) Snapshot() (raft.FSMSnapshot, error) {
 	scram := f.scram.snapshot()
 	acls := f.acls.snapshot()
 	f.mu.RUnlock()
-	return &metaSnapshot{ClusterID: f.ClusterID(), Topics: f.Topics(), Nodes: nodes, Placement: placement, Scram: scram, ACLs: acls}, nil
+	// Raft calls Snapshot on the FSM goroutine, so no Apply runs meanwhile:
+	// the index is that of the state copied above.
+	return &metaSnapshot{ClusterID: f.ClusterID(), Topics: f.Topics(), Nodes: nodes, Placement: placement, Scram: scram, ACLs: acls,
+		AppliedIndex: f.applied.get()}, nil
 }
 
 // Restore implements raft.FSM: it replaces the state with a snapshot
@@ -153,6 +163,7 @@ func (f *MetaFSM) Restore(rc io.ReadCloser) error {
 	f.scram.restore(s.Scram)
 	f.acls.restore(s.ACLs)
 	f.mu.Unlock()
+	f.applied.set(s.AppliedIndex)
 	return nil
 }
 
@@ -169,6 +180,10 @@ type metaSnapshot struct {
 	Scram []ScramCredential `json:"-" codec:"scram,omitempty"`
 	// ACLs is sorted as MetaFSM.ACLs returns them.
 	ACLs []ACL `json:"-" codec:"acls,omitempty"`
+	// AppliedIndex is the Raft index of the last command applied to the
+	// state (0 in snapshots of releases before it: see applied.go). A
+	// release that does not know it skips it.
+	AppliedIndex uint64 `json:"-" codec:"applied_index,omitempty"`
 }
 
 // Persist implements raft.FSMSnapshot: it streams the copy into sink.
