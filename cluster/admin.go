@@ -26,7 +26,10 @@ const adminTimeout = 5 * time.Second
 
 // adminRequest is one call, a JSON line; adminResponse answers it.
 type adminRequest struct {
-	Op   string `json:"op"` // "remove-node", "replicas", "topic-change" or "inspect"
+	// Op is "remove-node", "replicas", "topic-change", "meta-read-index",
+	// "meta-wait", "meta-index" (the previous release's read index) or
+	// "inspect".
+	Op   string `json:"op"`
 	Node int32  `json:"node,omitempty"`
 	// Command and TimeoutMs are a metadata change's (op "topic-change", the
 	// name it had when it carried topic changes only, kept for the nodes
@@ -37,20 +40,27 @@ type adminRequest struct {
 	// waits for the answer.
 	Command   []byte `json:"command,omitempty"`
 	TimeoutMs int64  `json:"timeout_ms,omitempty"`
+	// Index is what a "meta-wait" waits for: the replica answers once it
+	// has applied the metadata group's command at this index (or after
+	// TimeoutMs, with "timeout").
+	Index uint64 `json:"index,omitempty"`
 }
 
 type adminResponse struct {
 	// Code is "" on success, else "not-leader", "not-found", "last-node",
 	// "topic-exists", "topic-not-found", "scram-not-found",
-	// "scram-invalid", "acl-invalid", "replica-too-old", "timeout" or
-	// "error".
+	// "scram-invalid", "acl-invalid", "replica-too-old", "timeout",
+	// "unknown-op" or "error" (which the previous release also answers to
+	// an op it does not know).
 	Code     string          `json:"code,omitempty"`
 	Error    string          `json:"error,omitempty"`
 	Replicas []ReplicaStatus `json:"replicas,omitempty"`
 	// Report is an inspection's answer.
 	Report []byte `json:"report,omitempty"`
-	// Index is a "meta-index" call's answer: the metadata leader's last
-	// applied index, after it confirmed its leadership.
+	// Index is the metadata group's index a call answers: a
+	// "meta-read-index"'s read index (metaReadIndexHere), a
+	// "topic-change"'s entry (the previous release leaves it 0), or a
+	// "meta-index"'s applied index of Raft.
 	Index uint64 `json:"index,omitempty"`
 }
 
@@ -84,7 +94,17 @@ func (n *Node) serveAdminConn(c net.Conn) {
 	case "replicas":
 		resp.Replicas = n.localReplicas()
 	case "topic-change": // every metadata change; see adminRequest
-		resp.Code, resp.Error = adminCode(n.applyMetadataChangeHere(req.Command, req.TimeoutMs))
+		idx, err := n.applyMetadataChangeHere(req.Command, req.TimeoutMs)
+		resp.Index = idx
+		resp.Code, resp.Error = adminCode(err)
+	case "meta-read-index":
+		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout-time.Second)
+		idx, err := n.metaReadIndexHere(ctx)
+		cancel()
+		resp.Index = idx
+		resp.Code, resp.Error = adminCode(err)
+	case "meta-wait":
+		resp.Code, resp.Error = adminCode(n.metaWaitHere(req.Index, req.TimeoutMs))
 	case "meta-index":
 		idx, err := n.metaIndexHere()
 		resp.Index = idx
@@ -96,7 +116,7 @@ func (n *Node) serveAdminConn(c net.Conn) {
 		resp.Report = report
 		resp.Code, resp.Error = adminCode(err)
 	default:
-		resp.Code, resp.Error = "error", fmt.Sprintf("unknown admin op %q", req.Op)
+		resp.Code, resp.Error = "unknown-op", fmt.Sprintf("unknown admin op %q", req.Op)
 	}
 	_ = json.NewEncoder(c).Encode(&resp)
 }

@@ -72,14 +72,27 @@
 //   - Settling (settling.go): while a shard's leadership is being decided
 //     as this replica sees it, LeaderOf names this node and the group
 //     coordinator holds requests (groups.Coordinator, hold.go);
-//     RoutingChanges wakes the held requests.
+//     RoutingChanges wakes the held requests. AwaitLeaderOf
+//     (awaitleader.go) is LeaderOf waiting for a leader this node does not
+//     know yet (FindCoordinator's hold).
+//   - Metadata changes (metaforward.go, metaconfirm.go, nudge.go):
+//     ApplyMetadataChange applies a topic, SCRAM or ACL change on the
+//     metadata leader (forwarded over the admin stream from other nodes)
+//     and answers once this node's replica applied it; a change that
+//     revokes something, once every live replica confirmed it. The leader
+//     then appends a barrier so followers learn the commit at once.
+//   - Metadata read barrier (metasync.go): SyncMetadataSince brings this
+//     node's replica up to the leader's read index before a miss is
+//     answered (rounds coalesced per node); MetadataFresh says whether the
+//     replica heard from the leader recently enough to allow requests.
 //   - Disk fence (diskfence.go): a watch reads the node store's Busy and
 //     Failed (atomics, however stuck the store is) and, when a write has
 //     been in flight for MaxSyncDuration (kcoord.log.max.sync.ms) or one
 //     failed, fences the node without touching the disk: Leads, Settling
 //     and Ready answer false, pending futures fail, each shard it led is
-//     handed to its most caught-up voter with a TimeoutNow sent through the
-//     shard's transport (Raft's main loop may be parked in the write), the
+//     handed to its most caught-up (then least loaded) voter with a
+//     TimeoutNow sent through the shard's transport (Raft's main loop may
+//     be parked in the write), the
 //     mux closes every connection and refuses new ones, election timers
 //     park, and gossip says "disk": other nodes leave it out of Brokers and
 //     LeaderOf. A stall that ends unfences it once the disk has answered

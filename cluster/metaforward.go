@@ -23,9 +23,19 @@ import (
 // AlterUserScramCredentials and CreateAcls to its controller (KIP-590),
 // so those requests work on any node. Without a known,
 // reachable leader it fails with raft.ErrNotLeader, which the Kafka
-// handlers answer as NOT_CONTROLLER. Called by the Kafka handlers'
-// goroutines; it blocks until the leader answered, at most timeout (and
-// adminTimeout when forwarded).
+// handlers answer as NOT_CONTROLLER.
+//
+// It returns only once this node's own replica has applied the change (or
+// the no-op the FSM refused), so a read on this node that follows sees it;
+// a change that takes something away (revokes: a deleted topic, ACL or
+// credential, or a replaced credential) only once every live replica has
+// applied it (confirmMetaApplied), so that no node allows what it revoked,
+// failing with ErrApplyTimeout when one does not confirm in time; and any
+// other change once every live replica has applied it or addConfirmWait
+// has passed, so that a listing through any node right after shows it.
+// Called by the Kafka handlers' goroutines; it blocks until the leader
+// answered, at most timeout (and adminTimeout when forwarded), then for
+// the replicas, at most timeout again.
 func (n *Node) ApplyMetadataChange(ctx context.Context, cmd []byte, timeout time.Duration) error {
 	cmd, err := metadataChange(cmd)
 	if err != nil {
@@ -34,20 +44,79 @@ func (n *Node) ApplyMetadataChange(ctx context.Context, cmd []byte, timeout time
 	if n.closed.Load() {
 		return raft.ErrRaftShutdown
 	}
+	var index uint64
 	if n.meta.IsLeader() {
-		if err := n.checkReplicasApply(fsm.CommandType(cmd[0])); err != nil {
-			return err
-		}
-		_, err := n.meta.Apply(ctx, cmd, timeout)
-		return err
+		index, err = n.applyMetaHere(ctx, cmd, timeout)
+	} else {
+		index, err = n.forwardMetadataChange(ctx, cmd, timeout)
 	}
+	if index == 0 {
+		return err // not applied (or a leader of the previous release: see forwardMetadataChange)
+	}
+	if werr := n.awaitMetaApplied(ctx, index, timeout); werr != nil {
+		return werr
+	}
+	if err != nil {
+		return err // refused: nothing changed for the other replicas to apply
+	}
+	if revokes(fsm.CommandType(cmd[0])) {
+		return n.confirmMetaApplied(ctx, index, timeout)
+	}
+	// Anything else is waited for a little too, so that a listing
+	// through another node right after shows it (a lookup by name there
+	// would find it anyway: metasync.go); a replica that has not
+	// applied it by then is left to catch up.
+	if cerr := n.confirmMetaApplied(ctx, index, min(timeout, addConfirmWait)); cerr != nil {
+		n.logger.Debug("a metadata change is answered before every replica confirmed it", "index", index, "error", cerr)
+	}
+	return nil
+}
+
+// addConfirmWait bounds how long a metadata change that revokes nothing
+// waits for the other replicas to confirm it.
+const addConfirmWait = time.Second
+
+// applyMetaHere applies cmd on the metadata leader and returns its index
+// with the FSM's answer; the index is 0 when the command was not applied
+// (not leading, a replica too old for it, a timeout).
+func (n *Node) applyMetaHere(ctx context.Context, cmd []byte, timeout time.Duration) (uint64, error) {
+	if err := n.checkReplicasApply(fsm.CommandType(cmd[0])); err != nil {
+		return 0, err
+	}
+	f := n.meta.ApplyAsync(cmd, timeout)
+	_, err := WaitApply(ctx, f, timeout)
+	if err != nil && !isFSMAnswer(err) {
+		return 0, err
+	}
+	n.meta.nudgeFollowers()
+	return f.Index(), err
+}
+
+// isFSMAnswer reports whether err is a metadata FSM's answer to a command
+// it applied (refusing it changed nothing, but the entry is in the log).
+func isFSMAnswer(err error) bool {
+	for _, e := range []error{fsm.ErrTopicExists, fsm.ErrTopicNotFound, fsm.ErrInvalidScramCredential,
+		fsm.ErrScramCredentialNotFound, fsm.ErrInvalidACL} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// forwardMetadataChange sends cmd to the metadata leader and returns the
+// index it applied it at with its answer. A leader of the previous release
+// answers no index: then the index is 0 and, when the change applied, this
+// replica is first brought up to the leader's (SyncMetadata), so the
+// caller's guarantee holds all the same.
+func (n *Node) forwardMetadataChange(ctx context.Context, cmd []byte, timeout time.Duration) (uint64, error) {
 	b, ok := n.MetaLeader()
 	if !ok {
-		return fmt.Errorf("%w: no metadata leader is known to forward the metadata change to", raft.ErrNotLeader)
+		return 0, fmt.Errorf("%w: no metadata leader is known to forward the metadata change to", raft.ErrNotLeader)
 	}
 	addr, ok := n.members.raftAddrs(n.mux.deaths)[b.NodeID]
 	if !ok {
-		return fmt.Errorf("%w: the metadata leader, node %d, is not reachable", raft.ErrNotLeader, b.NodeID)
+		return 0, fmt.Errorf("%w: the metadata leader, node %d, is not reachable", raft.ErrNotLeader, b.NodeID)
 	}
 	// The op keeps the name it had when it carried topic changes only: the
 	// nodes of earlier releases serve it under that name (and refuse a
@@ -55,18 +124,53 @@ func (n *Node) ApplyMetadataChange(ctx context.Context, cmd []byte, timeout time
 	resp, err := n.adminCall(ctx, addr, adminRequest{Op: "topic-change", Command: cmd, TimeoutMs: timeout.Milliseconds()})
 	switch {
 	case errors.Is(err, errAdminDial):
-		return fmt.Errorf("%w: forwarding the metadata change to the metadata leader, node %d: %v", raft.ErrNotLeader, b.NodeID, err)
+		return 0, fmt.Errorf("%w: forwarding the metadata change to the metadata leader, node %d: %v", raft.ErrNotLeader, b.NodeID, err)
 	case err != nil:
 		// Sent, but no answer: the leader may have applied it.
-		return fmt.Errorf("%w: the metadata leader, node %d, did not answer the metadata change (it may be applied): %v", ErrApplyTimeout, b.NodeID, err)
+		return 0, fmt.Errorf("%w: the metadata leader, node %d, did not answer the metadata change (it may be applied): %v", ErrApplyTimeout, b.NodeID, err)
 	}
 	err = adminError(resp)
 	if errors.Is(err, ErrNotMetaLeader) {
 		// Leadership moved meanwhile: the client looks again, as after
 		// NOT_CONTROLLER from Kafka.
-		return fmt.Errorf("%w: %v", raft.ErrNotLeader, err)
+		return 0, fmt.Errorf("%w: %v", raft.ErrNotLeader, err)
 	}
-	return err
+	if resp.Index == 0 && (err == nil || isFSMAnswer(err)) {
+		// A leader of the previous release: no index to wait for.
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		if serr := n.SyncMetadata(ctx); serr != nil {
+			return 0, serr
+		}
+	}
+	return resp.Index, err
+}
+
+// awaitMetaApplied returns once this node's replica of the metadata group
+// has applied the command at index, at most timeout.
+func (n *Node) awaitMetaApplied(ctx context.Context, index uint64, timeout time.Duration) error {
+	rep, ok := n.meta.FSM.(metaReplica)
+	if !ok {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := rep.WaitApplied(ctx, index); err != nil {
+		return fmt.Errorf("%w: the change is applied on the metadata leader, not yet on this node: %v", ErrApplyTimeout, err)
+	}
+	return nil
+}
+
+// revokes reports whether a metadata change of type typ can take a
+// permission or a name away, so that every replica must apply it before
+// it is answered: a deleted topic, ACL or SCRAM credential, or a
+// credential replaced (its old password must stop working everywhere).
+func revokes(typ fsm.CommandType) bool {
+	switch typ {
+	case fsm.TopicDeleteType, fsm.ACLDeleteType, fsm.ScramCredentialDeleteType, fsm.ScramCredentialSetType:
+		return true
+	}
+	return false
 }
 
 // metadataChange checks that cmd is a command ApplyMetadataChange may
@@ -146,17 +250,15 @@ func validACLs(acls []fsm.ACL) error {
 }
 
 // applyMetadataChangeHere serves a forwarded metadata change on the
-// metadata leader. Called by serveAdminConn.
-func (n *Node) applyMetadataChangeHere(cmd []byte, timeoutMs int64) error {
+// metadata leader and returns the index it applied it at (0 when it did
+// not). Called by serveAdminConn.
+func (n *Node) applyMetadataChangeHere(cmd []byte, timeoutMs int64) (uint64, error) {
 	cmd, err := metadataChange(cmd)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if !n.meta.IsLeader() {
-		return ErrNotMetaLeader
-	}
-	if err := n.checkReplicasApply(fsm.CommandType(cmd[0])); err != nil {
-		return err
+		return 0, ErrNotMetaLeader
 	}
 	// Answer within the caller's read deadline (adminTimeout), so that it
 	// hears a timeout as one rather than as a lost connection.
@@ -167,6 +269,5 @@ func (n *Node) applyMetadataChangeHere(cmd []byte, timeoutMs int64) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	_, err = n.meta.Apply(ctx, cmd, timeout)
-	return err
+	return n.applyMetaHere(ctx, cmd, timeout)
 }

@@ -3,26 +3,88 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
 )
 
+// This file is the metadata group's read barrier: a node about to answer
+// "no such topic", "no such user" or "not allowed" from its own replica
+// first brings that replica up to what the metadata leader had applied
+// (SyncMetadataSince), and a node that has not heard from the leader for a
+// while does not trust its replica to allow anything (MetadataFresh).
+
+// metaReplica is what the read barrier needs of the metadata group's FSM
+// (fsm.MetaFSM): the Raft index of the last command it applied, a wait for
+// an index, and the index Raft restored it at. hashicorp/raft's own
+// AppliedIndex runs ahead of the FSM (its main loop raises it when it
+// hands entries to the FSM goroutine), so it cannot serve a barrier.
+type metaReplica interface {
+	AppliedIndex() uint64
+	WaitApplied(ctx context.Context, i uint64) error
+	RestoredAt(i uint64)
+}
+
+// metaSyncTimeout bounds one read barrier round: asking the leader and
+// waiting for this replica to apply what it answered.
+const metaSyncTimeout = 5 * time.Second
+
+// metaSyncPoll is how often a barrier against a leader of the previous
+// release (which answers Raft's applied index) looks at the local index.
+const metaSyncPoll = 5 * time.Millisecond
+
 // SyncMetadata returns once this node's replica of the metadata group has
-// applied every entry the leader had applied when the call began, so that
-// a read of it that follows sees every change acknowledged before (a read
-// barrier, as DeleteAcls needs to match its filters against the
-// controller's ACLs, not a lagging copy). On the leader it confirms the
-// leadership with a quorum; elsewhere it asks the leader over the admin
-// stream for its applied index and waits for the local replica to reach
-// it. Called by the Kafka handlers' goroutines; it blocks at most until
-// ctx ends, and fails with raft.ErrNotLeader when no leader is reachable.
+// applied every change acknowledged before the call (a read barrier), so
+// that a read of it that follows sees them. See SyncMetadataSince.
 func (n *Node) SyncMetadata(ctx context.Context) error {
+	return n.SyncMetadataSince(ctx, time.Now())
+}
+
+// SyncMetadataSince returns once this node's replica of the metadata group
+// has applied every change acknowledged before since: a request that
+// arrived at since and found no topic, user or allowing ACL in the replica
+// calls it, then looks again, so that a miss is answered only after the
+// leader's state was consulted. A hit costs nothing; a miss costs one
+// round trip to the metadata leader (VerifyLeader there, batched) and the
+// local apply of what it answered.
+//
+// Calls are coalesced: a round that began at or after since serves the
+// caller (rounds run one at a time on their own goroutine, and every call
+// queued behind a round shares the next), so one request's many misses
+// and a burst of requests cost one round. Any goroutine may call it; it
+// blocks at most until ctx ends, and fails with raft.ErrNotLeader when no
+// leader can be reached.
+func (n *Node) SyncMetadataSince(ctx context.Context, since time.Time) error {
 	if n.closed.Load() {
 		return raft.ErrRaftShutdown
 	}
+	rd := n.metaSync.join(since, n.metaSyncRound)
+	if rd == nil {
+		return nil
+	}
+	select {
+	case <-rd.done:
+		return rd.err
+	case <-ctx.Done():
+		return fmt.Errorf("%w: waiting for the metadata read barrier: %w", ErrApplyTimeout, ctx.Err())
+	}
+}
+
+// MetadataSyncRounds is how many read barrier rounds this node has run.
+func (n *Node) MetadataSyncRounds() uint64 { return n.metaSync.rounds.Load() }
+
+// metaSyncRound runs one read barrier round. Called on the round goroutine
+// of metaSync.
+func (n *Node) metaSyncRound() error {
+	ctx, cancel := context.WithTimeout(context.Background(), metaSyncTimeout)
+	defer cancel()
 	if n.meta.IsLeader() {
-		_, err := n.metaIndexHere()
+		// The leader's replica holds everything it acknowledged; confirm
+		// that it still leads, so a deposed leader does not read alone.
+		_, err := n.metaReadIndexHere(ctx)
 		return err
 	}
 	b, ok := n.MetaLeader()
@@ -33,13 +95,29 @@ func (n *Node) SyncMetadata(ctx context.Context) error {
 	if !ok {
 		return fmt.Errorf("%w: the metadata leader, node %d, is not reachable", raft.ErrNotLeader, b.NodeID)
 	}
-	resp, err := n.adminCall(ctx, addr, adminRequest{Op: "meta-index"})
+	rep, exact := n.meta.FSM.(metaReplica)
+	resp, err := n.adminCall(ctx, addr, adminRequest{Op: "meta-read-index"})
+	if err == nil && exact && isUnknownOp(resp) {
+		exact = false // a leader of the previous release
+	}
+	if !exact {
+		resp, err = n.adminCall(ctx, addr, adminRequest{Op: "meta-index"})
+	}
 	if err == nil {
 		err = adminError(resp)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: asking the metadata leader, node %d, for its index: %v", raft.ErrNotLeader, b.NodeID, err)
 	}
+	if exact {
+		if err := rep.WaitApplied(ctx, resp.Index); err != nil {
+			return fmt.Errorf("%w: this replica of the metadata group did not apply index %d: %v", ErrApplyTimeout, resp.Index, err)
+		}
+		return nil
+	}
+	// Raft's applied index, as the previous release answers: it runs
+	// ahead of the FSM by what Raft has handed it, which is close enough
+	// for the length of a rolling upgrade.
 	for n.meta.Raft.AppliedIndex() < resp.Index {
 		select {
 		case <-ctx.Done():
@@ -50,11 +128,48 @@ func (n *Node) SyncMetadata(ctx context.Context) error {
 	return nil
 }
 
-// metaSyncPoll is how often SyncMetadata looks at the local applied index.
-const metaSyncPoll = 5 * time.Millisecond
+// metaReadIndexHere is the read index of the metadata group, served by its
+// leader (admin op "meta-read-index"): the index of the last command its
+// FSM applied, once the FSM holds every entry of earlier terms and a
+// quorum confirmed, after the call began, that this node still leads. A
+// replica that has applied the command at that index holds every change
+// acknowledged before the call.
+func (n *Node) metaReadIndexHere(ctx context.Context) (uint64, error) {
+	l := n.meta.Leadership()
+	if !n.meta.Leads(l.Epoch) {
+		return 0, ErrNotMetaLeader
+	}
+	if err := n.metaTermApplied(); err != nil {
+		return 0, err
+	}
+	if err := n.meta.ConfirmLeadership(ctx, l.Epoch); err != nil {
+		return 0, fmt.Errorf("%w: %v", ErrNotMetaLeader, err)
+	}
+	if rep, ok := n.meta.FSM.(metaReplica); ok {
+		return rep.AppliedIndex(), nil
+	}
+	return n.meta.Raft.AppliedIndex(), nil
+}
 
-// metaIndexHere is the metadata leader's applied index once a quorum
-// confirmed its leadership. Called by serveAdminConn and SyncMetadata.
+// metaTermApplied returns once the metadata leader's FSM has applied every
+// entry its predecessors committed: a barrier, once per term. A new
+// leader's FSM may lag what the previous leader acknowledged until then.
+// Called by the metadata leader's placement loop and read index.
+func (n *Node) metaTermApplied() error {
+	term := n.meta.Term()
+	if n.metaAppliedTerm.Load() == term {
+		return nil
+	}
+	if err := n.meta.Barrier(placementApplyTimeout); err != nil {
+		return fmt.Errorf("barrier of the metadata group's term %d: %w", term, err)
+	}
+	n.metaAppliedTerm.Store(term)
+	return nil
+}
+
+// metaIndexHere answers the previous release's "meta-index": Raft's applied
+// index once a quorum confirmed the leadership. Kept for the followers of
+// that release while a rolling upgrade runs.
 func (n *Node) metaIndexHere() (uint64, error) {
 	if !n.meta.IsLeader() {
 		return 0, ErrNotMetaLeader
@@ -63,4 +178,100 @@ func (n *Node) metaIndexHere() (uint64, error) {
 		return 0, err
 	}
 	return n.meta.Raft.AppliedIndex(), nil
+}
+
+// isUnknownOp reports whether an admin answer says the peer does not know
+// the op: a node of an earlier release.
+func isUnknownOp(resp adminResponse) bool {
+	return resp.Code == "unknown-op" || (resp.Code == "error" && strings.HasPrefix(resp.Error, "unknown admin op"))
+}
+
+// MetadataFresh reports whether this node may trust its replica of the
+// metadata group to allow a request (an ACL that allows it, a user's
+// credential): it leads the group, or heard from its leader within
+// maxStaleness. A node cut off from the leader for longer may miss a
+// revoked grant that every other node applied, so it brings its replica up
+// to date first (SyncMetadata), and refuses when it cannot. A node fenced
+// for its disk is never fresh: its replica cannot take new entries.
+// Cheap; connection goroutines call it on every request.
+func (n *Node) MetadataFresh(maxStaleness time.Duration) bool {
+	if n.closed.Load() || n.disk.fenced() {
+		return false
+	}
+	if n.meta.IsLeader() {
+		return true // a leader cut off from its quorum steps down within its lease
+	}
+	last := n.meta.Raft.LastContact()
+	return !last.IsZero() && time.Since(last) <= maxStaleness
+}
+
+// metaSync coalesces a node's read barrier rounds (SyncMetadataSince).
+// Rounds run one at a time on one goroutine; a caller is served by the
+// last round that succeeded, or the one running, if it began at or after
+// the caller's since, and otherwise waits for the next, which every caller
+// queued meanwhile shares.
+type metaSync struct {
+	mu      sync.Mutex
+	running bool
+	cur     *metaSyncRound // the round in progress; nil between rounds
+	next    *metaSyncRound // the round queued callers share; nil when none
+	// lastOK is when the latest round that succeeded began.
+	lastOK time.Time
+
+	rounds atomic.Uint64
+}
+
+// metaSyncRound is one round; done closes once err is set.
+type metaSyncRound struct {
+	start time.Time
+	done  chan struct{}
+	err   error
+}
+
+// join returns the round that serves a caller whose read began at since,
+// or nil when a round that began since then has already succeeded. It
+// starts the round goroutine, which calls run, if none runs.
+func (m *metaSync) join(since time.Time, run func() error) *metaSyncRound {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.lastOK.IsZero() && !m.lastOK.Before(since) {
+		return nil
+	}
+	if m.cur != nil && !m.cur.start.Before(since) {
+		return m.cur
+	}
+	if m.next == nil {
+		m.next = &metaSyncRound{done: make(chan struct{})}
+	}
+	rd := m.next
+	if !m.running {
+		m.running = true
+		go m.loop(run)
+	}
+	return rd
+}
+
+// loop runs rounds until none is queued.
+func (m *metaSync) loop(run func() error) {
+	for {
+		m.mu.Lock()
+		rd := m.next
+		m.next, m.cur = nil, rd
+		if rd == nil {
+			m.running = false
+			m.mu.Unlock()
+			return
+		}
+		rd.start = time.Now()
+		m.mu.Unlock()
+		rd.err = run()
+		m.rounds.Add(1)
+		m.mu.Lock()
+		if rd.err == nil && rd.start.After(m.lastOK) {
+			m.lastOK = rd.start
+		}
+		m.cur = nil
+		m.mu.Unlock()
+		close(rd.done)
+	}
 }

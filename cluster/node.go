@@ -93,9 +93,12 @@ type Node struct {
 	// movesDone counts replicas this node promoted to voter as a shard's
 	// leader (kcoord_replica_moves_total).
 	movesDone atomic.Int64
-	// plannedTerm is the metadata group's term of this node's last
-	// placement plan (placer.go); the placement loop owns it.
-	plannedTerm atomic.Uint64
+	// metaAppliedTerm is the metadata group's last term in which this
+	// node, leading it, applied a barrier (metaTermApplied): its FSM holds
+	// every entry of earlier terms.
+	metaAppliedTerm atomic.Uint64
+	// metaSync coalesces the metadata read barrier (metasync.go).
+	metaSync metaSync
 
 	// logStore is LogStoreNode (nodeStore holds every shard's log) or
 	// LogStoreShard (one raft-boltdb file per shard).
@@ -500,6 +503,12 @@ func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Sha
 	}
 	if trans.beat != nil {
 		trans.beat.raft.Store(r)
+	}
+	if rep, ok := fsm.(metaReplica); ok {
+		// NewRaft restored the latest snapshot (and applies nothing more
+		// before it learns a commit index): a snapshot of the previous
+		// release does not carry its index, Raft does.
+		rep.RestoredAt(r.AppliedIndex())
 	}
 	s = &Shard{
 		ID:              id,

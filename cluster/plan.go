@@ -120,12 +120,9 @@ func activeNodes(nodes map[int32]fsm.Node) []int32 {
 func (n *Node) planPlacement(p placementFSM) error {
 	// A new leader's FSM may not have applied what its predecessor
 	// committed (the desired voters it set last): planning on that would
-	// start moves beyond MaxConcurrentMoves. A barrier once per term.
-	if term := n.meta.Term(); n.plannedTerm.Load() != term {
-		if err := n.meta.Barrier(placementApplyTimeout); err != nil {
-			return fmt.Errorf("barrier before planning: %w", err)
-		}
-		n.plannedTerm.Store(term)
+	// start moves beyond MaxConcurrentMoves.
+	if err := n.metaTermApplied(); err != nil {
+		return fmt.Errorf("before planning: %w", err)
 	}
 	nodes := registry(p.Nodes())
 	for id, addr := range n.placementCandidates() {
