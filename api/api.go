@@ -119,6 +119,10 @@ type Config struct {
 	// does not know yet (an election under way) before it answers
 	// COORDINATOR_NOT_AVAILABLE. 0 answers at once.
 	ElectionHold time.Duration
+	// Metadata is the node's replica of the metadata group as handlers
+	// consult it before answering a miss (metareplica.go); nil answers
+	// misses from the local state alone (tests).
+	Metadata MetadataReplica
 	// Authorizer decides each request by its principal (authorize.go);
 	// nil, on a node that does not authenticate its clients, allows
 	// everything, as Kafka without an authorizer.
@@ -181,7 +185,12 @@ func New(cfg Config, c Cluster, topics Topics, shards []Shard) *Handlers {
 // Register adds every API kcoord serves, with its version range, to mux.
 func (h *Handlers) Register(mux *transport.Mux) {
 	reg := func(req kmsg.Request, min, max int16, fn func(context.Context, *transport.RequestContext, kmsg.Request) (kmsg.Response, error)) {
-		mux.Handle(req.Key(), min, max, fn)
+		mux.Handle(req.Key(), min, max, func(ctx context.Context, rc *transport.RequestContext, req kmsg.Request) (kmsg.Response, error) {
+			if err := h.freshForAuthorization(ctx, rc); err != nil {
+				return nil, err
+			}
+			return fn(ctx, rc, req)
+		})
 	}
 	reg(new(kmsg.MetadataRequest), 0, 13, h.metadata)
 	reg(new(kmsg.FindCoordinatorRequest), 0, 6, h.findCoordinator)

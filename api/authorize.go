@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -21,17 +22,27 @@ import (
 
 // Authorizer decides a principal's operation on a resource;
 // *auth.Authorizer is one. Handlers call it from their connections'
-// goroutines, concurrently; it must not block.
+// goroutines, concurrently; it must not block (a denial's read barrier is
+// the handlers', metareplica.go).
 type Authorizer interface {
 	Authorize(p auth.Principal, host string, op auth.Operation, rt auth.ResourceType, name string) bool
 }
 
 // allowed reports whether rc's principal may perform op on the resource.
+// A denial is a miss (metareplica.go): it stands only once the ACLs were
+// brought up to the metadata leader's as of the request's arrival, so an
+// ACL created through another node just before allows the request here.
+// The barrier blocks the handler for about one round trip, once per
+// request however many of its checks are denied.
 func (h *Handlers) allowed(rc *transport.RequestContext, op auth.Operation, rt auth.ResourceType, name string) bool {
 	if h.cfg.Authorizer == nil {
 		return true
 	}
-	return h.cfg.Authorizer.Authorize(principalOf(rc), clientIP(rc), op, rt, name)
+	p, host := principalOf(rc), clientIP(rc)
+	if h.cfg.Authorizer.Authorize(p, host, op, rt, name) {
+		return true
+	}
+	return h.syncMetadata(context.Background(), rc) && h.cfg.Authorizer.Authorize(p, host, op, rt, name)
 }
 
 // groupDenied is nil when rc may perform op on group, else a

@@ -42,6 +42,10 @@ func (h *Handlers) deleteTopics(ctx context.Context, rc *transport.RequestContex
 		rt := kmsg.NewDeleteTopicsResponseTopic()
 		rt.Topic, rt.TopicID = t.name, t.id
 		name, ok := h.resolveTopic(t.name, t.id)
+		if !ok && h.syncMetadata(ctx, rc) {
+			// Created through another node just before, perhaps.
+			name, ok = h.resolveTopic(t.name, t.id)
+		}
 		switch denied := h.topicDenied(rc, auth.OpDelete, name); {
 		case (ok || t.name != nil) && denied != nil:
 			rt.ErrorCode, rt.ErrorMessage = h.errorCode(denied), errMessage(denied)

@@ -3,8 +3,11 @@ package api
 // DescribeAcls (key 29), versions 0–3: the ACLs matching one filter
 // (auth.ACLFilter: Any values and null strings match everything, MATCH
 // the ACLs that apply to a name), grouped by resource pattern, from this
-// node's replica of the metadata group. A filter Kafka would not take is
-// INVALID_REQUEST. Needs Cluster DESCRIBE (CLUSTER_AUTHORIZATION_FAILED).
+// node's replica of the metadata group once a read barrier brought it up to
+// the leader's (a listing has no miss to notice: every ACL acknowledged
+// before the request is listed, through whichever node created it). A
+// filter Kafka would not take is INVALID_REQUEST. Needs Cluster DESCRIBE
+// (CLUSTER_AUTHORIZATION_FAILED).
 
 import (
 	"context"
@@ -17,7 +20,7 @@ import (
 	"github.com/kcoord/kcoord/transport"
 )
 
-func (h *Handlers) describeACLs(_ context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (h *Handlers) describeACLs(ctx context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.DescribeACLsRequest](kreq)
 	if err != nil {
 		return nil, err
@@ -39,6 +42,7 @@ func (h *Handlers) describeACLs(_ context.Context, rc *transport.RequestContext,
 		pt   auth.PatternType
 	}
 	byPattern := make(map[pattern]int)
+	h.syncMetadata(ctx, rc) // if it fails, this replica's ACLs, as Kafka's broker answers
 	for _, a := range h.acls.ACLs().Matching(f) {
 		p := pattern{a.ResourceType, a.ResourceName, a.PatternType}
 		i, ok := byPattern[p]

@@ -7,7 +7,8 @@ package api
 // RESOURCE_NOT_FOUND, with Kafka's messages. It needs Cluster DESCRIBE
 // (authorize.go), else the whole request is CLUSTER_AUTHORIZATION_FAILED.
 // Read from this node's replica of the metadata group, as a Kafka broker
-// reads its metadata image.
+// reads its metadata image, once a read barrier brought it up to the
+// leader's: a user created through another node just before is listed.
 
 import (
 	"context"
@@ -21,7 +22,7 @@ import (
 	"github.com/kcoord/kcoord/transport"
 )
 
-func (h *Handlers) describeUserScramCredentials(_ context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (h *Handlers) describeUserScramCredentials(ctx context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.DescribeUserSCRAMCredentialsRequest](kreq)
 	if err != nil {
 		return nil, err
@@ -33,6 +34,7 @@ func (h *Handlers) describeUserScramCredentials(_ context.Context, rc *transport
 	}
 	byUser := make(map[string][]fsm.ScramCredential)
 	var all []string
+	h.syncMetadata(ctx, rc) // if it fails, this replica's credentials
 	for _, c := range h.credentials.ScramCredentials() {
 		if _, ok := byUser[c.User]; !ok {
 			all = append(all, c.User)

@@ -40,7 +40,7 @@ func (h *Handlers) fetch(ctx context.Context, rc *transport.RequestContext, kreq
 	for _, t := range req.Topics {
 		rt := kmsg.NewFetchResponseTopic()
 		rt.Topic = t.Topic
-		topic, known := h.topics.Topic(t.Topic)
+		topic, known := h.lookupTopic(ctx, rc, t.Topic)
 		denied := h.topicDenied(rc, auth.OpRead, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewFetchResponseTopicPartition()

@@ -18,7 +18,7 @@ import (
 	"github.com/kcoord/kcoord/transport"
 )
 
-func (h *Handlers) listOffsets(_ context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (h *Handlers) listOffsets(ctx context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.ListOffsetsRequest](kreq)
 	if err != nil {
 		return nil, err
@@ -27,7 +27,7 @@ func (h *Handlers) listOffsets(_ context.Context, rc *transport.RequestContext, 
 	for _, t := range req.Topics {
 		rt := kmsg.NewListOffsetsResponseTopic()
 		rt.Topic = t.Topic
-		topic, known := h.topics.Topic(t.Topic)
+		topic, known := h.lookupTopic(ctx, rc, t.Topic)
 		denied := h.topicDenied(rc, auth.OpDescribe, t.Topic)
 		for _, p := range t.Partitions {
 			rp := kmsg.NewListOffsetsResponseTopicPartition()

@@ -31,7 +31,7 @@ import (
 	"github.com/kcoord/kcoord/transport"
 )
 
-func (h *Handlers) metadata(_ context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (h *Handlers) metadata(ctx context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.MetadataRequest](kreq)
 	if err != nil {
 		return nil, err
@@ -83,7 +83,7 @@ func (h *Handlers) metadata(_ context.Context, rc *transport.RequestContext, kre
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
-		t, ok := h.topics.Topic(*rt.Topic)
+		t, ok := h.lookupTopic(ctx, rc, *rt.Topic)
 		if !ok {
 			mt := kmsg.NewMetadataResponseTopic()
 			name := *rt.Topic

@@ -36,7 +36,7 @@ import (
 	"github.com/kcoord/kcoord/transport"
 )
 
-func (h *Handlers) offsetCommit(_ context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (h *Handlers) offsetCommit(ctx context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.OffsetCommitRequest](kreq)
 	if err != nil {
 		return nil, err
@@ -65,7 +65,10 @@ func (h *Handlers) offsetCommit(_ context.Context, rc *transport.RequestContext,
 	groupDenied := h.groupDenied(rc, auth.OpRead, req.Group)
 	for i, t := range req.Topics {
 		codes[i] = make([]int16, len(t.Partitions))
-		topic, registered := h.topics.Topic(t.Topic)
+		// A miss is answered only once the leader's registry was
+		// consulted: the topic may have been created through another
+		// node just before.
+		topic, registered := h.lookupTopic(ctx, rc, t.Topic)
 		denied := groupDenied
 		if denied == nil {
 			denied = h.topicDenied(rc, auth.OpRead, t.Topic)

@@ -22,7 +22,7 @@ import (
 	"github.com/kcoord/kcoord/transport"
 )
 
-func (h *Handlers) offsetDelete(_ context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (h *Handlers) offsetDelete(ctx context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.OffsetDeleteRequest](kreq)
 	if err != nil {
 		return nil, err
@@ -44,7 +44,7 @@ func (h *Handlers) offsetDelete(_ context.Context, rc *transport.RequestContext,
 	shard := h.shardFor(req.Group)
 	for i, t := range req.Topics {
 		refused[i] = make([]int16, len(t.Partitions))
-		topic, registered := h.topics.Topic(t.Topic)
+		topic, registered := h.lookupTopic(ctx, rc, t.Topic)
 		denied := h.topicDenied(rc, auth.OpRead, t.Topic)
 		for j, p := range t.Partitions {
 			tp := fsm.TopicPartition{Topic: t.Topic, Partition: p.Partition}

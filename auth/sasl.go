@@ -10,7 +10,9 @@ import (
 
 // Lookup returns a user's stored credential for one SCRAM mechanism. The
 // server wires it to the metadata FSM. It is called from connection
-// handler goroutines, concurrently, and must not block.
+// handler goroutines, concurrently; it may block for a read barrier of
+// the metadata group (a user it does not hold yet), bounded by the
+// server, never on this package's locks.
 type Lookup func(user string, m Mechanism) (Credential, bool)
 
 // Config configures an Authenticator.

@@ -136,6 +136,14 @@ type Config struct {
 	// the disk answers again (cluster.Config.MaxSyncDuration). 0 turns the
 	// watchdog off.
 	LogMaxSync time.Duration
+	// MetadataMaxStaleness is kcoord.metadata.max.staleness.ms: how long a
+	// node that authenticates its clients trusts its replica of the
+	// metadata group (users, ACLs) without hearing from the group's
+	// leader. Past it, the node first brings the replica up to the
+	// leader's (a read barrier) before it serves a request, and closes the
+	// connection when it cannot, so that a node cut off from the cluster
+	// stops allowing what the others revoked (cluster.Node.MetadataFresh).
+	MetadataMaxStaleness time.Duration
 	// ShutdownDrain is kcoord.shutdown.drain.ms: after a planned stop has
 	// moved this node's shard leaderships away, how long its Kafka listener
 	// keeps answering (NOT_COORDINATOR to group requests, the new leaders
@@ -236,6 +244,7 @@ func DefaultConfig() Config {
 		PlacementMaxConcurrentMoves:   4,
 		ShutdownDrain:                 4 * time.Second,
 		LogMaxSync:                    cluster.DefaultMaxSyncDuration,
+		MetadataMaxStaleness:          5 * time.Second,
 		SocketRequestMaxBytes:         104857600,
 		SASLServerMaxReceiveSize:      524288,
 		MaxConnections:                2147483647,
@@ -316,6 +325,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ShutdownDrain < 0 {
 		errs = append(errs, errors.New("kcoord.shutdown.drain.ms must not be negative"))
+	}
+	if c.MetadataMaxStaleness <= 0 {
+		errs = append(errs, errors.New("kcoord.metadata.max.staleness.ms must be positive"))
 	}
 	if c.LogMaxSync < 0 {
 		errs = append(errs, errors.New("kcoord.log.max.sync.ms must not be negative (0 turns the disk watchdog off)"))

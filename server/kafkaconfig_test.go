@@ -47,6 +47,7 @@ var kafkaDefaults = map[string]string{
 	"kcoord.placement.max.concurrent.moves":            "4",
 	"kcoord.shutdown.drain.ms":                         "4000",
 	"kcoord.log.max.sync.ms":                           "2000",
+	"kcoord.metadata.max.staleness.ms":                 "5000",
 	"kcoord.offsets.commit.unregistered.topics.enable": "false",
 }
 

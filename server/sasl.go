@@ -66,8 +66,10 @@ func (c *Config) superusers() auth.Superusers {
 }
 
 // authenticator is the listener's SASL, nil when SASL is off. Logins are
-// checked against meta, this node's replica of the metadata group.
-func (c *Config) authenticator(meta *fsm.MetaFSM) (*auth.Authenticator, error) {
+// checked against meta, this node's replica of the metadata group, as
+// reads consults it: a user it does not hold (or holds while cut off from
+// the metadata leader) is looked up again after a read barrier.
+func (c *Config) authenticator(meta *fsm.MetaFSM, reads *metaReads) (*auth.Authenticator, error) {
 	mechs := c.saslMechanisms()
 	if len(mechs) == 0 {
 		return nil, nil
@@ -75,8 +77,8 @@ func (c *Config) authenticator(meta *fsm.MetaFSM) (*auth.Authenticator, error) {
 	return auth.New(auth.Config{
 		Mechanisms: mechs,
 		Lookup: func(user string, m auth.Mechanism) (auth.Credential, bool) {
-			sc, ok := meta.ScramCredential(user, int8(m))
-			if !ok {
+			var sc fsm.ScramCredential
+			if !reads.lookup(func() (ok bool) { sc, ok = meta.ScramCredential(user, int8(m)); return ok }) {
 				return auth.Credential{}, false
 			}
 			return auth.Credential{Mechanism: m, Salt: sc.Salt, StoredKey: sc.StoredKey, ServerKey: sc.ServerKey,

@@ -45,6 +45,8 @@ type Server struct {
 	coords []*groups.Coordinator
 	states []*fsm.ShardFSM
 	meta   *fsm.MetaFSM
+	// metaReads is how requests consult meta (metareads.go).
+	metaReads *metaReads
 	// authorizer decides requests by ACLs on a node that authenticates
 	// its clients; nil otherwise.
 	authorizer *auth.Authorizer
@@ -133,7 +135,8 @@ func (s *Server) Start() error {
 	}
 	tcfg.TLS, s.certs = tlsCfg, certs
 	s.meta = fsm.NewMetaFSM(s.logger.Named("meta"))
-	sasl, err := s.cfg.authenticator(s.meta)
+	s.metaReads = &metaReads{s: s, maxStaleness: s.cfg.MetadataMaxStaleness, timeout: s.cfg.OffsetsCommitTimeout}
+	sasl, err := s.cfg.authenticator(s.meta, s.metaReads)
 	if err != nil {
 		return err
 	}
@@ -178,6 +181,7 @@ func (s *Server) Start() error {
 		ElectionHold:             s.cfg.GroupElectionHold,
 		CommitUnregisteredTopics: s.cfg.OffsetsCommitUnregisteredTopics,
 		Authorizer:               authorizer,
+		Metadata:                 s.metaReads,
 		BootstrapSuperuser:       s.cfg.SASLSuperuser,
 		Logger:                   s.logger.Named("api"),
 	}, s.node, &topicRegistry{node: s.node, fsm: s.meta, timeout: s.cfg.OffsetsCommitTimeout}, s.apiShards())

@@ -330,7 +330,7 @@ func (c *conn) call(in *inbound) (resp kmsg.Response, err error) {
 		}
 	}()
 	rc := c.rc
-	rc.ClientID = in.clientID
+	rc.ClientID, rc.Received = in.clientID, in.received
 	resp, err = in.fn(c.ctx, &rc, in.req)
 	switch {
 	case err != nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -28,6 +29,10 @@ type RequestContext struct {
 	// authenticated (Config.SASL), else the subject of its verified TLS
 	// client certificate, else auth.Anonymous.
 	Principal auth.Principal
+	// Received is when the request's frame was read: a read that must
+	// reflect every write acknowledged before the request arrived starts
+	// from it.
+	Received time.Time
 }
 
 // HandlerFunc serves one decoded request; req already has its version set
