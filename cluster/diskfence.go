@@ -385,7 +385,8 @@ const fencedTimeout = time.Hour
 func (s *Shard) fence() {
 	s.failPendingWith(raft.ErrLeadershipLost)
 	s.paceHeartbeats(s.IsLeader())
-	if s.leadership.load().Leader {
+	if l := s.leadership.load(); l.Leader {
+		s.handover.begin(l.Term)
 		s.notifyAsync(false)
 	}
 }
@@ -395,6 +396,7 @@ func (s *Shard) fence() {
 // epoch, which its coordinator serves only after a barrier commits.
 // It reports whether Raft still leads.
 func (s *Shard) unfence() bool {
+	s.handover.end()
 	leader := s.IsLeader()
 	s.paceHeartbeats(leader)
 	if leader {

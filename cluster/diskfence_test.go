@@ -90,8 +90,14 @@ func TestStalledDiskFencesTheNodeAndItsShardsElectElsewhere(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the write pending on the stalled disk was not answered at the fence")
 	}
-	if victim.Shard(0).Leads(epoch) || victim.Shard(0).Settling() || victim.Ready() {
-		t.Fatal("a fenced node still leads, holds requests or reports ready")
+	if victim.Shard(0).Leads(epoch) || victim.Ready() {
+		t.Fatal("a fenced node still leads or reports ready")
+	}
+	// It holds requests for a shard it led only until gossip names the
+	// node that took it over (handingOver).
+	eventually(t, 5*time.Second, "the fenced node to stop holding shard 0's requests", func() bool { return !victim.Shard(0).Settling() })
+	if b, ok := victim.LeaderOf(0); !ok || b.NodeID == victim.ID() {
+		t.Fatalf("the fenced node stopped holding requests naming %v (%v) the leader of shard 0", b, ok)
 	}
 	if _, err := victim.Shard(0).Apply(ctx, []byte("set k fenced"), time.Second); !errors.Is(err, raft.ErrLeadershipLost) {
 		t.Fatalf("a write proposed on the fenced node: %v, want raft.ErrLeadershipLost", err)

@@ -524,6 +524,7 @@ func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Sha
 		disk:            n.disk,
 		peers:           &n.members,
 		routing:         n.routing,
+		leaders:         &n.leaders,
 		store:           st.store,
 		trans:           trans,
 		match:           match,

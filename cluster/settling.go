@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -28,7 +29,9 @@ import (
 // any goroutine may call it, on every request.
 func (s *Shard) Settling() bool {
 	if s.disk.fenced() {
-		return false // nothing is served here until the disk answers
+		// Nothing is served here until the disk answers; but a shard
+		// this node led settles until gossip names its successor.
+		return s.handingOver()
 	}
 	switch s.Raft.State() {
 	case raft.Leader:
@@ -149,4 +152,34 @@ func (s *Shard) registerLeaderObserver() (stop func()) {
 		s.Raft.DeregisterObserver(obs)
 		close(obsCh)
 	}
+}
+
+// handover is a fenced leader's hand-off of one shard (diskfence.go): the
+// term it led in, and when it fenced itself.
+type handover struct {
+	term atomic.Uint64
+	at   atomic.Int64 // unix nanoseconds
+}
+
+func (h *handover) begin(term uint64) {
+	h.at.Store(time.Now().UnixNano())
+	h.term.Store(term)
+}
+
+func (h *handover) end() { h.term.Store(0) }
+
+// handingOver reports whether this node led the shard when it fenced
+// itself for its disk and no node is known, through gossip, to lead it in
+// a later term yet, within an election's length of the fence. Its group
+// requests are held meanwhile (Settling): answered NOT_COORDINATOR at
+// once, a client asks another node for the coordinator in the moment
+// before that node has heard of the hand-off, is named this node again,
+// and segmentio/kafka-go leaves its group on the second refusal.
+func (s *Shard) handingOver() bool {
+	term := s.handover.term.Load()
+	if term == 0 || time.Since(time.Unix(0, s.handover.at.Load())) > s.heartbeat+2*s.election {
+		return false
+	}
+	e, ok := s.leaders.get(s.ID)
+	return !ok || serverID(e.Node) == s.localID || e.Term <= term
 }

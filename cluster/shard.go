@@ -61,6 +61,13 @@ type Shard struct {
 	handOffAt atomic.Int64
 	// reads batches leadership confirmations (ConfirmLeadership).
 	reads readIndex
+
+	// leaders is the node's leader table: who gossip says leads which
+	// shard (a fenced leader waits there for its successor: handingOver).
+	leaders *leaderTable
+	// handover is the term this node led the shard in when it fenced
+	// itself for its disk, and when (settling.go).
+	handover handover
 }
 
 // transferLeadership hands the shard's leadership to the voter id (any

@@ -304,7 +304,9 @@ func resumedAfter(t testing.TB, logs []string, killed time.Time) (resumed []time
 		for sc.Scan() {
 			line := sc.Text()
 			if m := activeLine.FindStringSubmatch(line); m != nil {
-				if at, err := time.Parse("2006-01-02T15:04:05.000Z0700", m[1]); err == nil && at.After(killed) && elected == 0 {
+				// The earliest activation in any survivor's log (a later
+				// one is the balance moving the shard again).
+				if at, err := time.Parse("2006-01-02T15:04:05.000Z0700", m[1]); err == nil && at.After(killed) && (elected == 0 || at.Sub(killed) < elected) {
 					elected = at.Sub(killed)
 				}
 				continue

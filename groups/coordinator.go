@@ -281,6 +281,7 @@ func (c *Coordinator) confirm(ctx context.Context, epoch uint64) error {
 	defer cancel()
 	if err := c.log.ConfirmLeadership(ctx, epoch); err != nil {
 		c.logger.Debug("leadership not confirmed; not serving the read", "epoch", epoch, "error", err)
+		c.holdWhileSettling(ctx)
 		return ErrNotCoordinator
 	}
 	return nil

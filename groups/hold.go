@@ -81,6 +81,42 @@ func (c *Coordinator) serving(ctx context.Context) (uint64, error) {
 	}
 }
 
+// holdWhileSettling waits, at most Config.ElectionHold (the request's
+// shared bound, OneHold), while the shard's leadership settles on this
+// node (Log.Settling) before a request that lost its leadership is
+// answered ErrNotCoordinator: a leader that fenced itself for its disk
+// settles until the node it handed the shard to is known to lead, and a
+// client told NOT_COORDINATOR sooner would ask for the coordinator in the
+// moment no node names the new one. Called from request goroutines
+// without any lock held.
+func (c *Coordinator) holdWhileSettling(ctx context.Context) {
+	if c.cfg.ElectionHold <= 0 || !c.log.Settling() {
+		return
+	}
+	start := time.Now()
+	deadline := time.NewTimer(time.Until(holdDeadline(ctx, start.Add(c.cfg.ElectionHold))))
+	defer deadline.Stop()
+	recheck := time.NewTicker(holdRecheck)
+	defer recheck.Stop()
+	defer func() {
+		c.held.Add(1)
+		c.heldFor.Add(uint64(time.Since(start)))
+	}()
+	for c.log.Settling() {
+		select {
+		case <-c.log.RoutingChanges():
+		case <-recheck.C:
+		case <-c.stopCh:
+			return
+		case <-ctx.Done():
+			return
+		case <-deadline.C:
+			c.holdExpired.Add(1)
+			return
+		}
+	}
+}
+
 // Stop ends every held request and holds no more: the server calls it
 // first when it stops, so that closing the Kafka listener (which waits for
 // the handlers) is not held up by requests waiting for an election.

@@ -72,3 +72,58 @@ func TestAFencedNodeNamesTheNewCoordinator(t *testing.T) {
 	}
 	t.Logf("the fenced node %d named node %d", victim.cfg.NodeID, id)
 }
+
+// A leader that fenced itself for its disk answers its groups' requests
+// NOT_COORDINATOR only once it knows the node it handed the shard to
+// leads: a client told sooner asks another node for the coordinator in
+// the moment before that node has heard of the hand-off, can be named the
+// fenced node again, and segmentio/kafka-go leaves its group on that
+// second refusal (BenchmarkDiskStall saw its group rebalance so).
+func TestAFencedLeaderRefusesOnceItsSuccessorIsKnown(t *testing.T) {
+	servers := StartTestCluster(t, 3, func(i int, c *Config) { c.LogMaxSync = 300 * time.Millisecond })
+	waitAllReady(t, servers)
+	ctx := testCtx(t, 60*time.Second)
+	var victim *Server
+	var group string
+	var shard int32
+	for i := 0; victim == nil; i++ {
+		group = fmt.Sprintf("handed-%d", i)
+		shard = cluster.PartitionFor(group, servers[0].cfg.OffsetsTopicNumPartitions)
+		for _, s := range servers {
+			if s.Node().Shard(shard).IsLeader() {
+				victim = s
+			}
+		}
+	}
+	resume := victim.Node().DiskFaults().Stall()
+	defer resume()
+	deadline := time.Now().Add(10 * time.Second)
+	for !victim.Node().DiskHealth().Fenced() {
+		if time.Now().After(deadline) {
+			t.Fatal("the node did not fence itself")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = group // v0-7
+	rg := kmsg.NewOffsetFetchRequestGroup()
+	rg.Group = group // v8+
+	req.Groups = append(req.Groups, rg)
+	resp, err := pinnedRequest(ctx, victim.KafkaAddr().String(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	of := resp.(*kmsg.OffsetFetchResponse)
+	code := of.ErrorCode
+	if len(of.Groups) == 1 {
+		code = of.Groups[0].ErrorCode
+	}
+	if code != kerr.NotCoordinator.Code {
+		t.Fatalf("OffsetFetch of %s at the fenced node: %v, want NOT_COORDINATOR", group, kerr.ErrorForCode(code))
+	}
+	b, ok := victim.Node().LeaderOf(shard)
+	if !ok || b.NodeID == victim.cfg.NodeID {
+		t.Fatalf("the fenced node answered NOT_COORDINATOR while it knew no successor for shard %d (%v, %v)", shard, b, ok)
+	}
+	t.Logf("answered NOT_COORDINATOR once node %d was known to lead", b.NodeID)
+}
