@@ -35,14 +35,33 @@ type Authorizer interface {
 // The barrier blocks the handler for about one round trip, once per
 // request however many of its checks are denied.
 func (h *Handlers) allowed(rc *transport.RequestContext, op auth.Operation, rt auth.ResourceType, name string) bool {
-	if h.cfg.Authorizer == nil {
+	if h.allowedHere(rc, op, rt, name) {
 		return true
 	}
-	p, host := principalOf(rc), clientIP(rc)
-	if h.cfg.Authorizer.Authorize(p, host, op, rt, name) {
+	return h.syncMetadata(context.Background(), rc) && h.allowedHere(rc, op, rt, name)
+}
+
+// allowedHere is allowed as this replica decides it, without a read
+// barrier: for a probe of a broad grant whose denial is no answer (the
+// request goes on to check narrower resources, allowedUnder).
+func (h *Handlers) allowedHere(rc *transport.RequestContext, op auth.Operation, rt auth.ResourceType, name string) bool {
+	return h.cfg.Authorizer == nil || h.cfg.Authorizer.Authorize(principalOf(rc), clientIP(rc), op, rt, name)
+}
+
+// allowedUnder reports whether *broad (a probe of a cluster-wide grant,
+// made with allowedHere and decided again by probe) or rc's own grant on
+// the resource allows op. A denial of both consults the metadata leader
+// (once per request, metareplica.go) and decides both again, so a grant
+// of either kind created just before through another node counts.
+func (h *Handlers) allowedUnder(rc *transport.RequestContext, broad *bool, probe func() bool, op auth.Operation, rt auth.ResourceType, name string) bool {
+	if *broad || h.allowedHere(rc, op, rt, name) {
 		return true
 	}
-	return h.syncMetadata(context.Background(), rc) && h.cfg.Authorizer.Authorize(p, host, op, rt, name)
+	if !h.syncMetadata(context.Background(), rc) {
+		return false
+	}
+	*broad = probe()
+	return *broad || h.allowedHere(rc, op, rt, name)
 }
 
 // groupDenied is nil when rc may perform op on group, else a
@@ -60,6 +79,11 @@ func (h *Handlers) topicDenied(rc *transport.RequestContext, op auth.Operation, 
 	if h.allowed(rc, op, auth.ResourceTopic, topic) {
 		return nil
 	}
+	return topicRefusal(rc, topic)
+}
+
+// topicRefusal is the TOPIC_AUTHORIZATION_FAILED refusal of topic.
+func topicRefusal(rc *transport.RequestContext, topic string) error {
 	return refuse(kerr.TopicAuthorizationFailed, "Principal %s is not authorized to access topic %s", principalOf(rc), topic)
 }
 

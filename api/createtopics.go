@@ -59,14 +59,18 @@ func (h *Handlers) createTopics(ctx context.Context, rc *transport.RequestContex
 	h.createMu.Lock()
 	defer h.createMu.Unlock()
 	usage := h.registryUsage()
-	clusterCreate := h.clusterDenied(rc, auth.OpCreate) == nil
+	// Cluster CREATE creates any topic; without it each topic needs Topic
+	// CREATE. A probe, so no read barrier unless a topic is refused
+	// (allowedUnder).
+	createInCluster := func() bool { return h.allowedHere(rc, auth.OpCreate, auth.ResourceCluster, auth.ClusterName) }
+	clusterCreate := createInCluster()
 	for _, t := range req.Topics {
 		rt := kmsg.NewCreateTopicsResponseTopic()
 		rt.Topic = t.Topic
 		var topic fsm.Topic
 		err := error(nil)
-		if !clusterCreate {
-			err = h.topicDenied(rc, auth.OpCreate, t.Topic)
+		if !h.allowedUnder(rc, &clusterCreate, createInCluster, auth.OpCreate, auth.ResourceTopic, t.Topic) {
+			err = topicRefusal(rc, t.Topic)
 		}
 		if err == nil {
 			topic, err = h.newTopic(t, seen[t.Topic] > 1)

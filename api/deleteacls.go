@@ -57,8 +57,18 @@ func (h *Handlers) deleteACLs(ctx context.Context, rc *transport.RequestContext,
 			}
 		}
 	}
-	if len(doomed) > 0 {
-		if err := h.acls.DeleteACLs(ctx, doomed); err != nil {
+	if denied == nil {
+		// Applying the deletes confirms them on every live node; a
+		// request that matched nothing (perhaps a retry of one answered
+		// REQUEST_TIMED_OUT) confirms what the leader holds instead, so
+		// that either answer means the ACLs are gone everywhere.
+		var err error
+		if len(doomed) > 0 {
+			err = h.acls.DeleteACLs(ctx, doomed)
+		} else {
+			err = h.confirmEverywhere(ctx)
+		}
+		if err != nil {
 			for i := range errs {
 				if errs[i] == nil {
 					errs[i], matched[i] = err, nil

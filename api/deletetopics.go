@@ -49,10 +49,16 @@ func (h *Handlers) deleteTopics(ctx context.Context, rc *transport.RequestContex
 		switch denied := h.topicDenied(rc, auth.OpDelete, name); {
 		case (ok || t.name != nil) && denied != nil:
 			rt.ErrorCode, rt.ErrorMessage = h.errorCode(denied), errMessage(denied)
-		case !ok && t.name == nil:
-			rt.ErrorCode = kerr.UnknownTopicID.Code
 		case !ok:
+			// Gone, perhaps by an earlier attempt answered
+			// REQUEST_TIMED_OUT: answered once it is gone everywhere.
 			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			if t.name == nil {
+				rt.ErrorCode = kerr.UnknownTopicID.Code
+			}
+			if err := h.confirmEverywhere(ctx); err != nil {
+				rt.ErrorCode, rt.ErrorMessage = h.controllerErrorCode(err), errMessage(err)
+			}
 		default:
 			if err := h.topics.Delete(ctx, name); err != nil {
 				rt.ErrorCode, rt.ErrorMessage = h.controllerErrorCode(err), errMessage(err)

@@ -53,7 +53,11 @@ func (h *Handlers) listGroups(ctx context.Context, rc *transport.RequestContext,
 		})
 	}
 	wg.Wait()
-	everyGroup := h.clusterDenied(rc, auth.OpDescribe) == nil
+	// Cluster DESCRIBE lists every group; without it each group needs
+	// Group DESCRIBE. A probe, so no read barrier unless a group is left
+	// out (allowedUnder).
+	describeCluster := func() bool { return h.allowedHere(rc, auth.OpDescribe, auth.ResourceCluster, auth.ClusterName) }
+	everyGroup := describeCluster()
 	for _, sl := range lists {
 		listed, err := sl.listed, sl.err
 		if errors.Is(err, groups.ErrLoadInProgress) {
@@ -66,7 +70,7 @@ func (h *Handlers) listGroups(ctx context.Context, rc *transport.RequestContext,
 		for _, l := range listed {
 			if len(req.StatesFilter) > 0 && !containsFold(req.StatesFilter, l.State) ||
 				len(req.TypesFilter) > 0 && !containsFold(req.TypesFilter, l.Type) ||
-				!everyGroup && !h.allowed(rc, auth.OpDescribe, auth.ResourceGroup, l.GroupID) {
+				!h.allowedUnder(rc, &everyGroup, describeCluster, auth.OpDescribe, auth.ResourceGroup, l.GroupID) {
 				continue
 			}
 			rg := kmsg.NewListGroupsResponseGroup()

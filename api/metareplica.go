@@ -14,23 +14,28 @@ import (
 // node serves: a hit is answered at once, and a miss (no such topic, no
 // ACL that allows the request) only after a read barrier brought the
 // replica up to the leader's state as of the request's arrival. A node
-// cut off from the metadata leader for longer than
+// whose replica no barrier confirmed within
 // kcoord.metadata.max.staleness.ms serves an authenticated client only
-// after such a barrier, and closes the connection when it cannot have one.
+// after one, and closes the connection when it cannot have one.
 
 // MetadataReplica is the node's replica of the metadata group as handlers
 // consult it (the server's metaReads, over cluster.Node). Connection
 // goroutines call it concurrently.
 type MetadataReplica interface {
 	// Fresh reports whether the replica may be trusted to allow a
-	// request without a barrier (it heard from the metadata leader
-	// within kcoord.metadata.max.staleness.ms). Cheap.
+	// request without a barrier (one succeeded within
+	// kcoord.metadata.max.staleness.ms). Cheap.
 	Fresh() bool
 	// SyncSince returns once the replica holds every change acknowledged
 	// before since (a read barrier; calls are coalesced), or with an
 	// error when the leader cannot be reached. It blocks at most a
 	// bound of its own, or until ctx ends.
 	SyncSince(ctx context.Context, since time.Time) error
+	// ConfirmEverywhere returns once every live replica holds every
+	// change the leader had applied (cluster.Node.ConfirmMetadataEverywhere):
+	// a removal that found nothing to remove calls it, so that its answer
+	// still means "in effect on every node".
+	ConfirmEverywhere(ctx context.Context) error
 }
 
 // errStaleMetadata closes the connection of a request that reached a node
@@ -63,6 +68,14 @@ func (h *Handlers) syncMetadata(ctx context.Context, rc *transport.RequestContex
 	return true
 }
 
+// confirmEverywhere is ConfirmEverywhere; nil without a replica (tests).
+func (h *Handlers) confirmEverywhere(ctx context.Context) error {
+	if h.cfg.Metadata == nil {
+		return nil
+	}
+	return h.cfg.Metadata.ConfirmEverywhere(ctx)
+}
+
 // lookupTopic is the registered topic name, from this node's replica; a
 // name it does not hold is looked up again after a read barrier, so that
 // a topic created through any node before the request is found. Not with
@@ -80,11 +93,10 @@ func (h *Handlers) lookupTopic(ctx context.Context, rc *transport.RequestContext
 }
 
 // freshForAuthorization is the guard every request of a node that
-// authorizes passes first: a replica that has not heard from the metadata
-// leader for kcoord.metadata.max.staleness.ms may hold a grant the others
-// revoked, so it is brought up to date before the request is served; if
-// it cannot be, the request fails with errStaleMetadata, which closes the
-// connection.
+// authorizes passes first: a replica no barrier confirmed within
+// kcoord.metadata.max.staleness.ms may hold a grant the others revoked, so
+// it is brought up to date before the request is served; if it cannot be,
+// the request fails with errStaleMetadata, which closes the connection.
 func (h *Handlers) freshForAuthorization(ctx context.Context, rc *transport.RequestContext) error {
 	if h.cfg.Authorizer == nil || h.cfg.Metadata == nil || h.cfg.Metadata.Fresh() {
 		return nil

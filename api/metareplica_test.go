@@ -37,6 +37,8 @@ func (c *catchingUp) SyncSince(_ context.Context, since time.Time) error {
 	return nil
 }
 
+func (c *catchingUp) ConfirmEverywhere(context.Context) error { return nil }
+
 func (c *catchingUp) barriers() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -134,4 +136,48 @@ type failingReplica struct{}
 func (failingReplica) Fresh() bool { return false }
 func (failingReplica) SyncSince(context.Context, time.Time) error {
 	return context.DeadlineExceeded
+}
+
+func (failingReplica) ConfirmEverywhere(context.Context) error { return context.DeadlineExceeded }
+
+// confirmCounter counts ConfirmEverywhere calls and answers err.
+type confirmCounter struct {
+	catchingUp
+	confirms int
+	err      error
+}
+
+func (c *confirmCounter) ConfirmEverywhere(context.Context) error {
+	c.confirms++
+	return c.err
+}
+
+// A DeleteAcls that matches nothing (a retry of one answered
+// REQUEST_TIMED_OUT finds the ACL gone here) is answered only once every
+// live node is confirmed to hold what the leader holds: its success then
+// means what the first attempt's would have, the ACL gone everywhere.
+func TestADeleteThatMatchesNothingIsConfirmedEverywhere(t *testing.T) {
+	replica := &confirmCounter{catchingUp: catchingUp{fresh: true}}
+	h := newTestHandlers(t, Config{Metadata: replica, Authorizer: &allowAfterSync{granted: true}}, newMemTopics()).WithACLs(&memACLs{})
+	req := kmsg.NewPtrDeleteACLsRequest()
+	req.Version = 3
+	f := kmsg.NewDeleteACLsRequestFilter()
+	f.ResourceType, f.ResourceName, f.ResourcePatternType = kmsg.ACLResourceTypeTopic, kmsg.StringPtr("gone"), kmsg.ACLResourcePatternTypeLiteral
+	f.Principal, f.Host = kmsg.StringPtr("User:eve"), kmsg.StringPtr("*")
+	f.Operation, f.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+	req.Filters = append(req.Filters, f)
+	ask := func() int16 {
+		resp, err := h.deleteACLs(context.Background(), &transport.RequestContext{Principal: auth.User("admin"), Received: time.Now()}, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.(*kmsg.DeleteACLsResponse).Results[0].ErrorCode
+	}
+	if code := ask(); code != 0 || replica.confirms != 1 {
+		t.Fatalf("DeleteAcls matching nothing: %v after %d confirmations, want success after 1", kerr.ErrorForCode(code), replica.confirms)
+	}
+	replica.err = context.DeadlineExceeded
+	if code := ask(); code != kerr.RequestTimedOut.Code {
+		t.Fatalf("DeleteAcls matching nothing, unconfirmed: %v, want REQUEST_TIMED_OUT", kerr.ErrorForCode(code))
+	}
 }

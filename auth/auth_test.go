@@ -31,9 +31,9 @@ func (s memStore) add(t *testing.T, user, password string, ms ...Mechanism) {
 	}
 }
 
-func (s memStore) lookup(user string, m Mechanism) (Credential, bool) {
+func (s memStore) lookup(user string, m Mechanism) (Credential, bool, error) {
 	c, ok := s[user][m]
-	return c, ok
+	return c, ok, nil
 }
 
 // run drives a franz-go client mechanism against an exchange of the
@@ -166,7 +166,7 @@ func TestScramTakesKafkasLeniencies(t *testing.T) {
 	salt, _ := base64.StdEncoding.DecodeString("W22ZaJ0SNY7soEsUEjb6gQ==")
 	salted, _ := SaltPassword(ScramSHA256, "pencil", salt, 4096)
 	c := NewCredential(ScramSHA256, salt, salted, 4096)
-	a, _ := New(Config{Mechanisms: []string{MechanismSHA256}, Lookup: func(string, Mechanism) (Credential, bool) { return c, true }})
+	a, _ := New(Config{Mechanisms: []string{MechanismSHA256}, Lookup: func(string, Mechanism) (Credential, bool, error) { return c, true, nil }})
 	ex := newScramExchange(a, ScramSHA256)
 	ex.nonce = func() string { return "SERVER" }
 	first, _, err := ex.Step([]byte("n,,n=user,r=CLIENT,ext=1"))
@@ -209,8 +209,8 @@ func TestCredentialMatchesRFC7677(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := NewCredential(ScramSHA256, salt, salted, 4096)
-	a, _ := New(Config{Mechanisms: []string{MechanismSHA256}, Lookup: func(u string, m Mechanism) (Credential, bool) {
-		return c, u == "user" && m == ScramSHA256
+	a, _ := New(Config{Mechanisms: []string{MechanismSHA256}, Lookup: func(u string, m Mechanism) (Credential, bool, error) {
+		return c, u == "user" && m == ScramSHA256, nil
 	}})
 	ex := newScramExchange(a, ScramSHA256)
 	ex.nonce = func() string { return "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0" }
@@ -237,7 +237,13 @@ func TestPlainChecksRunAFewAtATime(t *testing.T) {
 	}
 	var mu sync.Mutex
 	running, most := 0, 0
-	a, err := New(Config{Mechanisms: []string{MechanismPlain}, Lookup: func(string, Mechanism) (Credential, bool) {
+	a, err := New(Config{Mechanisms: []string{MechanismPlain}, Lookup: func(string, Mechanism) (Credential, bool, error) {
+		return c, true, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.inCheck = func() {
 		mu.Lock()
 		running++
 		most = max(most, running)
@@ -246,10 +252,6 @@ func TestPlainChecksRunAFewAtATime(t *testing.T) {
 		mu.Lock()
 		running--
 		mu.Unlock()
-		return c, true
-	}})
-	if err != nil {
-		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
 	for range 16 {
@@ -263,5 +265,32 @@ func TestPlainChecksRunAFewAtATime(t *testing.T) {
 	wg.Wait()
 	if limit := cap(a.pbkdf2); most > limit {
 		t.Fatalf("%d checks ran at once, above the limit of %d", most, limit)
+	}
+}
+
+// A credential store that cannot answer (the node cannot reach the
+// metadata leader) fails the exchange with ErrCredentialsUnavailable, not
+// as a wrong password: a client must not take it for an answer about its
+// identity.
+func TestUnavailableCredentialsAreNoAnswer(t *testing.T) {
+	down := errors.New("the metadata leader cannot be reached")
+	lookup := func(string, Mechanism) (Credential, bool, error) { return Credential{}, false, down }
+	for _, mech := range []string{MechanismPlain, MechanismSHA256} {
+		a, err := New(Config{Mechanisms: []string{mech}, Lookup: lookup})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ex, err := a.Start(mech)
+		if err != nil {
+			t.Fatal(err)
+		}
+		token := []byte("\x00alice\x00s3cret")
+		if mech != MechanismPlain {
+			token = []byte("n,,n=alice,r=CLIENT")
+		}
+		_, _, err = ex.Step(token)
+		if !errors.Is(err, ErrCredentialsUnavailable) || errors.Is(err, ErrAuthenticationFailed) {
+			t.Errorf("%s with an unavailable store: %v, want ErrCredentialsUnavailable only", mech, err)
+		}
 	}
 }

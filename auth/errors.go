@@ -10,6 +10,10 @@ var (
 	// client's identity (SASL_AUTHENTICATION_FAILED). Its message never
 	// says whether the user exists.
 	ErrAuthenticationFailed = errors.New("Authentication failed")
+	// ErrCredentialsUnavailable is a SASL exchange whose credential could
+	// not be looked up now (Lookup failed): not an answer about the
+	// client's identity, so the connection closes without one.
+	ErrCredentialsUnavailable = errors.New("credentials unavailable")
 	// ErrUnsupportedMechanism is a SASL or SCRAM mechanism kcoord does
 	// not serve (UNSUPPORTED_SASL_MECHANISM).
 	ErrUnsupportedMechanism = errors.New("unsupported SASL mechanism")

@@ -31,7 +31,12 @@ func (e *plainExchange) Step(token []byte) ([]byte, bool, error) {
 		return nil, false, fmt.Errorf("%w: username not specified", ErrAuthenticationFailed)
 	case password == "":
 		return nil, false, fmt.Errorf("%w: password not specified", ErrAuthenticationFailed)
-	case !e.a.checkPassword(user, password):
+	}
+	ok, err := e.a.checkPassword(user, password)
+	switch {
+	case err != nil:
+		return nil, false, err
+	case !ok:
 		return nil, false, fmt.Errorf("%w: Invalid username or password", ErrAuthenticationFailed)
 	case authzID != "" && authzID != user:
 		return nil, false, fmt.Errorf("%w: Client requested an authorization id that is different from username", ErrAuthenticationFailed)
@@ -48,17 +53,26 @@ func (e *plainExchange) Principal() Principal { return e.principal }
 // so at most a.pbkdf2 run at once, whatever number of connections try; an
 // unknown user costs a check against a stand-in credential, so that its
 // answer takes as long as a wrong password of a user with Kafka's minimum
-// iterations.
-func (a *Authenticator) checkPassword(user, password string) bool {
-	a.pbkdf2 <- struct{}{}
-	defer func() { <-a.pbkdf2 }()
+// iterations. The credential is looked up before the check takes its
+// slot: a lookup may wait for the metadata leader (Lookup).
+func (a *Authenticator) checkPassword(user, password string) (bool, error) {
+	c, found := standIn, false
 	for _, m := range ScramMechanisms {
-		if c, ok := a.credential(user, m); ok {
-			return c.Matches(password)
+		cred, ok, err := a.credential(user, m)
+		if err != nil {
+			return false, err
+		}
+		if ok {
+			c, found = cred, true
+			break
 		}
 	}
-	standIn.Matches(password)
-	return false
+	a.pbkdf2 <- struct{}{}
+	defer func() { <-a.pbkdf2 }()
+	if a.inCheck != nil {
+		a.inCheck()
+	}
+	return c.Matches(password) && found, nil
 }
 
 // standIn is the credential an unknown PLAIN user's password is checked

@@ -8,12 +8,17 @@ import (
 	"time"
 )
 
-// Lookup returns a user's stored credential for one SCRAM mechanism. The
-// server wires it to the metadata FSM. It is called from connection
-// handler goroutines, concurrently; it may block for a read barrier of
-// the metadata group (a user it does not hold yet), bounded by the
-// server, never on this package's locks.
-type Lookup func(user string, m Mechanism) (Credential, bool)
+// Lookup returns a user's stored credential for one SCRAM mechanism, false
+// when the user has none, or an error when the store cannot tell now (the
+// server's replica of the metadata group cannot be brought up to date):
+// the exchange then fails with ErrCredentialsUnavailable, and the
+// connection closes without an answer, so that the client tries another
+// node instead of taking a wrong password for an answer. The server wires
+// it to the metadata FSM. It is called from connection handler goroutines,
+// concurrently, never with this package's semaphore held; it may block
+// for a read barrier (a user the replica does not hold yet), bounded by
+// the server.
+type Lookup func(user string, m Mechanism) (Credential, bool, error)
 
 // Config configures an Authenticator.
 type Config struct {
@@ -49,6 +54,8 @@ type Authenticator struct {
 	// (checkPassword): half the CPUs, so that logins cannot take the
 	// cores groups need.
 	pbkdf2 chan struct{}
+	// inCheck, when set (tests), runs inside each PLAIN check's slot.
+	inCheck func()
 }
 
 // superuserIterations is how many rounds salt the bootstrap superuser's
@@ -76,7 +83,7 @@ func New(cfg Config) (*Authenticator, error) {
 		superuser: cfg.Superuser, lifetime: cfg.SessionLifetime,
 		pbkdf2: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))}
 	if a.lookup == nil {
-		a.lookup = func(string, Mechanism) (Credential, bool) { return Credential{}, false }
+		a.lookup = func(string, Mechanism) (Credential, bool, error) { return Credential{}, false, nil }
 	}
 	if cfg.Superuser != "" {
 		if cfg.SuperuserPassword == "" {
@@ -131,10 +138,14 @@ func (a *Authenticator) Start(mechanism string) (Exchange, error) {
 // credential returns the credential a login of user with m is checked
 // against: the bootstrap superuser's own for that name, else the stored
 // one.
-func (a *Authenticator) credential(user string, m Mechanism) (Credential, bool) {
+func (a *Authenticator) credential(user string, m Mechanism) (Credential, bool, error) {
 	if a.super != nil && user == a.superuser {
 		c, ok := a.super[m]
-		return c, ok
+		return c, ok, nil
 	}
-	return a.lookup(user, m)
+	c, ok, err := a.lookup(user, m)
+	if err != nil {
+		return Credential{}, false, fmt.Errorf("%w: %w", ErrCredentialsUnavailable, err)
+	}
+	return c, ok, nil
 }

@@ -99,7 +99,10 @@ func (e *scramExchange) clientFirstMessage(msg string) (string, error) {
 	}
 	// attrs[2:] are extensions: Kafka ignores those it does not know, and
 	// kcoord knows none (tokenauth is for delegation tokens).
-	cred, ok := e.a.credential(user, e.m)
+	cred, ok, err := e.a.credential(user, e.m)
+	if err != nil {
+		return "", err
+	}
 	if !ok || cred.Iterations < MinIterations {
 		return "", e.failed()
 	}

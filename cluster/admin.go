@@ -50,8 +50,9 @@ type adminResponse struct {
 	// Code is "" on success, else "not-leader", "not-found", "last-node",
 	// "topic-exists", "topic-not-found", "scram-not-found",
 	// "scram-invalid", "acl-invalid", "replica-too-old", "timeout",
-	// "unknown-op" or "error" (which the previous release also answers to
-	// an op it does not know).
+	// "not-started" (the node's shards are still starting), "unknown-op"
+	// or "error" (which the previous release also answers to an op it
+	// does not know).
 	Code     string          `json:"code,omitempty"`
 	Error    string          `json:"error,omitempty"`
 	Replicas []ReplicaStatus `json:"replicas,omitempty"`
@@ -85,6 +86,12 @@ func (n *Node) serveAdminConn(c net.Conn) {
 		return
 	}
 	var resp adminResponse
+	if !n.shardsStarted.Load() && req.Op != "replicas" && req.Op != "inspect" {
+		// The shards (n.meta among them) are not published yet.
+		resp.Code, resp.Error = "not-started", fmt.Sprintf("node %d is still starting its shards", n.cfg.NodeID)
+		_ = json.NewEncoder(c).Encode(&resp)
+		return
+	}
 	switch req.Op {
 	case "remove-node":
 		ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
@@ -92,7 +99,9 @@ func (n *Node) serveAdminConn(c net.Conn) {
 		cancel()
 		resp.Code, resp.Error = adminCode(err)
 	case "replicas":
-		resp.Replicas = n.localReplicas()
+		if n.shardsStarted.Load() {
+			resp.Replicas = n.localReplicas()
+		}
 	case "topic-change": // every metadata change; see adminRequest
 		idx, err := n.applyMetadataChangeHere(req.Command, req.TimeoutMs)
 		resp.Index = idx
@@ -178,9 +187,15 @@ func adminError(resp adminResponse) error {
 		return fmt.Errorf("%w (%s)", ErrReplicaTooOld, resp.Error)
 	case "timeout":
 		return fmt.Errorf("%w (%s)", ErrApplyTimeout, resp.Error)
+	case "not-started":
+		return fmt.Errorf("%w (%s)", errAdminNotStarted, resp.Error)
 	}
 	return errors.New(resp.Error)
 }
+
+// errAdminNotStarted is the answer of a node whose shards are still
+// starting: it serves no client yet, and nothing was asked of its shards.
+var errAdminNotStarted = errors.New("cluster: the node is still starting")
 
 // errAdminDial is an admin call that did not reach its node: nothing was
 // asked of it.

@@ -81,7 +81,7 @@ func TestAMetadataChangeIsAppliedWhereItIsAnswered(t *testing.T) {
 // A change that takes something away is answered only once every live
 // replica applied it, however slowly the leader's entries reach one of
 // them: a revoked ACL or a deleted credential must not keep working on a
-// lagging node.
+// lagging node. A DENY ACL takes a grant away too.
 func TestARevocationWaitsForEveryLiveReplica(t *testing.T) {
 	follower, leader, slow := metaCluster(t)
 	if err := applyMeta(t, follower, &fsm.TopicCreate{Topic: fsm.Topic{Name: "doomed", Partitions: 1}}); err != nil {
@@ -89,7 +89,7 @@ func TestARevocationWaitsForEveryLiveReplica(t *testing.T) {
 	}
 	// The leader's writes to the slow node take 80 ms more (its
 	// heartbeat timeout is 200 ms): the leader and the follower make the
-	// quorum, so the delete commits without it.
+	// quorum, so the changes commit without it.
 	heal := leader.Faults().Add(Fault{Peer: slow.RaftAddr(), Delay: 80 * time.Millisecond})
 	defer heal()
 	start := time.Now()
@@ -101,29 +101,103 @@ func TestARevocationWaitsForEveryLiveReplica(t *testing.T) {
 		t.Fatalf("the delete was answered after %v while node %d still held the topic", took, slow.ID())
 	}
 	t.Logf("the delete was answered after %v, once the slow node applied it", took)
+
+	deny := fsm.ACL{ResourceType: 2, ResourceName: "t", PatternType: 3, Principal: "User:eve", Host: "*", Operation: 3, Permission: fsm.ACLPermissionDeny}
+	if err := applyMeta(t, follower, &fsm.ACLCreate{ACLs: []fsm.ACL{deny}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := metaOf(slow).ACLs(); len(got) != 1 {
+		t.Fatalf("a DENY ACL was answered while node %d held %d ACLs", slow.ID(), len(got))
+	}
 }
 
-// A follower cut off from the metadata leader stops being fresh once
-// maxStaleness has passed without contact, and cannot sync; once healed it
-// is fresh again.
+// A retried removal finds nothing to remove, and its answer still means
+// "gone everywhere": ConfirmMetadataEverywhere waits for every live
+// replica to reach the leader's state.
+func TestConfirmingEverywhereWaitsForTheSlowReplica(t *testing.T) {
+	follower, leader, slow := metaCluster(t)
+	heal := leader.Faults().Add(Fault{Peer: slow.RaftAddr(), Delay: 80 * time.Millisecond})
+	defer heal()
+	// Straight into the leader's Raft: nothing waits for the replicas.
+	b, err := fsm.Encode(&fsm.TopicCreate{Topic: fsm.Topic{Name: "quiet", Partitions: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leader.Shard(MetaShard).Apply(context.Background(), b, 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := follower.ConfirmMetadataEverywhere(ctx, 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	for _, tn := range []*testNode{follower, leader, slow} {
+		if _, ok := metaOf(tn).Topic("quiet"); !ok {
+			t.Fatalf("node %d lacks the topic once every replica was confirmed", tn.ID())
+		}
+	}
+}
+
+// The read barrier brings a follower up to what the leader applied before
+// it was called, however late the leader's entries reach it.
+func TestTheReadBarrierSeesWhatTheLeaderApplied(t *testing.T) {
+	_, leader, slow := metaCluster(t)
+	heal := leader.Faults().Add(Fault{Peer: slow.RaftAddr(), Delay: 80 * time.Millisecond})
+	defer heal()
+	for i := range 5 {
+		name := fmt.Sprintf("seen-%d", i)
+		b, err := fsm.Encode(&fsm.TopicCreate{Topic: fsm.Topic{Name: name, Partitions: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := leader.Shard(MetaShard).Apply(context.Background(), b, 3*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err = slow.SyncMetadata(ctx)
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := metaOf(slow).Topic(name); !ok {
+			t.Fatalf("node %d lacks %s after its read barrier", slow.ID(), name)
+		}
+	}
+}
+
+// A replica is trusted to allow requests only while a read barrier
+// succeeded lately: none yet at first; one makes it fresh; cut off from
+// the leader it turns stale after maxStaleness and cannot sync; healed, a
+// barrier makes it fresh again.
 func TestAReplicaCutOffFromItsLeaderIsNotFresh(t *testing.T) {
 	follower, _, _ := metaCluster(t)
 	const maxStaleness = 300 * time.Millisecond
-	eventually(t, 5*time.Second, "the follower fresh", func() bool { return follower.MetadataFresh(maxStaleness) })
+	sync := func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		return follower.SyncMetadata(ctx)
+	}
+	if follower.MetadataFresh(maxStaleness) {
+		t.Fatal("a replica no barrier has confirmed is fresh")
+	}
+	if err := sync(); err != nil {
+		t.Fatal(err)
+	}
+	if !follower.MetadataFresh(maxStaleness) {
+		t.Fatal("a replica is not fresh right after a barrier")
+	}
 	heal := follower.Faults().Isolate()
 	eventually(t, 5*time.Second, "the isolated follower stale", func() bool { return !follower.MetadataFresh(maxStaleness) })
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	err := follower.SyncMetadata(ctx)
-	cancel()
-	if err == nil {
+	if err := sync(); err == nil {
 		t.Fatal("an isolated follower synced with the metadata leader")
 	}
+	if follower.MetadataFresh(maxStaleness) {
+		t.Fatal("a failed barrier made the replica fresh")
+	}
 	heal()
-	eventually(t, 10*time.Second, "the healed follower fresh", func() bool { return follower.MetadataFresh(maxStaleness) })
-	ctx, cancel = context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := follower.SyncMetadata(ctx); err != nil {
-		t.Fatalf("the healed follower cannot sync: %v", err)
+	eventually(t, 10*time.Second, "the healed follower synced", func() bool { return sync() == nil })
+	if !follower.MetadataFresh(maxStaleness) {
+		t.Fatal("the healed follower is not fresh after a barrier")
 	}
 }
 
@@ -159,10 +233,23 @@ func TestMetadataSyncRoundsServeOnlyLaterReads(t *testing.T) {
 	<-started // the queued round
 	release <- struct{}{}
 	<-next.done
-	if rd := m.join(later, run); rd != nil {
+	if rd := m.join(later, run); rd != next {
 		t.Fatal("a read already covered by a finished round waits for another")
 	}
 	if got := m.rounds.Load(); got != 2 {
 		t.Fatalf("%d rounds ran, want 2", got)
+	}
+
+	// A round that failed serves the reads that began before it too:
+	// one request's many misses do not each wait out a failing round.
+	failing := func() error { return errors.New("no leader") }
+	since := time.Now()
+	rd := m.join(since, failing)
+	<-rd.done
+	if again := m.join(since, failing); again != rd || again.err == nil {
+		t.Fatal("a read that began before a failed round was not given its failure")
+	}
+	if m.rounds.Load() != 3 {
+		t.Fatalf("%d rounds ran, want 3", m.rounds.Load())
 	}
 }

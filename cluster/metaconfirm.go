@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 // This file is the confirmation of a revoking metadata change (a deleted
@@ -23,15 +25,16 @@ var errNoConfirmation = errors.New("cluster: a replica of the metadata group did
 // alive, not fenced for its disk and in the group's configuration is asked
 // at once ("meta-wait") and answers when its replica has applied it.
 //
-// A node that cannot be reached (its Raft port refuses or does not
-// answer the dial, or the call breaks) is not waited for: its clients are
-// cut off from it, or, cut off from the metadata leader too, it stops
-// allowing anything once MetadataFresh turns false. A node of the previous
-// release does not know the op and is passed over with a warning (a
-// rolling upgrade). A reachable replica that does not confirm within
-// timeout fails the call with errNoConfirmation wrapped in
-// ErrApplyTimeout: the change is applied, and the caller hears a timeout.
-// Called by ApplyMetadataChange on a Kafka handler's goroutine.
+// A node that cannot be dialled (its Raft port refuses or does not answer
+// the dial), that is still starting, or whose death is proven before the
+// wait ends is not waited for: it serves no client, or, cut off from the
+// cluster, it stops allowing anything once no read barrier succeeds
+// there (MetadataFresh). A node of the previous release does not know the
+// op and is passed over with a warning (a rolling upgrade). Any other
+// replica that does not confirm within timeout fails the call with
+// errNoConfirmation wrapped in ErrApplyTimeout: the change is applied,
+// and the caller hears a timeout. Called by ApplyMetadataChange and
+// ConfirmMetadataEverywhere on a Kafka handler's goroutine.
 func (n *Node) confirmMetaApplied(ctx context.Context, index uint64, timeout time.Duration) error {
 	targets := n.metaReplicaAddrs()
 	if len(targets) == 0 {
@@ -39,43 +42,92 @@ func (n *Node) confirmMetaApplied(ctx context.Context, index uint64, timeout tim
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	// The replica answers a little before the call's deadline, so that a
+	// late "applied" is heard as one rather than as a broken call.
+	wait := max(time.Millisecond, timeout-confirmMargin)
 	var mu sync.Mutex
 	var missing []int32
 	var wg sync.WaitGroup
 	for id, addr := range targets {
 		wg.Go(func() {
-			req := adminRequest{Op: "meta-wait", Index: index, TimeoutMs: timeout.Milliseconds()}
+			req := adminRequest{Op: "meta-wait", Index: index, TimeoutMs: wait.Milliseconds()}
 			resp, err := n.adminCall(ctx, addr, req)
-			switch {
-			case errors.Is(err, errAdminDial):
-				n.logger.Debug("a replica of the metadata group is not reachable to confirm a change; not waited for",
-					"target_node", id, "index", index, "error", err)
-				return
-			case err != nil && ctx.Err() == nil:
-				n.logger.Debug("a replica of the metadata group broke off confirming a change; not waited for",
-					"target_node", id, "index", index, "error", err)
-				return
-			case err == nil && isUnknownOp(resp):
-				n.logger.Warn("a node of an earlier release cannot confirm a revoking metadata change; not waited for",
-					"target_node", id, "index", index)
-				return
-			case err == nil:
+			if err == nil {
 				err = adminError(resp)
 			}
-			if err != nil {
-				mu.Lock()
-				missing = append(missing, id)
-				mu.Unlock()
+			switch {
+			case err == nil:
+				return
+			case errors.Is(err, errAdminDial), errors.Is(err, errAdminNotStarted):
+				n.logger.Debug("a replica of the metadata group cannot be asked to confirm a change; not waited for",
+					"target_node", id, "index", index, "error", err)
+				return
+			case isUnknownOp(resp):
+				n.warnOldRelease(id)
+				return
+			case n.mux.deaths.isDead(addr):
+				return // it died meanwhile: it serves no one
 			}
+			mu.Lock()
+			missing = append(missing, id)
+			mu.Unlock()
 		})
 	}
 	wg.Wait()
 	if len(missing) > 0 {
 		slices.Sort(missing)
-		return fmt.Errorf("%w: %w: nodes %v have not applied index %d yet (it is committed, and they will)",
+		return fmt.Errorf("%w: %w: nodes %v have not confirmed index %d yet (it is committed, and they will apply it)",
 			ErrApplyTimeout, errNoConfirmation, missing, index)
 	}
 	return nil
+}
+
+// confirmMargin is how much sooner than its caller's deadline a replica
+// answers a "meta-wait" it cannot satisfy.
+const confirmMargin = 250 * time.Millisecond
+
+// warnOldRelease logs, once per node, that a node of the previous release
+// cannot confirm metadata changes.
+func (n *Node) warnOldRelease(id int32) {
+	if _, warned := n.oldReleaseWarned.LoadOrStore(id, true); !warned {
+		n.logger.Warn("a node of an earlier release cannot confirm metadata changes; a removal is not waited for there until it is upgraded",
+			"target_node", id)
+	}
+}
+
+// ConfirmMetadataEverywhere returns once every live replica of the
+// metadata group holds every change the leader had applied when it was
+// called: the leader's read index, confirmed as a removal is
+// (confirmMetaApplied), this node's replica included. A removal that
+// found nothing to remove (an ACL filter matching none, a topic or
+// credential already gone, perhaps by an earlier attempt answered
+// REQUEST_TIMED_OUT) calls it, so that its success still means "in effect
+// everywhere". Called by the Kafka handlers' goroutines; it blocks at most
+// about twice timeout.
+func (n *Node) ConfirmMetadataEverywhere(ctx context.Context, timeout time.Duration) error {
+	if !n.shardsStarted.Load() {
+		return fmt.Errorf("%w: the node is still starting", raft.ErrNotLeader)
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var index uint64
+	exact := true
+	var err error
+	if n.meta.IsLeader() {
+		index, err = n.metaReadIndexHere(ctx)
+	} else {
+		index, exact, err = n.askMetaReadIndex(ctx)
+		if err == nil {
+			err = n.awaitMetaIndex(ctx, index, exact)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if !exact || index == 0 {
+		return nil // a leader of the previous release, or nothing applied yet: nothing to confirm at an index
+	}
+	return n.confirmMetaApplied(ctx, index, timeout)
 }
 
 // metaReplicaAddrs returns the Raft address of every other node that

@@ -28,48 +28,63 @@ import (
 // It returns only once this node's own replica has applied the change (or
 // the no-op the FSM refused), so a read on this node that follows sees it;
 // a change that takes something away (revokes: a deleted topic, ACL or
-// credential, or a replaced credential) only once every live replica has
-// applied it (confirmMetaApplied), so that no node allows what it revoked,
-// failing with ErrApplyTimeout when one does not confirm in time; and any
-// other change once every live replica has applied it or addConfirmWait
-// has passed, so that a listing through any node right after shows it.
-// Called by the Kafka handlers' goroutines; it blocks until the leader
-// answered, at most timeout (and adminTimeout when forwarded), then for
-// the replicas, at most timeout again.
+// credential, a replaced credential, a DENY ACL) only once every live
+// replica has applied it (confirmMetaApplied), refused ones included (a
+// retry of a removal whose first attempt timed out finds nothing to remove,
+// and must still mean "in effect everywhere"), failing with ErrApplyTimeout
+// when one does not confirm in time; and any other change once every live
+// replica has applied it or addConfirmWait has passed, so that a listing
+// through any node right after shows it. Called by the Kafka handlers'
+// goroutines; it blocks at most about timeout in all (the forwarding call
+// also at most adminTimeout).
 func (n *Node) ApplyMetadataChange(ctx context.Context, cmd []byte, timeout time.Duration) error {
-	cmd, err := metadataChange(cmd)
+	cmd, c, err := metadataChange(cmd)
 	if err != nil {
 		return err
 	}
-	if n.closed.Load() {
+	if n.closed.Load() || !n.shardsStarted.Load() {
 		return raft.ErrRaftShutdown
 	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	var index uint64
 	if n.meta.IsLeader() {
 		index, err = n.applyMetaHere(ctx, cmd, timeout)
 	} else {
-		index, err = n.forwardMetadataChange(ctx, cmd, timeout)
+		index, err = n.forwardMetadataChange(ctx, cmd, c, timeout)
 	}
 	if index == 0 {
 		return err // not applied (or a leader of the previous release: see forwardMetadataChange)
 	}
-	if werr := n.awaitMetaApplied(ctx, index, timeout); werr != nil {
+	if werr := n.awaitMetaApplied(ctx, index); werr != nil {
 		return werr
+	}
+	if revokes(c) {
+		if cerr := n.confirmMetaApplied(ctx, index, remaining(ctx)); cerr != nil {
+			return cerr
+		}
+		return err
 	}
 	if err != nil {
 		return err // refused: nothing changed for the other replicas to apply
-	}
-	if revokes(fsm.CommandType(cmd[0])) {
-		return n.confirmMetaApplied(ctx, index, timeout)
 	}
 	// Anything else is waited for a little too, so that a listing
 	// through another node right after shows it (a lookup by name there
 	// would find it anyway: metasync.go); a replica that has not
 	// applied it by then is left to catch up.
-	if cerr := n.confirmMetaApplied(ctx, index, min(timeout, addConfirmWait)); cerr != nil {
+	if cerr := n.confirmMetaApplied(ctx, index, min(remaining(ctx), addConfirmWait)); cerr != nil {
 		n.logger.Debug("a metadata change is answered before every replica confirmed it", "index", index, "error", cerr)
 	}
 	return nil
+}
+
+// remaining is the time left before ctx's deadline (a second when it has
+// none).
+func remaining(ctx context.Context) time.Duration {
+	if d, ok := ctx.Deadline(); ok {
+		return max(time.Millisecond, time.Until(d))
+	}
+	return time.Second
 }
 
 // addConfirmWait bounds how long a metadata change that revokes nothing
@@ -107,9 +122,10 @@ func isFSMAnswer(err error) bool {
 // forwardMetadataChange sends cmd to the metadata leader and returns the
 // index it applied it at with its answer. A leader of the previous release
 // answers no index: then the index is 0 and, when the change applied, this
-// replica is first brought up to the leader's (SyncMetadata), so the
-// caller's guarantee holds all the same.
-func (n *Node) forwardMetadataChange(ctx context.Context, cmd []byte, timeout time.Duration) (uint64, error) {
+// replica is first brought up to the leader's (SyncMetadata), so that a
+// read here that follows sees it; no other replica is asked to confirm
+// it (that leader's followers cannot be told which index to wait for).
+func (n *Node) forwardMetadataChange(ctx context.Context, cmd []byte, c fsm.Command, timeout time.Duration) (uint64, error) {
 	b, ok := n.MetaLeader()
 	if !ok {
 		return 0, fmt.Errorf("%w: no metadata leader is known to forward the metadata change to", raft.ErrNotLeader)
@@ -137,38 +153,44 @@ func (n *Node) forwardMetadataChange(ctx context.Context, cmd []byte, timeout ti
 	}
 	if resp.Index == 0 && (err == nil || isFSMAnswer(err)) {
 		// A leader of the previous release: no index to wait for.
-		ctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
+		if revokes(c) {
+			n.warnOldRelease(b.NodeID)
+		}
 		if serr := n.SyncMetadata(ctx); serr != nil {
-			return 0, serr
+			return 0, fmt.Errorf("%w: the change is applied on the metadata leader, not yet known here: %v", ErrApplyTimeout, serr)
 		}
 	}
 	return resp.Index, err
 }
 
 // awaitMetaApplied returns once this node's replica of the metadata group
-// has applied the command at index, at most timeout.
-func (n *Node) awaitMetaApplied(ctx context.Context, index uint64, timeout time.Duration) error {
+// has applied the command at index, at most until ctx ends.
+func (n *Node) awaitMetaApplied(ctx context.Context, index uint64) error {
 	rep, ok := n.meta.FSM.(metaReplica)
 	if !ok {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	if err := rep.WaitApplied(ctx, index); err != nil {
 		return fmt.Errorf("%w: the change is applied on the metadata leader, not yet on this node: %v", ErrApplyTimeout, err)
 	}
 	return nil
 }
 
-// revokes reports whether a metadata change of type typ can take a
-// permission or a name away, so that every replica must apply it before
-// it is answered: a deleted topic, ACL or SCRAM credential, or a
-// credential replaced (its old password must stop working everywhere).
-func revokes(typ fsm.CommandType) bool {
-	switch typ {
-	case fsm.TopicDeleteType, fsm.ACLDeleteType, fsm.ScramCredentialDeleteType, fsm.ScramCredentialSetType:
+// revokes reports whether a metadata change can take a permission or a
+// name away, so that every replica must apply it before it is answered: a
+// deleted topic, ACL or SCRAM credential, a credential replaced (its old
+// password must stop working everywhere), or a DENY ACL created (it
+// overrides grants).
+func revokes(c fsm.Command) bool {
+	switch c := c.(type) {
+	case *fsm.TopicDelete, *fsm.ACLDelete, *fsm.ScramCredentialDelete, *fsm.ScramCredentialSet:
 		return true
+	case *fsm.ACLCreate:
+		for _, a := range c.ACLs {
+			if a.Permission == fsm.ACLPermissionDeny {
+				return true
+			}
+		}
 	}
 	return false
 }
@@ -184,44 +206,45 @@ func revokes(typ fsm.CommandType) bool {
 // A body this node cannot decode (a malformed one, a newer
 // version during an upgrade) is refused here, for every replica would
 // panic applying it.
-func metadataChange(cmd []byte) ([]byte, error) {
+func metadataChange(cmd []byte) ([]byte, fsm.Command, error) {
 	// The type first: only these are decoded for a peer at all.
 	if len(cmd) == 0 || !isMetadataChange(fsm.CommandType(cmd[0])) {
-		return nil, errors.New("cluster: a forwarded command that is not a metadata change")
+		return nil, nil, errors.New("cluster: a forwarded command that is not a metadata change")
 	}
 	c, err := fsm.Decode(cmd)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: a metadata change that does not decode: %w", err)
+		return nil, nil, fmt.Errorf("cluster: a metadata change that does not decode: %w", err)
 	}
 	switch c := c.(type) {
 	case *fsm.TopicCreate:
 		if c.Topic.Name == "" || c.Topic.Partitions < 1 {
-			return nil, fmt.Errorf("cluster: a topic change creating %q with %d partitions", c.Topic.Name, c.Topic.Partitions)
+			return nil, nil, fmt.Errorf("cluster: a topic change creating %q with %d partitions", c.Topic.Name, c.Topic.Partitions)
 		}
 	case *fsm.TopicDelete:
 		if c.Name == "" {
-			return nil, errors.New("cluster: a topic change deleting no topic")
+			return nil, nil, errors.New("cluster: a topic change deleting no topic")
 		}
 	case *fsm.ScramCredentialSet:
 		if err := c.Credential.Validate(); err != nil {
-			return nil, fmt.Errorf("cluster: a SCRAM credential change: %w", err)
+			return nil, nil, fmt.Errorf("cluster: a SCRAM credential change: %w", err)
 		}
 	case *fsm.ScramCredentialDelete:
 		if c.User == "" {
-			return nil, fmt.Errorf("cluster: a SCRAM credential change deleting no user's credential: %w", fsm.ErrInvalidScramCredential)
+			return nil, nil, fmt.Errorf("cluster: a SCRAM credential change deleting no user's credential: %w", fsm.ErrInvalidScramCredential)
 		}
 	case *fsm.ACLCreate:
 		if err := validACLs(c.ACLs); err != nil {
-			return nil, fmt.Errorf("cluster: an ACL change creating %w", err)
+			return nil, nil, fmt.Errorf("cluster: an ACL change creating %w", err)
 		}
 	case *fsm.ACLDelete:
 		if err := validACLs(c.ACLs); err != nil {
-			return nil, fmt.Errorf("cluster: an ACL change deleting %w", err)
+			return nil, nil, fmt.Errorf("cluster: an ACL change deleting %w", err)
 		}
 	default:
-		return nil, fmt.Errorf("cluster: command %T is not a metadata change", c)
+		return nil, nil, fmt.Errorf("cluster: command %T is not a metadata change", c)
 	}
-	return fsm.Encode(c)
+	b, err := fsm.Encode(c)
+	return b, c, err
 }
 
 // isMetadataChange reports whether typ is one of the commands
@@ -253,7 +276,7 @@ func validACLs(acls []fsm.ACL) error {
 // metadata leader and returns the index it applied it at (0 when it did
 // not). Called by serveAdminConn.
 func (n *Node) applyMetadataChangeHere(cmd []byte, timeoutMs int64) (uint64, error) {
-	cmd, err := metadataChange(cmd)
+	cmd, _, err := metadataChange(cmd)
 	if err != nil {
 		return 0, err
 	}

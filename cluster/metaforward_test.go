@@ -50,7 +50,7 @@ func TestMetadataChangeAcceptsOnlyTopicScramAndACLCommands(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := metadataChange(b); (err == nil) != tc.want {
+		if _, _, err := metadataChange(b); (err == nil) != tc.want {
 			t.Errorf("%T %+v: metadataChange = %v, want accepted %v", tc.cmd, tc.cmd, err, tc.want)
 		}
 	}
@@ -68,7 +68,7 @@ func TestMetadataChangeAcceptsOnlyTopicScramAndACLCommands(t *testing.T) {
 		"a JSON ACL create":       {aclCreate[0], 1, '{', '}'},
 	} {
 		// Applied, any of these would panic every metadata replica.
-		if _, err := metadataChange(cmd); err == nil {
+		if _, _, err := metadataChange(cmd); err == nil {
 			t.Errorf("%s accepted", name)
 		}
 	}

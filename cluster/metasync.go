@@ -9,31 +9,34 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/kcoord/kcoord/fsm"
 )
 
 // This file is the metadata group's read barrier: a node about to answer
 // "no such topic", "no such user" or "not allowed" from its own replica
 // first brings that replica up to what the metadata leader had applied
-// (SyncMetadataSince), and a node that has not heard from the leader for a
-// while does not trust its replica to allow anything (MetadataFresh).
+// (SyncMetadataSince), and a node whose replica no barrier has confirmed
+// for a while does not trust it to allow anything (MetadataFresh).
 
 // metaReplica is what the read barrier needs of the metadata group's FSM
-// (fsm.MetaFSM): the Raft index of the last command it applied, a wait for
-// an index, and the index Raft restored it at. hashicorp/raft's own
-// AppliedIndex runs ahead of the FSM (its main loop raises it when it
-// hands entries to the FSM goroutine), so it cannot serve a barrier.
+// (fsm.MetaFSM): the Raft index of the last command it applied (0 when
+// unknown) and a wait for an index. hashicorp/raft's own AppliedIndex
+// runs ahead of the FSM (its main loop raises it when it hands entries to
+// the FSM goroutine) and counts entries the FSM never sees (no-ops,
+// barriers), so it cannot serve a barrier.
 type metaReplica interface {
 	AppliedIndex() uint64
 	WaitApplied(ctx context.Context, i uint64) error
-	RestoredAt(i uint64)
 }
 
 // metaSyncTimeout bounds one read barrier round: asking the leader and
 // waiting for this replica to apply what it answered.
 const metaSyncTimeout = 5 * time.Second
 
-// metaSyncPoll is how often a barrier against a leader of the previous
-// release (which answers Raft's applied index) looks at the local index.
+// metaSyncPoll is how often a barrier that cannot use the FSM's index (a
+// leader of the previous release, or a replica whose index is unknown)
+// looks at Raft's applied index.
 const metaSyncPoll = 5 * time.Millisecond
 
 // SyncMetadata returns once this node's replica of the metadata group has
@@ -52,24 +55,24 @@ func (n *Node) SyncMetadata(ctx context.Context) error {
 // local apply of what it answered.
 //
 // Calls are coalesced: a round that began at or after since serves the
-// caller (rounds run one at a time on their own goroutine, and every call
-// queued behind a round shares the next), so one request's many misses
-// and a burst of requests cost one round. Any goroutine may call it; it
-// blocks at most until ctx ends, and fails with raft.ErrNotLeader when no
-// leader can be reached.
+// caller, whether it succeeded or failed (rounds run one at a time on
+// their own goroutine, and every call queued behind a round shares the
+// next), so one request's many misses and a burst of requests cost one
+// round. Any goroutine may call it; it blocks at most until ctx ends or
+// the node shuts down, and fails with raft.ErrNotLeader when no leader can
+// be reached.
 func (n *Node) SyncMetadataSince(ctx context.Context, since time.Time) error {
 	if n.closed.Load() {
 		return raft.ErrRaftShutdown
 	}
 	rd := n.metaSync.join(since, n.metaSyncRound)
-	if rd == nil {
-		return nil
-	}
 	select {
 	case <-rd.done:
 		return rd.err
 	case <-ctx.Done():
 		return fmt.Errorf("%w: waiting for the metadata read barrier: %w", ErrApplyTimeout, ctx.Err())
+	case <-n.stop:
+		return raft.ErrRaftShutdown
 	}
 }
 
@@ -81,47 +84,75 @@ func (n *Node) MetadataSyncRounds() uint64 { return n.metaSync.rounds.Load() }
 func (n *Node) metaSyncRound() error {
 	ctx, cancel := context.WithTimeout(context.Background(), metaSyncTimeout)
 	defer cancel()
+	go func() { // a shutdown ends the round at once
+		select {
+		case <-n.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if !n.shardsStarted.Load() {
+		return fmt.Errorf("%w: the node is still starting", raft.ErrNotLeader)
+	}
 	if n.meta.IsLeader() {
 		// The leader's replica holds everything it acknowledged; confirm
 		// that it still leads, so a deposed leader does not read alone.
 		_, err := n.metaReadIndexHere(ctx)
 		return err
 	}
+	index, exact, err := n.askMetaReadIndex(ctx)
+	if err != nil {
+		return err
+	}
+	return n.awaitMetaIndex(ctx, index, exact)
+}
+
+// askMetaReadIndex asks the metadata leader for its read index. exact
+// says the index is one of its FSM's (metaReadIndexHere); otherwise it is
+// Raft's applied index, as a leader of the previous release answers
+// "meta-index", and this replica compares it with its own Raft's.
+func (n *Node) askMetaReadIndex(ctx context.Context) (index uint64, exact bool, err error) {
 	b, ok := n.MetaLeader()
 	if !ok {
-		return fmt.Errorf("%w: no metadata leader is known", raft.ErrNotLeader)
+		return 0, false, fmt.Errorf("%w: no metadata leader is known", raft.ErrNotLeader)
 	}
 	addr, ok := n.members.raftAddrs(n.mux.deaths)[b.NodeID]
 	if !ok {
-		return fmt.Errorf("%w: the metadata leader, node %d, is not reachable", raft.ErrNotLeader, b.NodeID)
+		return 0, false, fmt.Errorf("%w: the metadata leader, node %d, is not reachable", raft.ErrNotLeader, b.NodeID)
 	}
-	rep, exact := n.meta.FSM.(metaReplica)
 	resp, err := n.adminCall(ctx, addr, adminRequest{Op: "meta-read-index"})
-	if err == nil && exact && isUnknownOp(resp) {
+	exact = true
+	if err == nil && isUnknownOp(resp) {
 		exact = false // a leader of the previous release
-	}
-	if !exact {
 		resp, err = n.adminCall(ctx, addr, adminRequest{Op: "meta-index"})
 	}
 	if err == nil {
 		err = adminError(resp)
 	}
 	if err != nil {
-		return fmt.Errorf("%w: asking the metadata leader, node %d, for its index: %v", raft.ErrNotLeader, b.NodeID, err)
+		return 0, false, fmt.Errorf("%w: asking the metadata leader, node %d, for its index: %v", raft.ErrNotLeader, b.NodeID, err)
 	}
-	if exact {
-		if err := rep.WaitApplied(ctx, resp.Index); err != nil {
-			return fmt.Errorf("%w: this replica of the metadata group did not apply index %d: %v", ErrApplyTimeout, resp.Index, err)
+	return resp.Index, exact, nil
+}
+
+// awaitMetaIndex waits for this replica to reach a read index. An exact
+// index (a command's) is waited for on the FSM; Raft's applied index
+// stands in when the leader answered one of Raft's, when this FSM does not
+// keep an index, or while it does not know its own (restored from a
+// snapshot of the previous release, with no command since): Raft's runs
+// ahead of the FSM by what it has handed it, close enough for the length
+// of a rolling upgrade.
+func (n *Node) awaitMetaIndex(ctx context.Context, index uint64, exact bool) error {
+	if rep, ok := n.meta.FSM.(metaReplica); ok && exact && rep.AppliedIndex() > 0 {
+		if err := rep.WaitApplied(ctx, index); err != nil {
+			return fmt.Errorf("%w: this replica of the metadata group did not apply index %d: %v", ErrApplyTimeout, index, err)
 		}
 		return nil
 	}
-	// Raft's applied index, as the previous release answers: it runs
-	// ahead of the FSM by what Raft has handed it, which is close enough
-	// for the length of a rolling upgrade.
-	for n.meta.Raft.AppliedIndex() < resp.Index {
+	for n.meta.Raft.AppliedIndex() < index {
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%w: this replica of the metadata group did not reach index %d", ErrApplyTimeout, resp.Index)
+			return fmt.Errorf("%w: this replica of the metadata group did not reach index %d", ErrApplyTimeout, index)
 		case <-time.After(metaSyncPoll):
 		}
 	}
@@ -135,6 +166,9 @@ func (n *Node) metaSyncRound() error {
 // replica that has applied the command at that index holds every change
 // acknowledged before the call.
 func (n *Node) metaReadIndexHere(ctx context.Context) (uint64, error) {
+	if !n.shardsStarted.Load() {
+		return 0, ErrNotMetaLeader
+	}
 	l := n.meta.Leadership()
 	if !n.meta.Leads(l.Epoch) {
 		return 0, ErrNotMetaLeader
@@ -154,6 +188,10 @@ func (n *Node) metaReadIndexHere(ctx context.Context) (uint64, error) {
 // metaTermApplied returns once the metadata leader's FSM has applied every
 // entry its predecessors committed: a barrier, once per term. A new
 // leader's FSM may lag what the previous leader acknowledged until then.
+// When the FSM does not know its own index (restored from a snapshot of
+// the previous release, with no command since), it also applies a
+// ClusterStamp of the cluster's id, which changes nothing but gives every
+// replica a command index to meet at; the previous release applies it too.
 // Called by the metadata leader's placement loop and read index.
 func (n *Node) metaTermApplied() error {
 	term := n.meta.Term()
@@ -163,6 +201,13 @@ func (n *Node) metaTermApplied() error {
 	if err := n.meta.Barrier(placementApplyTimeout); err != nil {
 		return fmt.Errorf("barrier of the metadata group's term %d: %w", term, err)
 	}
+	if rep, ok := n.meta.FSM.(metaReplica); ok && rep.AppliedIndex() == 0 {
+		if id := n.ClusterID(); id != "" {
+			if err := n.applyMeta(&fsm.ClusterStamp{ID: id}); err != nil {
+				return fmt.Errorf("a command for the metadata group's index in term %d: %w", term, err)
+			}
+		}
+	}
 	n.metaAppliedTerm.Store(term)
 	return nil
 }
@@ -171,7 +216,7 @@ func (n *Node) metaTermApplied() error {
 // index once a quorum confirmed the leadership. Kept for the followers of
 // that release while a rolling upgrade runs.
 func (n *Node) metaIndexHere() (uint64, error) {
-	if !n.meta.IsLeader() {
+	if !n.shardsStarted.Load() || !n.meta.IsLeader() {
 		return 0, ErrNotMetaLeader
 	}
 	if err := n.meta.Raft.VerifyLeader().Error(); err != nil {
@@ -188,34 +233,33 @@ func isUnknownOp(resp adminResponse) bool {
 
 // MetadataFresh reports whether this node may trust its replica of the
 // metadata group to allow a request (an ACL that allows it, a user's
-// credential): it leads the group, or heard from its leader within
-// maxStaleness. A node cut off from the leader for longer may miss a
-// revoked grant that every other node applied, so it brings its replica up
-// to date first (SyncMetadata), and refuses when it cannot. A node fenced
-// for its disk is never fresh: its replica cannot take new entries.
-// Cheap; connection goroutines call it on every request.
+// credential): a read barrier succeeded within maxStaleness. A replica no
+// barrier confirmed lately (just started, cut off from the leader, fenced
+// for its disk, or back from a pause) may miss a revocation that every
+// other node applied, so the caller runs a barrier first (SyncMetadata)
+// and refuses when it fails; while requests come, that is one round per
+// maxStaleness. Cheap; connection goroutines call it on every request.
 func (n *Node) MetadataFresh(maxStaleness time.Duration) bool {
 	if n.closed.Load() || n.disk.fenced() {
 		return false
 	}
-	if n.meta.IsLeader() {
-		return true // a leader cut off from its quorum steps down within its lease
-	}
-	last := n.meta.Raft.LastContact()
+	last := n.metaSync.lastSuccess()
 	return !last.IsZero() && time.Since(last) <= maxStaleness
 }
 
 // metaSync coalesces a node's read barrier rounds (SyncMetadataSince).
 // Rounds run one at a time on one goroutine; a caller is served by the
-// last round that succeeded, or the one running, if it began at or after
-// the caller's since, and otherwise waits for the next, which every caller
+// last round that ended, or the one running, if it began at or after the
+// caller's since, and otherwise waits for the next, which every caller
 // queued meanwhile shares.
 type metaSync struct {
 	mu      sync.Mutex
 	running bool
 	cur     *metaSyncRound // the round in progress; nil between rounds
 	next    *metaSyncRound // the round queued callers share; nil when none
-	// lastOK is when the latest round that succeeded began.
+	// last is the latest round that ended (nil before the first); lastOK
+	// when the latest one that succeeded began.
+	last   *metaSyncRound
 	lastOK time.Time
 
 	rounds atomic.Uint64
@@ -229,13 +273,13 @@ type metaSyncRound struct {
 }
 
 // join returns the round that serves a caller whose read began at since,
-// or nil when a round that began since then has already succeeded. It
-// starts the round goroutine, which calls run, if none runs.
+// possibly one already ended. It starts the round goroutine, which calls
+// run, if none runs.
 func (m *metaSync) join(since time.Time, run func() error) *metaSyncRound {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !m.lastOK.IsZero() && !m.lastOK.Before(since) {
-		return nil
+	if m.last != nil && !m.last.start.Before(since) {
+		return m.last
 	}
 	if m.cur != nil && !m.cur.start.Before(since) {
 		return m.cur
@@ -249,6 +293,14 @@ func (m *metaSync) join(since time.Time, run func() error) *metaSyncRound {
 		go m.loop(run)
 	}
 	return rd
+}
+
+// lastSuccess is when the latest round that succeeded began (zero if
+// none did).
+func (m *metaSync) lastSuccess() time.Time {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lastOK
 }
 
 // loop runs rounds until none is queued.
@@ -267,6 +319,9 @@ func (m *metaSync) loop(run func() error) {
 		rd.err = run()
 		m.rounds.Add(1)
 		m.mu.Lock()
+		if m.last == nil || rd.start.After(m.last.start) {
+			m.last = rd
+		}
 		if rd.err == nil && rd.start.After(m.lastOK) {
 			m.lastOK = rd.start
 		}

@@ -99,6 +99,9 @@ type Node struct {
 	metaAppliedTerm atomic.Uint64
 	// metaSync coalesces the metadata read barrier (metasync.go).
 	metaSync metaSync
+	// oldReleaseWarned holds the ids of nodes found to be of a release
+	// that cannot confirm metadata changes (logged once each).
+	oldReleaseWarned sync.Map
 
 	// logStore is LogStoreNode (nodeStore holds every shard's log) or
 	// LogStoreShard (one raft-boltdb file per shard).
@@ -503,12 +506,6 @@ func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Sha
 	}
 	if trans.beat != nil {
 		trans.beat.raft.Store(r)
-	}
-	if rep, ok := fsm.(metaReplica); ok {
-		// NewRaft restored the latest snapshot (and applies nothing more
-		// before it learns a commit index): a snapshot of the previous
-		// release does not carry its index, Raft does.
-		rep.RestoredAt(r.AppliedIndex())
 	}
 	s = &Shard{
 		ID:              id,

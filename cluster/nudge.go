@@ -13,12 +13,10 @@ import "time"
 // ApplyMetadataChange calls it on the metadata leader once a change has
 // applied there: every node answers from its own replica, and the node
 // that took the change waits for its replica. It does not wait; the
-// barrier's goroutine ends with it (or with Raft's shutdown).
+// barrier's goroutine ends when the barrier applies, fails, or the shard
+// shuts down (Shard.Barrier's tracked future always completes).
 func (s *Shard) nudgeFollowers() {
-	if s.disk.fenced() {
-		return
-	}
-	go func() { _ = s.Raft.Barrier(nudgeTimeout).Error() }()
+	go func() { _ = s.Barrier(nudgeTimeout) }()
 }
 
 // nudgeTimeout bounds how long a nudge waits to enter Raft's queue.

@@ -33,6 +33,10 @@ const (
 	aclPermissionMin, aclPermissionMax int8 = 2, 3
 )
 
+// ACLPermissionDeny is Kafka's AclPermissionType DENY: an ACL that forbids
+// what it matches, whatever grants it.
+const ACLPermissionDeny int8 = 2
+
 // Validate answers ErrInvalidACL for an ACL the metadata group refuses to
 // store: one with an empty resource name, principal or host, or a code
 // out of its range (the filter-only Any and Match values among them).

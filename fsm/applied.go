@@ -27,26 +27,11 @@ type appliedIndex struct {
 func (a *appliedIndex) get() uint64 { return a.index.Load() }
 
 // set records that the command at index i is applied, or that a snapshot
-// of the state as of i was restored. (A snapshot of a release before the
-// index was kept carries 0; atLeast lifts it once the node knows the
-// index Raft restored.)
+// of the state as of i was restored (0 for a snapshot of a release before
+// the index was kept: unknown until the next command).
 func (a *appliedIndex) set(i uint64) {
 	a.index.Store(i)
 	a.wake()
-}
-
-// atLeast raises the index to i if it is lower.
-func (a *appliedIndex) atLeast(i uint64) {
-	for {
-		cur := a.index.Load()
-		if cur >= i {
-			return
-		}
-		if a.index.CompareAndSwap(cur, i) {
-			a.wake()
-			return
-		}
-	}
 }
 
 func (a *appliedIndex) wake() {
@@ -84,17 +69,13 @@ func (a *appliedIndex) wait(ctx context.Context, i uint64) error {
 }
 
 // AppliedIndex is the Raft index of the last command this replica
-// applied, or of the snapshot it restored last if no command came since.
-// Every command up to it is in the state the readers return.
+// applied, or of the last command in the snapshot it restored if no
+// command came since. Every command up to it is in the state the readers
+// return. 0 means unknown: no command yet, or a snapshot of the first
+// release (which did not keep the index) and none since.
 func (f *MetaFSM) AppliedIndex() uint64 { return f.applied.get() }
 
 // WaitApplied returns once this replica has applied the command at Raft
 // index i (and every one before it), or with ctx's error. Any goroutine
 // may call it; it blocks only on ctx.
 func (f *MetaFSM) WaitApplied(ctx context.Context, i uint64) error { return f.applied.wait(ctx, i) }
-
-// RestoredAt tells the FSM the Raft index of the snapshot Raft restored
-// it from at start (raft.Raft.AppliedIndex right after raft.NewRaft): a
-// snapshot written before the index was kept in it restores with 0.
-// Called once by the node that owns the FSM.
-func (f *MetaFSM) RestoredAt(i uint64) { f.applied.atLeast(i) }

@@ -138,11 +138,11 @@ type Config struct {
 	LogMaxSync time.Duration
 	// MetadataMaxStaleness is kcoord.metadata.max.staleness.ms: how long a
 	// node that authenticates its clients trusts its replica of the
-	// metadata group (users, ACLs) without hearing from the group's
-	// leader. Past it, the node first brings the replica up to the
-	// leader's (a read barrier) before it serves a request, and closes the
-	// connection when it cannot, so that a node cut off from the cluster
-	// stops allowing what the others revoked (cluster.Node.MetadataFresh).
+	// metadata group (users, ACLs) after a read barrier last brought it up
+	// to the leader's. Past it, the node runs one before it serves a
+	// request, and closes the connection when it cannot, so that a node
+	// cut off from the cluster stops allowing what the others revoked
+	// (cluster.Node.MetadataFresh).
 	MetadataMaxStaleness time.Duration
 	// ShutdownDrain is kcoord.shutdown.drain.ms: after a planned stop has
 	// moved this node's shard leaderships away, how long its Kafka listener

@@ -141,7 +141,7 @@ var kafkaKeys = []kafkaKey{
 		help: "a write or fsync of the node's log still in flight after this fences the node (it stops leading and serving until the disk answers); 0 turns the watchdog off"},
 	{name: "kcoord.metadata.max.staleness.ms", min: 1, max: math.MaxInt32, unit: time.Millisecond,
 		durp: func(c *Config) *time.Duration { return &c.MetadataMaxStaleness },
-		help: "how long a node that authenticates its clients trusts its copy of the users and ACLs without hearing from the metadata leader; past it, it catches up with the leader before it serves a request, and closes the connection when it cannot"},
+		help: "how long a node that authenticates its clients trusts its copy of the users and ACLs after it last caught up with the metadata leader; past it, it catches up again before it serves a request, and closes the connection when it cannot"},
 	{name: "kcoord.shutdown.drain.ms", min: 0, max: math.MaxInt32, unit: time.Millisecond,
 		durp: func(c *Config) *time.Duration { return &c.ShutdownDrain },
 		help: "after a planned stop moved this node's leaderships away, how long it still answers clients so they find the new coordinators"},

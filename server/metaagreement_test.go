@@ -2,9 +2,13 @@ package server
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcoord/kcoord/cluster"
@@ -31,14 +35,30 @@ func TestACutOffNodeStopsServingAuthenticatedClients(t *testing.T) {
 		}
 	}
 	addr := victim.KafkaAddr().String()
-	metadata := func() error {
+	request := func(opt kgo.Opt) error {
 		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		defer cancel()
-		_, err := pinnedRequest(ctx, addr, kmsg.NewPtrMetadataRequest(), scram512(testSuperuser, testSuperPass))
+		_, err := pinnedRequest(ctx, addr, kmsg.NewPtrMetadataRequest(), opt)
 		return err
 	}
+	metadata := func() error { return request(scram512(testSuperuser, testSuperPass)) }
+	// A stored user logs in through the store (the bootstrap superuser's
+	// password is the node's own).
+	cl, err := kgo.NewClient(kgo.SeedBrokers(servers[0].KafkaAddr().String()), scram512(testSuperuser, testSuperPass))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.AlterUserSCRAMs(ctx, nil, []kadm.UpsertSCRAM{{User: "carol", Mechanism: kadm.ScramSha512, Iterations: 4096, Password: "carol-pw"}}); err != nil {
+		t.Fatal(err)
+	}
+	carol := func() error { return request(scram512("carol", "carol-pw")) }
 	if err := metadata(); err != nil {
 		t.Fatalf("before the cut: %v", err)
+	}
+	if err := carol(); err != nil {
+		t.Fatalf("carol before the cut: %v", err)
 	}
 	heal := victim.Node().Faults().Isolate()
 	defer heal()
@@ -53,6 +73,13 @@ func TestACutOffNodeStopsServingAuthenticatedClients(t *testing.T) {
 		t.Fatal("a node cut off from the metadata leader served an authenticated client")
 	} else {
 		t.Logf("cut off: %v", err)
+	}
+	// A login it cannot check is no answer: the connection closes, and
+	// the client does not take it for a wrong password.
+	if err := carol(); err == nil || errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("carol logging in through the cut-off node: %v, want a closed connection", err)
+	} else {
+		t.Logf("carol, cut off: %v", err)
 	}
 	heal()
 	for err := metadata(); err != nil; err = metadata() {

@@ -10,9 +10,9 @@ import (
 // metaReads is this node's replica of the metadata group as requests
 // consult it: a miss (no such topic, no such user, no ACL that allows) is
 // answered only after a read barrier brought the replica up to the
-// leader's (cluster.Node.SyncMetadataSince), and a replica that has not
-// heard from the leader for kcoord.metadata.max.staleness.ms is not
-// trusted to allow anything before one (cluster.Node.MetadataFresh). It
+// leader's (cluster.Node.SyncMetadataSince), and a replica no barrier
+// confirmed within kcoord.metadata.max.staleness.ms is not trusted to
+// allow anything before one (cluster.Node.MetadataFresh). It
 // is the api.MetadataReplica of the handlers and backs the SASL lookup.
 // Connection goroutines call it; a barrier blocks at most timeout.
 type metaReads struct {
@@ -41,23 +41,34 @@ func (m *metaReads) SyncSince(ctx context.Context, since time.Time) error {
 	return n.SyncMetadataSince(ctx, since)
 }
 
+// ConfirmEverywhere returns once every live replica holds every change
+// the metadata leader had applied, at most timeout.
+func (m *metaReads) ConfirmEverywhere(ctx context.Context) error {
+	n := m.s.raftNode.Load()
+	if n == nil {
+		return raft.ErrRaftShutdown
+	}
+	return n.ConfirmMetadataEverywhere(ctx, m.timeout)
+}
+
 // lookup runs find against the replica as a login must: after a barrier
-// when the replica is not fresh, and again after one when find misses.
-// A barrier that fails counts as a miss: a node that cannot reach the
-// metadata leader lets no one in on what may be a deleted credential.
-func (m *metaReads) lookup(find func() bool) bool {
+// when the replica is not fresh, and again after one when find misses. A
+// barrier that fails is the error: a node that cannot reach the metadata
+// leader cannot tell a wrong password from a deleted user or one created
+// elsewhere, and the login's connection closes without an answer
+// (auth.ErrCredentialsUnavailable).
+func (m *metaReads) lookup(find func() bool) (bool, error) {
 	start := time.Now()
 	if !m.Fresh() {
 		if err := m.SyncSince(context.Background(), start); err != nil {
-			m.s.logger.Debug("a login waits for the metadata replica, which cannot reach the leader", "error", err)
-			return false
+			return false, err
 		}
 	}
 	if find() {
-		return true
+		return true, nil
 	}
 	if err := m.SyncSince(context.Background(), start); err != nil {
-		return false
+		return false, err
 	}
-	return find()
+	return find(), nil
 }

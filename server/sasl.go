@@ -67,8 +67,9 @@ func (c *Config) superusers() auth.Superusers {
 
 // authenticator is the listener's SASL, nil when SASL is off. Logins are
 // checked against meta, this node's replica of the metadata group, as
-// reads consults it: a user it does not hold (or holds while cut off from
-// the metadata leader) is looked up again after a read barrier.
+// reads consults it: a user it does not hold is looked up again after a
+// read barrier, and a replica no barrier confirmed lately is brought up to
+// date first; a login that cannot have its barrier closes its connection.
 func (c *Config) authenticator(meta *fsm.MetaFSM, reads *metaReads) (*auth.Authenticator, error) {
 	mechs := c.saslMechanisms()
 	if len(mechs) == 0 {
@@ -76,13 +77,14 @@ func (c *Config) authenticator(meta *fsm.MetaFSM, reads *metaReads) (*auth.Authe
 	}
 	return auth.New(auth.Config{
 		Mechanisms: mechs,
-		Lookup: func(user string, m auth.Mechanism) (auth.Credential, bool) {
+		Lookup: func(user string, m auth.Mechanism) (auth.Credential, bool, error) {
 			var sc fsm.ScramCredential
-			if !reads.lookup(func() (ok bool) { sc, ok = meta.ScramCredential(user, int8(m)); return ok }) {
-				return auth.Credential{}, false
+			found, err := reads.lookup(func() (ok bool) { sc, ok = meta.ScramCredential(user, int8(m)); return ok })
+			if !found || err != nil {
+				return auth.Credential{}, false, err
 			}
 			return auth.Credential{Mechanism: m, Salt: sc.Salt, StoredKey: sc.StoredKey, ServerKey: sc.ServerKey,
-				Iterations: sc.Iterations}, true
+				Iterations: sc.Iterations}, true, nil
 		},
 		Superuser:         c.SASLSuperuser,
 		SuperuserPassword: c.SASLSuperuserPassword,

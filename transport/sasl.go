@@ -234,6 +234,10 @@ func (c *conn) saslAuthenticate(in *inbound) ([]byte, error, bool) {
 		s.clientReauth = true
 	}
 	challenge, done, err := c.saslStep(req.SASLAuthBytes)
+	if errors.Is(err, auth.ErrCredentialsUnavailable) {
+		// Not an answer about the client: it tries another node.
+		return nil, fmt.Errorf("%w: %w", errSASLClose, err), true
+	}
 	if err != nil {
 		resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
 		msg := err.Error()

@@ -46,8 +46,11 @@ func startSASLServer(t *testing.T, lifetime time.Duration) *saslServer {
 		}
 	}
 	a, err := auth.New(auth.Config{
-		Mechanisms:      []string{auth.MechanismSHA512, auth.MechanismSHA256, auth.MechanismPlain},
-		Lookup:          func(u string, m auth.Mechanism) (auth.Credential, bool) { c, ok := creds[u][m]; return c, ok },
+		Mechanisms: []string{auth.MechanismSHA512, auth.MechanismSHA256, auth.MechanismPlain},
+		Lookup: func(u string, m auth.Mechanism) (auth.Credential, bool, error) {
+			c, ok := creds[u][m]
+			return c, ok, nil
+		},
 		SessionLifetime: lifetime,
 	})
 	if err != nil {
