@@ -227,9 +227,11 @@ func (n *Node) setDiskHealth(h DiskHealth) {
 //  0. The Raft port stops accepting: no peer's RPC reaches Raft from now
 //     on (a vote request would make a Raft whose disk failed store a
 //     term, and hashicorp/raft panics when it cannot).
-//  1. Leads and Settling answer false from now on, waits for Raft
-//     (futures, leadership confirmations) end with ErrLeadershipLost, and
-//     each shard's coordinator is told the leadership is gone.
+//  1. Leads answers false from now on, and Settling too but for the
+//     shards it led, until gossip names their successors (handingOver);
+//     waits for Raft (futures, leadership confirmations) end with
+//     ErrLeadershipLost, and each shard's coordinator is told the
+//     leadership is gone.
 //  2. Each shard it led hands off: a TimeoutNow to the most caught-up live
 //     voter makes it elect at once, rather than an election timeout after
 //     the last heartbeat, which Raft's goroutines keep sending until 3.
@@ -383,10 +385,15 @@ const fencedTimeout = time.Hour
 // step 1): pending futures fail, its election timers park, and a leader's
 // coordinator is told the leadership is gone. Never blocks.
 func (s *Shard) fence() {
+	// The hand-over first: the requests the failed futures wake must
+	// find the shard settling here (handingOver).
+	l := s.leadership.load()
+	if l.Leader {
+		s.handover.begin(l.Term)
+	}
 	s.failPendingWith(raft.ErrLeadershipLost)
 	s.paceHeartbeats(s.IsLeader())
-	if l := s.leadership.load(); l.Leader {
-		s.handover.begin(l.Term)
+	if l.Leader {
 		s.notifyAsync(false)
 	}
 }

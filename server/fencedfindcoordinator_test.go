@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -24,28 +25,30 @@ func pinnedRequest(ctx context.Context, addr string, req kmsg.Request, opts ...k
 	return cl.SeedBrokers()[0].Request(ctx, req)
 }
 
-// FindCoordinator asked of a node the moment it fenced itself for its
-// disk names the group's new coordinator: the node waits for the shard's
-// new leader to be known (kcoord.group.election.hold.ms) instead of
-// answering COORDINATOR_NOT_AVAILABLE, on which segmentio/kafka-go leaves
-// its group and rejoins as a new member, rebalancing it.
-func TestAFencedNodeNamesTheNewCoordinator(t *testing.T) {
-	servers := StartTestCluster(t, 3, func(i int, c *Config) { c.LogMaxSync = 300 * time.Millisecond })
+// fenceACoordinator starts three nodes, stalls the disk of the one that
+// coordinates a group, runs stalled (if set) with them, and returns the
+// node, the group and its shard the moment the node has fenced itself
+// (polled every millisecond). The disk answers again when the test ends.
+func fenceACoordinator(t *testing.T, stalled func(victim *Server, group string)) (victim *Server, group string, shard int32) {
+	t.Helper()
+	servers := StartTestCluster(t, 3, func(i int, c *Config) {
+		c.LogMaxSync = 300 * time.Millisecond
+		c.OffsetsCommitUnregisteredTopics = true // commits go to Raft without a topic
+	})
 	waitAllReady(t, servers)
-	ctx := testCtx(t, 60*time.Second)
-	var victim *Server
-	var group string
 	for i := 0; victim == nil; i++ {
 		group = fmt.Sprintf("fenced-%d", i)
-		shard := cluster.PartitionFor(group, servers[0].cfg.OffsetsTopicNumPartitions)
+		shard = cluster.PartitionFor(group, servers[0].cfg.OffsetsTopicNumPartitions)
 		for _, s := range servers {
 			if s.Node().Shard(shard).IsLeader() {
 				victim = s
 			}
 		}
 	}
-	resume := victim.Node().DiskFaults().Stall()
-	defer resume()
+	t.Cleanup(victim.Node().DiskFaults().Stall())
+	if stalled != nil {
+		stalled(victim, group)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for !victim.Node().DiskHealth().Fenced() {
 		if time.Now().After(deadline) {
@@ -53,6 +56,17 @@ func TestAFencedNodeNamesTheNewCoordinator(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+	return victim, group, shard
+}
+
+// FindCoordinator asked of a node the moment it fenced itself for its
+// disk names the group's new coordinator: the node waits for the shard's
+// new leader to be known (kcoord.group.election.hold.ms) instead of
+// answering COORDINATOR_NOT_AVAILABLE, on which segmentio/kafka-go leaves
+// its group and rejoins as a new member, rebalancing it.
+func TestAFencedNodeNamesTheNewCoordinator(t *testing.T) {
+	ctx := testCtx(t, 60*time.Second)
+	victim, group, _ := fenceACoordinator(t, nil)
 	req := kmsg.NewPtrFindCoordinatorRequest()
 	req.CoordinatorKey, req.CoordinatorKeys = group, []string{group} // v0-3, v4+
 	resp, err := pinnedRequest(ctx, victim.KafkaAddr().String(), req)
@@ -80,50 +94,63 @@ func TestAFencedNodeNamesTheNewCoordinator(t *testing.T) {
 // fenced node again, and segmentio/kafka-go leaves its group on that
 // second refusal (BenchmarkDiskStall saw its group rebalance so).
 func TestAFencedLeaderRefusesOnceItsSuccessorIsKnown(t *testing.T) {
-	servers := StartTestCluster(t, 3, func(i int, c *Config) { c.LogMaxSync = 300 * time.Millisecond })
-	waitAllReady(t, servers)
 	ctx := testCtx(t, 60*time.Second)
-	var victim *Server
-	var group string
-	var shard int32
-	for i := 0; victim == nil; i++ {
-		group = fmt.Sprintf("handed-%d", i)
-		shard = cluster.PartitionFor(group, servers[0].cfg.OffsetsTopicNumPartitions)
-		for _, s := range servers {
-			if s.Node().Shard(shard).IsLeader() {
-				victim = s
-			}
+	// A commit parks the leader's Raft on the stalled disk, and an
+	// OffsetFetch then waits for its leadership confirmation: the fence
+	// fails that confirmation, and the read must still wait for the
+	// successor. Another OffsetFetch arrives after the fence.
+	inFlight := make(chan error, 1)
+	victim, group, shard := fenceACoordinator(t, func(victim *Server, group string) {
+		addr := victim.KafkaAddr().String()
+		go func() { _, _ = pinnedRequest(ctx, addr, offsetCommitOf(group)) }()
+		time.Sleep(50 * time.Millisecond)
+		go func() { inFlight <- offsetFetchRefusal(ctx, addr, group) }()
+		time.Sleep(50 * time.Millisecond)
+	})
+	check := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, kerr.NotCoordinator) {
+			t.Fatalf("%s OffsetFetch of %s at the fenced node: %v, want NOT_COORDINATOR", what, group, err)
+		}
+		b, ok := victim.Node().LeaderOf(shard)
+		if !ok || b.NodeID == victim.cfg.NodeID {
+			t.Fatalf("the fenced node answered a %s read NOT_COORDINATOR while it knew no successor for shard %d (%v, %v)", what, shard, b, ok)
 		}
 	}
-	resume := victim.Node().DiskFaults().Stall()
-	defer resume()
-	deadline := time.Now().Add(10 * time.Second)
-	for !victim.Node().DiskHealth().Fenced() {
-		if time.Now().After(deadline) {
-			t.Fatal("the node did not fence itself")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	check("later", offsetFetchRefusal(ctx, victim.KafkaAddr().String(), group))
+	check("pending", <-inFlight)
+}
+
+// offsetCommitOf is a simple consumer's commit of partition 0 of "t" for
+// group.
+func offsetCommitOf(group string) *kmsg.OffsetCommitRequest {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group, req.Generation = group, -1
+	rt := kmsg.NewOffsetCommitRequestTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewOffsetCommitRequestTopicPartition()
+	rp.Offset = 1
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+// offsetFetchRefusal is the error of an OffsetFetch of group sent to addr
+// alone (nil when it was served).
+func offsetFetchRefusal(ctx context.Context, addr, group string) error {
 	req := kmsg.NewPtrOffsetFetchRequest()
 	req.Group = group // v0-7
 	rg := kmsg.NewOffsetFetchRequestGroup()
 	rg.Group = group // v8+
 	req.Groups = append(req.Groups, rg)
-	resp, err := pinnedRequest(ctx, victim.KafkaAddr().String(), req)
+	resp, err := pinnedRequest(ctx, addr, req)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	of := resp.(*kmsg.OffsetFetchResponse)
 	code := of.ErrorCode
 	if len(of.Groups) == 1 {
 		code = of.Groups[0].ErrorCode
 	}
-	if code != kerr.NotCoordinator.Code {
-		t.Fatalf("OffsetFetch of %s at the fenced node: %v, want NOT_COORDINATOR", group, kerr.ErrorForCode(code))
-	}
-	b, ok := victim.Node().LeaderOf(shard)
-	if !ok || b.NodeID == victim.cfg.NodeID {
-		t.Fatalf("the fenced node answered NOT_COORDINATOR while it knew no successor for shard %d (%v, %v)", shard, b, ok)
-	}
-	t.Logf("answered NOT_COORDINATOR once node %d was known to lead", b.NodeID)
+	return kerr.ErrorForCode(code)
 }
