@@ -193,6 +193,18 @@ func adminError(resp adminResponse) error {
 	return errors.New(resp.Error)
 }
 
+// adminBudget is how long an admin call's work on this node may take when
+// its caller gave it timeoutMs (0: not said): within the caller's read
+// deadline (adminTimeout) with a second to spare, so that the caller
+// hears a timeout as one rather than as a lost connection.
+func adminBudget(timeoutMs int64) time.Duration {
+	budget := adminTimeout - time.Second
+	if timeout := time.Duration(timeoutMs) * time.Millisecond; timeout > 0 && timeout < budget {
+		return timeout
+	}
+	return budget
+}
+
 // errAdminNotStarted is the answer of a node whose shards are still
 // starting: it serves no client yet, and nothing was asked of its shards.
 var errAdminNotStarted = errors.New("cluster: the node is still starting")

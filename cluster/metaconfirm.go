@@ -161,12 +161,7 @@ func (n *Node) metaWaitHere(index uint64, timeoutMs int64) error {
 	if !ok {
 		return nil
 	}
-	budget := adminTimeout - time.Second
-	timeout := min(time.Duration(timeoutMs)*time.Millisecond, budget)
-	if timeout <= 0 {
-		timeout = budget
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), adminBudget(timeoutMs))
 	defer cancel()
 	if err := rep.WaitApplied(ctx, index); err != nil {
 		return fmt.Errorf("%w: index %d not applied here: %v", ErrApplyTimeout, index, err)

@@ -283,13 +283,7 @@ func (n *Node) applyMetadataChangeHere(cmd []byte, timeoutMs int64) (uint64, err
 	if !n.meta.IsLeader() {
 		return 0, ErrNotMetaLeader
 	}
-	// Answer within the caller's read deadline (adminTimeout), so that it
-	// hears a timeout as one rather than as a lost connection.
-	budget := adminTimeout - time.Second
-	timeout := min(time.Duration(timeoutMs)*time.Millisecond, budget)
-	if timeout <= 0 {
-		timeout = budget
-	}
+	timeout := adminBudget(timeoutMs)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	return n.applyMetaHere(ctx, cmd, timeout)

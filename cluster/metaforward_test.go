@@ -96,20 +96,9 @@ func TestAdminCodesKeepMetadataErrors(t *testing.T) {
 // follower with fsm.ErrScramCredentialNotFound, and the leader refuses an
 // invalid credential forwarded to it with fsm.ErrInvalidScramCredential.
 func TestScramCredentialChangesThroughAFollowerReachEveryNode(t *testing.T) {
-	nodes := startTestCluster(t, 3, 1, func(c *Config) {
-		c.NewMetaFSM = func() raft.FSM { return fsm.NewMetaFSM(nil) }
-	})
-	metaFSM := func(tn *testNode) *fsm.MetaFSM { return tn.Shard(MetaShard).FSM.(*fsm.MetaFSM) }
-	var follower, leader *testNode
-	eventually(t, 10*time.Second, "a follower that knows the metadata leader", func() bool {
-		for _, tn := range nodes {
-			if b, ok := tn.MetaLeader(); ok && !tn.Shard(MetaShard).IsLeader() && nodeByID(nodes, b.NodeID).Shard(MetaShard).IsLeader() {
-				follower, leader = tn, nodeByID(nodes, b.NodeID)
-				return true
-			}
-		}
-		return false
-	})
+	follower, leader, other := metaCluster(t)
+	nodes := []*testNode{follower, leader, other}
+	metaFSM := metaOf
 	t.Logf("changes go through node %d; node %d leads the metadata group", follower.ID(), leader.ID())
 	// change applies cmd through the follower. A change refused as not
 	// led (never applied: the leader moved) is tried again.
@@ -181,20 +170,9 @@ func TestScramCredentialChangesThroughAFollowerReachEveryNode(t *testing.T) {
 // to it alike), and a delete through the follower removes them
 // everywhere.
 func TestACLChangesThroughAFollowerReachEveryNode(t *testing.T) {
-	nodes := startTestCluster(t, 3, 1, func(c *Config) {
-		c.NewMetaFSM = func() raft.FSM { return fsm.NewMetaFSM(nil) }
-	})
-	metaFSM := func(tn *testNode) *fsm.MetaFSM { return tn.Shard(MetaShard).FSM.(*fsm.MetaFSM) }
-	var follower, leader *testNode
-	eventually(t, 10*time.Second, "a follower that knows the metadata leader", func() bool {
-		for _, tn := range nodes {
-			if b, ok := tn.MetaLeader(); ok && !tn.Shard(MetaShard).IsLeader() && nodeByID(nodes, b.NodeID).Shard(MetaShard).IsLeader() {
-				follower, leader = tn, nodeByID(nodes, b.NodeID)
-				return true
-			}
-		}
-		return false
-	})
+	follower, leader, other := metaCluster(t)
+	nodes := []*testNode{follower, leader, other}
+	metaFSM := metaOf
 	t.Logf("changes go through node %d; node %d leads the metadata group", follower.ID(), leader.ID())
 	// change applies cmd through the follower. A change refused as not
 	// led (never applied: the leader moved) is tried again.
