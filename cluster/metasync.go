@@ -257,13 +257,19 @@ type metaSync struct {
 	running bool
 	cur     *metaSyncRound // the round in progress; nil between rounds
 	next    *metaSyncRound // the round queued callers share; nil when none
-	// last is the latest round that ended (nil before the first); lastOK
-	// when the latest one that succeeded began.
-	last   *metaSyncRound
-	lastOK time.Time
+	// last is the latest round that ended (nil before the first).
+	last *metaSyncRound
+	// lastOK is when the latest round that succeeded began, as
+	// nanoseconds after metaSyncEpoch (0: none did); an atomic, since
+	// every request of an authenticating node reads it (MetadataFresh).
+	lastOK atomic.Int64
 
 	rounds atomic.Uint64
 }
+
+// metaSyncEpoch is the origin of metaSync.lastOK: a reading of the
+// monotonic clock, so that a step of the wall clock moves nothing.
+var metaSyncEpoch = time.Now()
 
 // metaSyncRound is one round; done closes once err is set.
 type metaSyncRound struct {
@@ -296,11 +302,13 @@ func (m *metaSync) join(since time.Time, run func() error) *metaSyncRound {
 }
 
 // lastSuccess is when the latest round that succeeded began (zero if
-// none did).
+// none did). Lock-free.
 func (m *metaSync) lastSuccess() time.Time {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.lastOK
+	v := m.lastOK.Load()
+	if v == 0 {
+		return time.Time{}
+	}
+	return metaSyncEpoch.Add(time.Duration(v))
 }
 
 // loop runs rounds until none is queued.
@@ -322,8 +330,8 @@ func (m *metaSync) loop(run func() error) {
 		if m.last == nil || rd.start.After(m.last.start) {
 			m.last = rd
 		}
-		if rd.err == nil && rd.start.After(m.lastOK) {
-			m.lastOK = rd.start
+		if at := int64(rd.start.Sub(metaSyncEpoch)); rd.err == nil && at > m.lastOK.Load() {
+			m.lastOK.Store(max(at, 1))
 		}
 		m.cur = nil
 		m.mu.Unlock()
