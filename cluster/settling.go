@@ -158,15 +158,26 @@ func (s *Shard) registerLeaderObserver() (stop func()) {
 // term it led in, and when it fenced itself.
 type handover struct {
 	term atomic.Uint64
-	at   atomic.Int64 // unix nanoseconds
+	at   atomic.Int64 // nanoseconds after metaSyncEpoch (a monotonic origin)
 }
 
 func (h *handover) begin(term uint64) {
-	h.at.Store(time.Now().UnixNano())
+	h.at.Store(int64(time.Since(metaSyncEpoch)))
 	h.term.Store(term)
 }
 
 func (h *handover) end() { h.term.Store(0) }
+
+// since is how long ago the hand-off began.
+func (h *handover) since() time.Duration {
+	return time.Since(metaSyncEpoch) - time.Duration(h.at.Load())
+}
+
+// HandingOver reports whether this node led the shard when it fenced
+// itself for its disk and does not know yet, through gossip, which node
+// took it over (handingOver). Cheap; the group coordinator asks it before
+// it answers a request whose leadership was lost NOT_COORDINATOR.
+func (s *Shard) HandingOver() bool { return s.handingOver() }
 
 // handingOver reports whether this node led the shard when it fenced
 // itself for its disk and no node is known, through gossip, to lead it in
@@ -175,9 +186,22 @@ func (h *handover) end() { h.term.Store(0) }
 // once, a client asks another node for the coordinator in the moment
 // before that node has heard of the hand-off, is named this node again,
 // and segmentio/kafka-go leaves its group on the second refusal.
+//
+// It is false on a node that is not fenced. In the instant between the fence
+// and fenceForDisk reaching the shard, the hand-off is not recorded yet,
+// but the shard's leadership still says this node leads: that counts too.
 func (s *Shard) handingOver() bool {
+	if !s.disk.fenced() {
+		return false
+	}
 	term := s.handover.term.Load()
-	if term == 0 || time.Since(time.Unix(0, s.handover.at.Load())) > s.heartbeat+2*s.election {
+	if term == 0 {
+		l := s.leadership.load()
+		if !l.Leader {
+			return false
+		}
+		term = l.Term
+	} else if s.handover.since() > s.heartbeat+2*s.election {
 		return false
 	}
 	e, ok := s.leaders.get(s.ID)

@@ -45,6 +45,11 @@ type Log interface {
 	// Settling: this node leads or is winning, or the leader it followed is
 	// gone or going). Cheap; asked while a request is held.
 	Settling() bool
+	// HandingOver reports whether this node led the shard when it fenced
+	// itself for its disk and does not know yet which node took it over
+	// (cluster.Shard's HandingOver): a request that lost its leadership
+	// waits before it answers NOT_COORDINATOR. Cheap.
+	HandingOver() bool
 	// RoutingChanges returns a channel closed at the next change that may
 	// end the shard's settling (a leader change, a leadership notification,
 	// a peer's death proven). Cheap.
@@ -269,8 +274,19 @@ func (c *Coordinator) current() (uint64, error) {
 
 // confirm asks a quorum whether epoch is still this node's leadership: an
 // answer read from state while serving under epoch may go out once it
-// returns nil. It waits at most WriteTimeout, or until ctx ends.
+// returns nil. It waits at most WriteTimeout, or until ctx ends; a
+// leadership lost to a disk fence is answered only once the fenced node
+// knows its successor (holdWhileHandingOver).
 func (c *Coordinator) confirm(ctx context.Context, epoch uint64) error {
+	err := c.confirmNow(ctx, epoch)
+	if err != nil {
+		c.holdWhileHandingOver(ctx)
+	}
+	return err
+}
+
+// confirmNow is confirm without the hand-over's hold.
+func (c *Coordinator) confirmNow(ctx context.Context, epoch uint64) error {
 	if c.cfg.UnconfirmedReads {
 		if !c.log.Leads(epoch) {
 			return ErrNotCoordinator
@@ -281,7 +297,6 @@ func (c *Coordinator) confirm(ctx context.Context, epoch uint64) error {
 	defer cancel()
 	if err := c.log.ConfirmLeadership(ctx, epoch); err != nil {
 		c.logger.Debug("leadership not confirmed; not serving the read", "epoch", epoch, "error", err)
-		c.holdWhileSettling(ctx)
 		return ErrNotCoordinator
 	}
 	return nil

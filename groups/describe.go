@@ -53,7 +53,7 @@ func (c *Coordinator) List(ctx context.Context) ([]GroupListing, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := c.confirm(ctx, epoch); err != nil {
+	if err := c.confirmNow(ctx, epoch); err != nil {
 		return nil, err
 	}
 	c.mu.RLock()

@@ -81,16 +81,15 @@ func (c *Coordinator) serving(ctx context.Context) (uint64, error) {
 	}
 }
 
-// holdWhileSettling waits, at most Config.ElectionHold (the request's
-// shared bound, OneHold), while the shard's leadership settles on this
-// node (Log.Settling) before a request that lost its leadership is
-// answered ErrNotCoordinator: a leader that fenced itself for its disk
-// settles until the node it handed the shard to is known to lead, and a
-// client told NOT_COORDINATOR sooner would ask for the coordinator in the
-// moment no node names the new one. Called from request goroutines
-// without any lock held.
-func (c *Coordinator) holdWhileSettling(ctx context.Context) {
-	if c.cfg.ElectionHold <= 0 || !c.log.Settling() {
+// holdWhileHandingOver waits, at most Config.ElectionHold (the request's
+// shared bound, OneHold), while this node hands the shard over after a
+// disk fence (Log.HandingOver) before a request that lost its leadership
+// is answered ErrNotCoordinator: until the node knows which node took the
+// shard over, a client told NOT_COORDINATOR would ask for the coordinator
+// in the moment no node names the new one. Called from request
+// goroutines without any lock held.
+func (c *Coordinator) holdWhileHandingOver(ctx context.Context) {
+	if c.cfg.ElectionHold <= 0 || !c.log.HandingOver() {
 		return
 	}
 	start := time.Now()
@@ -102,7 +101,7 @@ func (c *Coordinator) holdWhileSettling(ctx context.Context) {
 		c.held.Add(1)
 		c.heldFor.Add(uint64(time.Since(start)))
 	}()
-	for c.log.Settling() {
+	for c.log.HandingOver() {
 		select {
 		case <-c.log.RoutingChanges():
 		case <-recheck.C:

@@ -106,6 +106,9 @@ func (l *MemLog) SetSettling(settling bool) {
 	l.mu.Unlock()
 }
 
+// HandingOver implements Log: a MemLog never fences itself.
+func (l *MemLog) HandingOver() bool { return false }
+
 // Settling implements Log.
 func (l *MemLog) Settling() bool {
 	l.mu.Lock()

@@ -584,6 +584,12 @@ func (l *shardLog) Settling() bool {
 	return err == nil && sh.Settling()
 }
 
+// HandingOver implements groups.Log.
+func (l *shardLog) HandingOver() bool {
+	sh, err := l.raftShard()
+	return err == nil && sh.HandingOver()
+}
+
 // RoutingChanges implements groups.Log. Before the node exists nothing
 // settles, and the nil channel never fires.
 func (l *shardLog) RoutingChanges() <-chan struct{} {
