@@ -38,6 +38,17 @@ func (h *Handlers) deleteTopics(ctx context.Context, rc *transport.RequestContex
 			targets = append(targets, target{name: &name})
 		}
 	}
+	// A topic already gone (perhaps by an earlier attempt answered
+	// REQUEST_TIMED_OUT) is answered once it is gone everywhere: one
+	// confirmation for the whole request.
+	var confirmed *error
+	confirm := func() error {
+		if confirmed == nil {
+			err := h.confirmEverywhere(ctx)
+			confirmed = &err
+		}
+		return *confirmed
+	}
 	for _, t := range targets {
 		rt := kmsg.NewDeleteTopicsResponseTopic()
 		rt.Topic, rt.TopicID = t.name, t.id
@@ -49,14 +60,11 @@ func (h *Handlers) deleteTopics(ctx context.Context, rc *transport.RequestContex
 		switch denied := h.topicDenied(rc, auth.OpDelete, name); {
 		case (ok || t.name != nil) && denied != nil:
 			rt.ErrorCode, rt.ErrorMessage = h.errorCode(denied), errMessage(denied)
+		case !ok && t.name == nil:
+			rt.ErrorCode = kerr.UnknownTopicID.Code
 		case !ok:
-			// Gone, perhaps by an earlier attempt answered
-			// REQUEST_TIMED_OUT: answered once it is gone everywhere.
 			rt.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			if t.name == nil {
-				rt.ErrorCode = kerr.UnknownTopicID.Code
-			}
-			if err := h.confirmEverywhere(ctx); err != nil {
+			if err := confirm(); err != nil {
 				rt.ErrorCode, rt.ErrorMessage = h.controllerErrorCode(err), errMessage(err)
 			}
 		default:

@@ -22,10 +22,11 @@ import (
 // consult it (the server's metaReads, over cluster.Node). Connection
 // goroutines call it concurrently.
 type MetadataReplica interface {
-	// Fresh reports whether the replica may be trusted to allow a
-	// request without a barrier (one succeeded within
-	// kcoord.metadata.max.staleness.ms). Cheap.
-	Fresh() bool
+	// EnsureFresh returns nil when the replica may be trusted to allow a
+	// request (a barrier succeeded within
+	// kcoord.metadata.max.staleness.ms), running one first when it may
+	// not, and fails when that fails. Cheap while fresh.
+	EnsureFresh(ctx context.Context) error
 	// SyncSince returns once the replica holds every change acknowledged
 	// before since (a read barrier; calls are coalesced), or with an
 	// error when the leader cannot be reached. It blocks at most a
@@ -97,11 +98,11 @@ func (h *Handlers) lookupTopic(ctx context.Context, rc *transport.RequestContext
 // kcoord.metadata.max.staleness.ms may hold a grant the others revoked, so
 // it is brought up to date before the request is served; if it cannot be,
 // the request fails with errStaleMetadata, which closes the connection.
-func (h *Handlers) freshForAuthorization(ctx context.Context, rc *transport.RequestContext) error {
-	if h.cfg.Authorizer == nil || h.cfg.Metadata == nil || h.cfg.Metadata.Fresh() {
+func (h *Handlers) freshForAuthorization(ctx context.Context, _ *transport.RequestContext) error {
+	if h.cfg.Authorizer == nil || h.cfg.Metadata == nil {
 		return nil
 	}
-	if err := h.cfg.Metadata.SyncSince(ctx, requestStart(rc)); err != nil {
+	if err := h.cfg.Metadata.EnsureFresh(ctx); err != nil {
 		return fmt.Errorf("%w: %v", errStaleMetadata, err)
 	}
 	return nil

@@ -24,7 +24,12 @@ type catchingUp struct {
 	onSync func()
 }
 
-func (c *catchingUp) Fresh() bool { return c.fresh }
+func (c *catchingUp) EnsureFresh(ctx context.Context) error {
+	if c.fresh {
+		return nil
+	}
+	return c.SyncSince(ctx, time.Now())
+}
 
 func (c *catchingUp) SyncSince(_ context.Context, since time.Time) error {
 	c.mu.Lock()
@@ -133,7 +138,7 @@ func TestADenialWaitsForTheLeadersACLs(t *testing.T) {
 
 type failingReplica struct{}
 
-func (failingReplica) Fresh() bool { return false }
+func (failingReplica) EnsureFresh(context.Context) error { return context.DeadlineExceeded }
 func (failingReplica) SyncSince(context.Context, time.Time) error {
 	return context.DeadlineExceeded
 }

@@ -31,7 +31,7 @@ func (s memStore) add(t *testing.T, user, password string, ms ...Mechanism) {
 	}
 }
 
-func (s memStore) lookup(user string, m Mechanism) (Credential, bool, error) {
+func (s memStore) lookup(user string, m Mechanism, _ time.Time) (Credential, bool, error) {
 	c, ok := s[user][m]
 	return c, ok, nil
 }
@@ -166,7 +166,7 @@ func TestScramTakesKafkasLeniencies(t *testing.T) {
 	salt, _ := base64.StdEncoding.DecodeString("W22ZaJ0SNY7soEsUEjb6gQ==")
 	salted, _ := SaltPassword(ScramSHA256, "pencil", salt, 4096)
 	c := NewCredential(ScramSHA256, salt, salted, 4096)
-	a, _ := New(Config{Mechanisms: []string{MechanismSHA256}, Lookup: func(string, Mechanism) (Credential, bool, error) { return c, true, nil }})
+	a, _ := New(Config{Mechanisms: []string{MechanismSHA256}, Lookup: func(string, Mechanism, time.Time) (Credential, bool, error) { return c, true, nil }})
 	ex := newScramExchange(a, ScramSHA256)
 	ex.nonce = func() string { return "SERVER" }
 	first, _, err := ex.Step([]byte("n,,n=user,r=CLIENT,ext=1"))
@@ -209,7 +209,7 @@ func TestCredentialMatchesRFC7677(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := NewCredential(ScramSHA256, salt, salted, 4096)
-	a, _ := New(Config{Mechanisms: []string{MechanismSHA256}, Lookup: func(u string, m Mechanism) (Credential, bool, error) {
+	a, _ := New(Config{Mechanisms: []string{MechanismSHA256}, Lookup: func(u string, m Mechanism, _ time.Time) (Credential, bool, error) {
 		return c, u == "user" && m == ScramSHA256, nil
 	}})
 	ex := newScramExchange(a, ScramSHA256)
@@ -237,7 +237,7 @@ func TestPlainChecksRunAFewAtATime(t *testing.T) {
 	}
 	var mu sync.Mutex
 	running, most := 0, 0
-	a, err := New(Config{Mechanisms: []string{MechanismPlain}, Lookup: func(string, Mechanism) (Credential, bool, error) {
+	a, err := New(Config{Mechanisms: []string{MechanismPlain}, Lookup: func(string, Mechanism, time.Time) (Credential, bool, error) {
 		return c, true, nil
 	}})
 	if err != nil {
@@ -274,7 +274,7 @@ func TestPlainChecksRunAFewAtATime(t *testing.T) {
 // identity.
 func TestUnavailableCredentialsAreNoAnswer(t *testing.T) {
 	down := errors.New("the metadata leader cannot be reached")
-	lookup := func(string, Mechanism) (Credential, bool, error) { return Credential{}, false, down }
+	lookup := func(string, Mechanism, time.Time) (Credential, bool, error) { return Credential{}, false, down }
 	for _, mech := range []string{MechanismPlain, MechanismSHA256} {
 		a, err := New(Config{Mechanisms: []string{mech}, Lookup: lookup})
 		if err != nil {

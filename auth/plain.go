@@ -3,6 +3,7 @@ package auth
 import (
 	"bytes"
 	"fmt"
+	"time"
 )
 
 // plainExchange is SASL/PLAIN (RFC 4616): one client message,
@@ -57,8 +58,9 @@ func (e *plainExchange) Principal() Principal { return e.principal }
 // slot: a lookup may wait for the metadata leader (Lookup).
 func (a *Authenticator) checkPassword(user, password string) (bool, error) {
 	c, found := standIn, false
+	since := time.Now() // one login: its lookups share what they check against
 	for _, m := range ScramMechanisms {
-		cred, ok, err := a.credential(user, m)
+		cred, ok, err := a.credential(user, m, since)
 		if err != nil {
 			return false, err
 		}

@@ -9,8 +9,10 @@ import (
 )
 
 // Lookup returns a user's stored credential for one SCRAM mechanism, false
-// when the user has none, or an error when the store cannot tell now (the
-// server's replica of the metadata group cannot be brought up to date):
+// when the user has none as of since (when the login began: a store that
+// may lag checks its source for what was stored before since), or an
+// error when the store cannot tell now (the server's replica of the
+// metadata group cannot be brought up to date):
 // the exchange then fails with ErrCredentialsUnavailable, and the
 // connection closes without an answer, so that the client tries another
 // node instead of taking a wrong password for an answer. The server wires
@@ -18,7 +20,7 @@ import (
 // concurrently, never with this package's semaphore held; it may block
 // for a read barrier (a user the replica does not hold yet), bounded by
 // the server.
-type Lookup func(user string, m Mechanism) (Credential, bool, error)
+type Lookup func(user string, m Mechanism, since time.Time) (Credential, bool, error)
 
 // Config configures an Authenticator.
 type Config struct {
@@ -83,7 +85,7 @@ func New(cfg Config) (*Authenticator, error) {
 		superuser: cfg.Superuser, lifetime: cfg.SessionLifetime,
 		pbkdf2: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))}
 	if a.lookup == nil {
-		a.lookup = func(string, Mechanism) (Credential, bool, error) { return Credential{}, false, nil }
+		a.lookup = func(string, Mechanism, time.Time) (Credential, bool, error) { return Credential{}, false, nil }
 	}
 	if cfg.Superuser != "" {
 		if cfg.SuperuserPassword == "" {
@@ -138,12 +140,12 @@ func (a *Authenticator) Start(mechanism string) (Exchange, error) {
 // credential returns the credential a login of user with m is checked
 // against: the bootstrap superuser's own for that name, else the stored
 // one.
-func (a *Authenticator) credential(user string, m Mechanism) (Credential, bool, error) {
+func (a *Authenticator) credential(user string, m Mechanism, since time.Time) (Credential, bool, error) {
 	if a.super != nil && user == a.superuser {
 		c, ok := a.super[m]
 		return c, ok, nil
 	}
-	c, ok, err := a.lookup(user, m)
+	c, ok, err := a.lookup(user, m, since)
 	if err != nil {
 		return Credential{}, false, fmt.Errorf("%w: %w", ErrCredentialsUnavailable, err)
 	}

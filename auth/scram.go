@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // scramExchange is the server side of SCRAM-SHA-256 and SCRAM-SHA-512
@@ -99,7 +100,7 @@ func (e *scramExchange) clientFirstMessage(msg string) (string, error) {
 	}
 	// attrs[2:] are extensions: Kafka ignores those it does not know, and
 	// kcoord knows none (tokenauth is for delegation tokens).
-	cred, ok, err := e.a.credential(user, e.m)
+	cred, ok, err := e.a.credential(user, e.m, time.Now())
 	if err != nil {
 		return "", err
 	}

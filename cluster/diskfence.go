@@ -242,6 +242,7 @@ func (n *Node) setDiskHealth(h DiskHealth) {
 // Gossip then says the node is fenced, and other nodes route around it.
 func (n *Node) fenceForDisk(h DiskHealth) {
 	n.mux.fence(fenceInbound)
+	n.metaSync.forget() // the replica cannot take the removals made meanwhile
 	var led []*Shard
 	for _, s := range n.all {
 		if s.Raft.State() == raft.Leader {

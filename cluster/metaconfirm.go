@@ -25,16 +25,18 @@ var errNoConfirmation = errors.New("cluster: a replica of the metadata group did
 // alive, not fenced for its disk and in the group's configuration is asked
 // at once ("meta-wait") and answers when its replica has applied it.
 //
-// A node that cannot be dialled (its Raft port refuses or does not answer
-// the dial), that is still starting, or whose death is proven before the
-// wait ends is not waited for: it serves no client, or, cut off from the
-// cluster, it stops allowing anything once no read barrier succeeds
-// there (MetadataFresh). A node of the previous release does not know the
-// op and is passed over with a warning (a rolling upgrade). Any other
-// replica that does not confirm within timeout fails the call with
-// errNoConfirmation wrapped in ErrApplyTimeout: the change is applied,
-// and the caller hears a timeout. Called by ApplyMetadataChange and
-// ConfirmMetadataEverywhere on a Kafka handler's goroutine.
+// A node whose Raft port refuses the dial (its process is gone), that is
+// still starting, or whose death is proven before the wait ends is not
+// waited for: it serves no client. A node of the previous release does
+// not know the op and is passed over with a warning (a rolling upgrade).
+// Any other replica that does not confirm within timeout (one that does
+// not answer the dial included: cut off from this node, it may still reach
+// the leader and its clients) fails the call with errNoConfirmation
+// wrapped in ErrApplyTimeout: the change is applied, and the caller hears
+// a timeout. Once gossip declares such a node dead it is no longer asked;
+// cut off from the cluster, it stops allowing anything when no read
+// barrier succeeds there (MetadataFresh). Called by ApplyMetadataChange
+// and ConfirmMetadataEverywhere on a Kafka handler's goroutine.
 func (n *Node) confirmMetaApplied(ctx context.Context, index uint64, timeout time.Duration) error {
 	targets := n.metaReplicaAddrs()
 	if len(targets) == 0 {
@@ -58,8 +60,8 @@ func (n *Node) confirmMetaApplied(ctx context.Context, index uint64, timeout tim
 			switch {
 			case err == nil:
 				return
-			case errors.Is(err, errAdminDial), errors.Is(err, errAdminNotStarted):
-				n.logger.Debug("a replica of the metadata group cannot be asked to confirm a change; not waited for",
+			case errors.Is(err, errAdminDial) && isRefused(err) && ctx.Err() == nil, errors.Is(err, errAdminNotStarted):
+				n.logger.Debug("a replica of the metadata group is down or starting; not waited for",
 					"target_node", id, "index", index, "error", err)
 				return
 			case isUnknownOp(resp):
@@ -102,8 +104,9 @@ func (n *Node) warnOldRelease(id int32) {
 // found nothing to remove (an ACL filter matching none, a topic or
 // credential already gone, perhaps by an earlier attempt answered
 // REQUEST_TIMED_OUT) calls it, so that its success still means "in effect
-// everywhere". Called by the Kafka handlers' goroutines; it blocks at most
-// about twice timeout.
+// everywhere". Its errors wrap raft.ErrNotLeader (no leader to ask) or
+// ErrApplyTimeout. Called by the Kafka handlers' goroutines; it blocks at
+// most timeout.
 func (n *Node) ConfirmMetadataEverywhere(ctx context.Context, timeout time.Duration) error {
 	if !n.shardsStarted.Load() {
 		return fmt.Errorf("%w: the node is still starting", raft.ErrNotLeader)
@@ -127,7 +130,7 @@ func (n *Node) ConfirmMetadataEverywhere(ctx context.Context, timeout time.Durat
 	if !exact || index == 0 {
 		return nil // a leader of the previous release, or nothing applied yet: nothing to confirm at an index
 	}
-	return n.confirmMetaApplied(ctx, index, timeout)
+	return n.confirmMetaApplied(ctx, index, remaining(ctx))
 }
 
 // metaReplicaAddrs returns the Raft address of every other node that

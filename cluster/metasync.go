@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -20,13 +21,15 @@ import (
 // for a while does not trust it to allow anything (MetadataFresh).
 
 // metaReplica is what the read barrier needs of the metadata group's FSM
-// (fsm.MetaFSM): the Raft index of the last command it applied (0 when
-// unknown) and a wait for an index. hashicorp/raft's own AppliedIndex
+// (fsm.MetaFSM): the Raft index of the last command it applied, whether
+// that index is known (not after a snapshot of the first release), and a
+// wait for an index. hashicorp/raft's own AppliedIndex
 // runs ahead of the FSM (its main loop raises it when it hands entries to
 // the FSM goroutine) and counts entries the FSM never sees (no-ops,
 // barriers), so it cannot serve a barrier.
 type metaReplica interface {
 	AppliedIndex() uint64
+	AppliedIndexKnown() bool
 	WaitApplied(ctx context.Context, i uint64) error
 }
 
@@ -113,8 +116,14 @@ func (n *Node) metaSyncRound() error {
 // "meta-index", and this replica compares it with its own Raft's.
 func (n *Node) askMetaReadIndex(ctx context.Context) (index uint64, exact bool, err error) {
 	b, ok := n.MetaLeader()
-	if !ok {
-		return 0, false, fmt.Errorf("%w: no metadata leader is known", raft.ErrNotLeader)
+	for !ok {
+		// An election: wait for its outcome within the round's bound.
+		select {
+		case <-ctx.Done():
+			return 0, false, fmt.Errorf("%w: no metadata leader is known", raft.ErrNotLeader)
+		case <-time.After(awaitLeaderRecheck):
+		}
+		b, ok = n.MetaLeader()
 	}
 	addr, ok := n.members.raftAddrs(n.mux.deaths)[b.NodeID]
 	if !ok {
@@ -143,7 +152,7 @@ func (n *Node) askMetaReadIndex(ctx context.Context) (index uint64, exact bool, 
 // ahead of the FSM by what it has handed it, close enough for the length
 // of a rolling upgrade.
 func (n *Node) awaitMetaIndex(ctx context.Context, index uint64, exact bool) error {
-	if rep, ok := n.meta.FSM.(metaReplica); ok && exact && rep.AppliedIndex() > 0 {
+	if rep, ok := n.meta.FSM.(metaReplica); ok && exact && rep.AppliedIndexKnown() {
 		if err := rep.WaitApplied(ctx, index); err != nil {
 			return fmt.Errorf("%w: this replica of the metadata group did not apply index %d: %v", ErrApplyTimeout, index, err)
 		}
@@ -165,25 +174,36 @@ func (n *Node) awaitMetaIndex(ctx context.Context, index uint64, exact bool) err
 // quorum confirmed, after the call began, that this node still leads. A
 // replica that has applied the command at that index holds every change
 // acknowledged before the call.
+//
+// Its errors wrap ErrNotMetaLeader and raft.ErrNotLeader (this node does
+// not lead, or no longer: the caller asks the leader, a client hears
+// NOT_CONTROLLER) or ErrApplyTimeout.
 func (n *Node) metaReadIndexHere(ctx context.Context) (uint64, error) {
 	if !n.shardsStarted.Load() {
-		return 0, ErrNotMetaLeader
+		return 0, errNotMetaLeaderNow
 	}
 	l := n.meta.Leadership()
 	if !n.meta.Leads(l.Epoch) {
-		return 0, ErrNotMetaLeader
+		return 0, errNotMetaLeaderNow
 	}
-	if err := n.metaTermApplied(); err != nil {
+	if err := n.metaTermApplied(ctx); err != nil {
 		return 0, err
 	}
 	if err := n.meta.ConfirmLeadership(ctx, l.Epoch); err != nil {
-		return 0, fmt.Errorf("%w: %v", ErrNotMetaLeader, err)
+		if ctx.Err() != nil {
+			return 0, fmt.Errorf("%w: confirming the metadata leadership: %w", ErrApplyTimeout, ctx.Err())
+		}
+		return 0, fmt.Errorf("%w: %v", errNotMetaLeaderNow, err)
 	}
 	if rep, ok := n.meta.FSM.(metaReplica); ok {
 		return rep.AppliedIndex(), nil
 	}
 	return n.meta.Raft.AppliedIndex(), nil
 }
+
+// errNotMetaLeaderNow is ErrNotMetaLeader as raft.ErrNotLeader too, which
+// the Kafka handlers answer NOT_CONTROLLER.
+var errNotMetaLeaderNow = fmt.Errorf("%w (%w)", ErrNotMetaLeader, raft.ErrNotLeader)
 
 // metaTermApplied returns once the metadata leader's FSM has applied every
 // entry its predecessors committed: a barrier, once per term. A new
@@ -192,20 +212,29 @@ func (n *Node) metaReadIndexHere(ctx context.Context) (uint64, error) {
 // the previous release, with no command since), it also applies a
 // ClusterStamp of the cluster's id, which changes nothing but gives every
 // replica a command index to meet at; the previous release applies it too.
-// Called by the metadata leader's placement loop and read index.
-func (n *Node) metaTermApplied() error {
+// Until that is done the term does not count as applied (the index it
+// would answer may be older than its state). Called by the metadata leader's
+// placement loop and read index; it takes at most until ctx ends.
+func (n *Node) metaTermApplied(ctx context.Context) error {
 	term := n.meta.Term()
 	if n.metaAppliedTerm.Load() == term {
 		return nil
 	}
-	if err := n.meta.Barrier(placementApplyTimeout); err != nil {
+	if err := n.meta.Barrier(remaining(ctx)); err != nil {
 		return fmt.Errorf("barrier of the metadata group's term %d: %w", term, err)
 	}
-	if rep, ok := n.meta.FSM.(metaReplica); ok && rep.AppliedIndex() == 0 {
-		if id := n.ClusterID(); id != "" {
-			if err := n.applyMeta(&fsm.ClusterStamp{ID: id}); err != nil {
-				return fmt.Errorf("a command for the metadata group's index in term %d: %w", term, err)
-			}
+	if rep, ok := n.meta.FSM.(metaReplica); ok && !rep.AppliedIndexKnown() {
+		id := n.ClusterID()
+		if id == "" {
+			return fmt.Errorf("%w: the metadata group's index is unknown before the cluster has an id", ErrApplyTimeout)
+		}
+		b, err := fsm.Encode(&fsm.ClusterStamp{ID: id})
+		if err != nil {
+			return err
+		}
+		// A stamp the FSM refuses (another id) still has its index.
+		if _, err := n.meta.Apply(ctx, b, remaining(ctx)); err != nil && !errors.Is(err, fsm.ErrClusterIDMismatch) {
+			return fmt.Errorf("%w: a command for the metadata group's index in term %d: %w", ErrApplyTimeout, term, err)
 		}
 	}
 	n.metaAppliedTerm.Store(term)
@@ -233,18 +262,44 @@ func isUnknownOp(resp adminResponse) bool {
 
 // MetadataFresh reports whether this node may trust its replica of the
 // metadata group to allow a request (an ACL that allows it, a user's
-// credential): a read barrier succeeded within maxStaleness. A replica no
-// barrier confirmed lately (just started, cut off from the leader, fenced
-// for its disk, or back from a pause) may miss a revocation that every
-// other node applied, so the caller runs a barrier first (SyncMetadata)
-// and refuses when it fails; while requests come, that is one round per
-// maxStaleness. Cheap; connection goroutines call it on every request.
+// credential): a read barrier succeeded within maxStaleness, and since
+// then the node has neither fenced itself for its disk nor been paused. A
+// replica no barrier confirmed lately (just started, cut off from the
+// leader, fenced, back from a pause) may miss a revocation that every
+// other node applied. Cheap; connection goroutines call it on every
+// request.
 func (n *Node) MetadataFresh(maxStaleness time.Duration) bool {
-	if n.closed.Load() || n.disk.fenced() {
+	if n.closed.Load() || n.disk.fenced() || processPauses().recent() {
 		return false
 	}
 	last := n.metaSync.lastSuccess()
 	return !last.IsZero() && time.Since(last) <= maxStaleness
+}
+
+// EnsureMetadataFresh returns nil when this node may trust its replica of
+// the metadata group to allow a request (MetadataFresh), running a read
+// barrier first when it may not, and fails when that barrier fails (the
+// caller refuses the request). A replica fresh for more than half of
+// maxStaleness starts a barrier it does not wait for, so that while
+// requests come the replica stays fresh and none of them waits. Any round
+// that began within maxStaleness serves a caller, so callers never queue
+// behind one another. Connection goroutines call it on every request of a
+// node that authenticates; it blocks only when the replica is stale.
+func (n *Node) EnsureMetadataFresh(ctx context.Context, maxStaleness time.Duration) error {
+	if n.MetadataFresh(maxStaleness) {
+		if time.Since(n.metaSync.lastSuccess()) > maxStaleness/2 {
+			n.metaSync.join(time.Now(), n.metaSyncRound) // ahead of need, not waited for
+		}
+		return nil
+	}
+	if n.closed.Load() {
+		return raft.ErrRaftShutdown
+	}
+	since := time.Now().Add(-maxStaleness)
+	if n.disk.fenced() || processPauses().recent() {
+		since = time.Now() // nothing from before counts
+	}
+	return n.SyncMetadataSince(ctx, since)
 }
 
 // metaSync coalesces a node's read barrier rounds (SyncMetadataSince).
@@ -263,6 +318,9 @@ type metaSync struct {
 	// nanoseconds after metaSyncEpoch (0: none did); an atomic, since
 	// every request of an authenticating node reads it (MetadataFresh).
 	lastOK atomic.Int64
+	// forgotAt is when forget last ran (nanoseconds after
+	// metaSyncEpoch): no round that began before counts.
+	forgotAt int64
 
 	rounds atomic.Uint64
 }
@@ -301,6 +359,16 @@ func (m *metaSync) join(since time.Time, run func() error) *metaSyncRound {
 	return rd
 }
 
+// forget makes every round that began before now count for nothing
+// towards freshness, one still running included (a disk fence: the
+// replica misses what is applied from now on).
+func (m *metaSync) forget() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.forgotAt = int64(time.Since(metaSyncEpoch))
+	m.lastOK.Store(0)
+}
+
 // lastSuccess is when the latest round that succeeded began (zero if
 // none did). Lock-free.
 func (m *metaSync) lastSuccess() time.Time {
@@ -330,7 +398,7 @@ func (m *metaSync) loop(run func() error) {
 		if m.last == nil || rd.start.After(m.last.start) {
 			m.last = rd
 		}
-		if at := int64(rd.start.Sub(metaSyncEpoch)); rd.err == nil && at > m.lastOK.Load() {
+		if at := int64(rd.start.Sub(metaSyncEpoch)); rd.err == nil && at > m.lastOK.Load() && at > m.forgotAt {
 			m.lastOK.Store(max(at, 1))
 		}
 		m.cur = nil

@@ -121,7 +121,10 @@ func (n *Node) planPlacement(p placementFSM) error {
 	// A new leader's FSM may not have applied what its predecessor
 	// committed (the desired voters it set last): planning on that would
 	// start moves beyond MaxConcurrentMoves.
-	if err := n.metaTermApplied(); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), placementApplyTimeout)
+	err := n.metaTermApplied(ctx)
+	cancel()
+	if err != nil {
 		return fmt.Errorf("before planning: %w", err)
 	}
 	nodes := registry(p.Nodes())

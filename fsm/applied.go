@@ -19,6 +19,9 @@ import (
 // waits. Nothing blocks: a change closes the channel waiters hold.
 type appliedIndex struct {
 	index atomic.Uint64
+	// unknown is set while the index is not known: restored from a
+	// snapshot that did not keep it, with no command since.
+	unknown atomic.Bool
 
 	mu      sync.Mutex
 	changed chan struct{} // closed at the next change; nil while no one waits
@@ -31,7 +34,15 @@ func (a *appliedIndex) get() uint64 { return a.index.Load() }
 // the index was kept: unknown until the next command).
 func (a *appliedIndex) set(i uint64) {
 	a.index.Store(i)
+	a.unknown.Store(false)
 	a.wake()
+}
+
+// restored records the index of a restored snapshot: 0 when the snapshot
+// did not keep one, which leaves the index unknown until the next command.
+func (a *appliedIndex) restored(i uint64) {
+	a.set(i)
+	a.unknown.Store(i == 0)
 }
 
 func (a *appliedIndex) wake() {
@@ -70,10 +81,14 @@ func (a *appliedIndex) wait(ctx context.Context, i uint64) error {
 
 // AppliedIndex is the Raft index of the last command this replica
 // applied, or of the last command in the snapshot it restored if no
-// command came since. Every command up to it is in the state the readers
-// return. 0 means unknown: no command yet, or a snapshot of the first
-// release (which did not keep the index) and none since.
+// command came since (0: none). Every command up to it is in the state
+// the readers return. See AppliedIndexKnown.
 func (f *MetaFSM) AppliedIndex() uint64 { return f.applied.get() }
+
+// AppliedIndexKnown is false while AppliedIndex does not say what the
+// state holds: restored from a snapshot of the first release (which did
+// not keep the index), with no command since.
+func (f *MetaFSM) AppliedIndexKnown() bool { return !f.applied.unknown.Load() }
 
 // WaitApplied returns once this replica has applied the command at Raft
 // index i (and every one before it), or with ctx's error. Any goroutine

@@ -163,7 +163,7 @@ func (f *MetaFSM) Restore(rc io.ReadCloser) error {
 	f.scram.restore(s.Scram)
 	f.acls.restore(s.ACLs)
 	f.mu.Unlock()
-	f.applied.set(s.AppliedIndex)
+	f.applied.restored(s.AppliedIndex)
 	return nil
 }
 

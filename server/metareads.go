@@ -21,12 +21,16 @@ type metaReads struct {
 	timeout      time.Duration
 }
 
-// Fresh reports whether the replica may be trusted without a barrier:
-// always on a node whose cluster node has not started (nothing is
-// served then).
-func (m *metaReads) Fresh() bool {
+// EnsureFresh returns nil once the replica may be trusted to allow a
+// request (cluster.Node.EnsureMetadataFresh), at most timeout.
+func (m *metaReads) EnsureFresh(ctx context.Context) error {
 	n := m.s.raftNode.Load()
-	return n == nil || n.MetadataFresh(m.maxStaleness)
+	if n == nil {
+		return raft.ErrRaftShutdown
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
+	defer cancel()
+	return n.EnsureMetadataFresh(ctx, m.maxStaleness)
 }
 
 // SyncSince returns once the replica holds every metadata change
@@ -57,17 +61,16 @@ func (m *metaReads) ConfirmEverywhere(ctx context.Context) error {
 // leader cannot tell a wrong password from a deleted user or one created
 // elsewhere, and the login's connection closes without an answer
 // (auth.ErrCredentialsUnavailable).
-func (m *metaReads) lookup(find func() bool) (bool, error) {
-	start := time.Now()
-	if !m.Fresh() {
-		if err := m.SyncSince(context.Background(), start); err != nil {
-			return false, err
-		}
+// since is when the login began: one login's misses (PLAIN looks for two
+// mechanisms) share one barrier.
+func (m *metaReads) lookup(since time.Time, find func() bool) (bool, error) {
+	if err := m.EnsureFresh(context.Background()); err != nil {
+		return false, err
 	}
 	if find() {
 		return true, nil
 	}
-	if err := m.SyncSince(context.Background(), start); err != nil {
+	if err := m.SyncSince(context.Background(), since); err != nil {
 		return false, err
 	}
 	return find(), nil

@@ -77,9 +77,9 @@ func (c *Config) authenticator(meta *fsm.MetaFSM, reads *metaReads) (*auth.Authe
 	}
 	return auth.New(auth.Config{
 		Mechanisms: mechs,
-		Lookup: func(user string, m auth.Mechanism) (auth.Credential, bool, error) {
+		Lookup: func(user string, m auth.Mechanism, since time.Time) (auth.Credential, bool, error) {
 			var sc fsm.ScramCredential
-			found, err := reads.lookup(func() (ok bool) { sc, ok = meta.ScramCredential(user, int8(m)); return ok })
+			found, err := reads.lookup(since, func() (ok bool) { sc, ok = meta.ScramCredential(user, int8(m)); return ok })
 			if !found || err != nil {
 				return auth.Credential{}, false, err
 			}

@@ -277,7 +277,7 @@ func (c *conn) saslStep(token []byte) ([]byte, bool, error) {
 		err = fmt.Errorf("%w: Cannot change principals during re-authentication from %s.%s: %s.%s",
 			auth.ErrAuthenticationFailed, s.principal.Type, s.principal.Name, p.Type, p.Name)
 	}
-	if err != nil {
+	if err != nil && !errors.Is(err, auth.ErrCredentialsUnavailable) { // no answer about the client
 		c.srv.metrics.saslAuthentication(s.mechanism, saslFailure)
 	}
 	return challenge, done, err

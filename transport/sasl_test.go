@@ -47,7 +47,7 @@ func startSASLServer(t *testing.T, lifetime time.Duration) *saslServer {
 	}
 	a, err := auth.New(auth.Config{
 		Mechanisms: []string{auth.MechanismSHA512, auth.MechanismSHA256, auth.MechanismPlain},
-		Lookup: func(u string, m auth.Mechanism) (auth.Credential, bool, error) {
+		Lookup: func(u string, m auth.Mechanism, _ time.Time) (auth.Credential, bool, error) {
 			c, ok := creds[u][m]
 			return c, ok, nil
 		},
