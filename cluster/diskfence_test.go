@@ -319,3 +319,29 @@ func TestSlowLeaderHandsItsLeadershipsToFasterVoters(t *testing.T) {
 		return !victim.slowDisk.Load() && !rest[0].members.slowNode(victim.ID())
 	})
 }
+
+// A leader's failed log write reaches a proposer as raft.LogCache words it
+// (the store's error as text): it must read as a lost leadership, which
+// clients retry as NOT_COORDINATOR, not as an unknown error.
+func TestAFailedLogWriteIsALostLeadership(t *testing.T) {
+	store := &failingLogStore{err: errors.New("nodestore: log write failed: input/output error")}
+	cache, err := raft.NewLogCache(16, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	werr := cache.StoreLogs([]*raft.Log{{Index: 1, Term: 1}})
+	if got := storeFailure(werr); !errors.Is(got, raft.ErrLeadershipLost) {
+		t.Fatalf("%v became %v, want raft.ErrLeadershipLost", werr, got)
+	}
+	if other := errors.New("something else"); storeFailure(other) != other {
+		t.Fatal("another error was translated")
+	}
+}
+
+// failingLogStore is a raft.LogStore whose writes fail.
+type failingLogStore struct {
+	raft.InmemStore
+	err error
+}
+
+func (s *failingLogStore) StoreLogs([]*raft.Log) error { return s.err }

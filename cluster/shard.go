@@ -3,6 +3,8 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -235,13 +237,31 @@ func (s *Shard) track(f raft.Future, af raft.ApplyFuture) *shardFuture {
 	s.pending[sf] = struct{}{}
 	s.pendingMu.Unlock()
 	go func() {
-		sf.finish(f.Error(), false)
+		sf.finish(storeFailure(f.Error()), false)
 		s.pendingMu.Lock()
 		delete(s.pending, sf)
 		s.pendingMu.Unlock()
 	}()
 	return sf
 }
+
+// storeFailure is err, a Raft future's, made raft.ErrLeadershipLost when
+// it is the log store's failure: a leader whose log write failed steps
+// down (hashicorp/raft's dispatchLogs) and the entry may still commit
+// under the next leader, but raft.LogCache hands the store's error on as
+// text (%q), so nothing else can recognise it, and clients would hear
+// UNKNOWN_SERVER_ERROR instead of NOT_COORDINATOR. Other errors pass
+// through unchanged.
+func storeFailure(err error) error {
+	if err != nil && strings.HasPrefix(err.Error(), logCacheStoreFailed) {
+		return fmt.Errorf("%w: %v", raft.ErrLeadershipLost, err)
+	}
+	return err
+}
+
+// logCacheStoreFailed opens the error raft.LogCache.StoreLogs returns when
+// the store under it fails (hashicorp/raft v1.8.0, log_cache.go).
+const logCacheStoreFailed = "unable to store logs within log store"
 
 // failPendingWith fails, at once, every future Raft has not answered yet
 // with err: the node fenced itself for its disk, and Raft may not answer
