@@ -10,7 +10,7 @@ PKGS    ?= ./...
 # every nemesis twice, at most 10 minutes on two cores. The last line is
 # "chaos: N ops, F faults, A anomalies"; it exits 1 on any anomaly and keeps
 # the histories in the folder it names. The long run of docs/reliability.md:
-#   make chaos CHAOS_FLAGS="--cycles 12 --bound 45m --out chaos-long"
+#   make chaos CHAOS_FLAGS="--cycles 30 --baseline 60s --bound 30m --out chaos-long"
 CHAOS_FLAGS ?= --cycles 2 --baseline 30s --bound 9m
 chaos: build
 	bin/kcoord chaos $(CHAOS_FLAGS)
