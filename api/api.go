@@ -186,7 +186,7 @@ func New(cfg Config, c Cluster, topics Topics, shards []Shard) *Handlers {
 func (h *Handlers) Register(mux *transport.Mux) {
 	reg := func(req kmsg.Request, min, max int16, fn func(context.Context, *transport.RequestContext, kmsg.Request) (kmsg.Response, error)) {
 		mux.Handle(req.Key(), min, max, func(ctx context.Context, rc *transport.RequestContext, req kmsg.Request) (kmsg.Response, error) {
-			if err := h.freshForAuthorization(ctx, rc); err != nil {
+			if err := h.freshForAuthorization(ctx); err != nil {
 				return nil, err
 			}
 			return fn(ctx, rc, req)

@@ -98,7 +98,7 @@ func (h *Handlers) lookupTopic(ctx context.Context, rc *transport.RequestContext
 // kcoord.metadata.max.staleness.ms may hold a grant the others revoked, so
 // it is brought up to date before the request is served; if it cannot be,
 // the request fails with errStaleMetadata, which closes the connection.
-func (h *Handlers) freshForAuthorization(ctx context.Context, _ *transport.RequestContext) error {
+func (h *Handlers) freshForAuthorization(ctx context.Context) error {
 	if h.cfg.Authorizer == nil || h.cfg.Metadata == nil {
 		return nil
 	}

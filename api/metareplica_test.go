@@ -126,12 +126,12 @@ func TestADenialWaitsForTheLeadersACLs(t *testing.T) {
 	}
 
 	replica.fresh = false
-	if err := h.freshForAuthorization(context.Background(), rc); err != nil || replica.barriers() != 2 {
+	if err := h.freshForAuthorization(context.Background()); err != nil || replica.barriers() != 2 {
 		t.Fatalf("a stale replica: %v after %d barriers, want a barrier and nil", err, replica.barriers())
 	}
 	failing := &failingReplica{}
 	h = newTestHandlers(t, Config{Metadata: failing, Authorizer: authz}, newMemTopics())
-	if err := h.freshForAuthorization(context.Background(), rc); err == nil {
+	if err := h.freshForAuthorization(context.Background()); err == nil {
 		t.Fatal("a stale replica that cannot reach the leader served a request")
 	}
 }

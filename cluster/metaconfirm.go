@@ -7,8 +7,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/hashicorp/raft"
 )
 
 // This file is the confirmation of a revoking metadata change (a deleted
@@ -108,22 +106,9 @@ func (n *Node) warnOldRelease(id int32) {
 // ErrApplyTimeout. Called by the Kafka handlers' goroutines; it blocks at
 // most timeout.
 func (n *Node) ConfirmMetadataEverywhere(ctx context.Context, timeout time.Duration) error {
-	if !n.shardsStarted.Load() {
-		return fmt.Errorf("%w: the node is still starting", raft.ErrNotLeader)
-	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var index uint64
-	exact := true
-	var err error
-	if n.meta.IsLeader() {
-		index, err = n.metaReadIndexHere(ctx)
-	} else {
-		index, exact, err = n.askMetaReadIndex(ctx)
-		if err == nil {
-			err = n.awaitMetaIndex(ctx, index, exact)
-		}
-	}
+	index, exact, err := n.metaReadIndex(ctx)
 	if err != nil {
 		return err
 	}
@@ -160,14 +145,7 @@ func (n *Node) metaReplicaAddrs() map[int32]string {
 // metadata group has applied index, or with a timeout after timeoutMs (at
 // most within the caller's admin deadline). Called by serveAdminConn.
 func (n *Node) metaWaitHere(index uint64, timeoutMs int64) error {
-	rep, ok := n.meta.FSM.(metaReplica)
-	if !ok {
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), adminBudget(timeoutMs))
 	defer cancel()
-	if err := rep.WaitApplied(ctx, index); err != nil {
-		return fmt.Errorf("%w: index %d not applied here: %v", ErrApplyTimeout, index, err)
-	}
-	return nil
+	return n.awaitMetaApplied(ctx, index)
 }

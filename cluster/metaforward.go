@@ -163,19 +163,6 @@ func (n *Node) forwardMetadataChange(ctx context.Context, cmd []byte, c fsm.Comm
 	return resp.Index, err
 }
 
-// awaitMetaApplied returns once this node's replica of the metadata group
-// has applied the command at index, at most until ctx ends.
-func (n *Node) awaitMetaApplied(ctx context.Context, index uint64) error {
-	rep, ok := n.meta.FSM.(metaReplica)
-	if !ok {
-		return nil
-	}
-	if err := rep.WaitApplied(ctx, index); err != nil {
-		return fmt.Errorf("%w: the change is applied on the metadata leader, not yet on this node: %v", ErrApplyTimeout, err)
-	}
-	return nil
-}
-
 // revokes reports whether a metadata change can take a permission or a
 // name away, so that every replica must apply it before it is answered: a
 // deleted topic, ACL or SCRAM credential, a credential replaced (its old

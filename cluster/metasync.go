@@ -94,20 +94,29 @@ func (n *Node) metaSyncRound() error {
 		case <-ctx.Done():
 		}
 	}()
+	_, _, err := n.metaReadIndex(ctx)
+	return err
+}
+
+// metaReadIndex returns the metadata group's read index once this node's
+// replica has reached it: on the leader, whose replica holds everything
+// it acknowledged, once a quorum confirmed that it still leads (so a
+// deposed leader does not read alone); elsewhere, once the leader
+// answered and this replica applied what it answered. exact says the
+// index is a command's (see askMetaReadIndex). Called by barrier rounds
+// and ConfirmMetadataEverywhere; it blocks at most until ctx ends.
+func (n *Node) metaReadIndex(ctx context.Context) (index uint64, exact bool, err error) {
 	if !n.shardsStarted.Load() {
-		return fmt.Errorf("%w: the node is still starting", raft.ErrNotLeader)
+		return 0, false, fmt.Errorf("%w: the node is still starting", raft.ErrNotLeader)
 	}
 	if n.meta.IsLeader() {
-		// The leader's replica holds everything it acknowledged; confirm
-		// that it still leads, so a deposed leader does not read alone.
-		_, err := n.metaReadIndexHere(ctx)
-		return err
+		index, err = n.metaReadIndexHere(ctx)
+		return index, true, err
 	}
-	index, exact, err := n.askMetaReadIndex(ctx)
-	if err != nil {
-		return err
+	if index, exact, err = n.askMetaReadIndex(ctx); err == nil {
+		err = n.awaitMetaIndex(ctx, index, exact)
 	}
-	return n.awaitMetaIndex(ctx, index, exact)
+	return index, exact, err
 }
 
 // askMetaReadIndex asks the metadata leader for its read index. exact
@@ -153,10 +162,7 @@ func (n *Node) askMetaReadIndex(ctx context.Context) (index uint64, exact bool, 
 // of a rolling upgrade.
 func (n *Node) awaitMetaIndex(ctx context.Context, index uint64, exact bool) error {
 	if rep, ok := n.meta.FSM.(metaReplica); ok && exact && rep.AppliedIndexKnown() {
-		if err := rep.WaitApplied(ctx, index); err != nil {
-			return fmt.Errorf("%w: this replica of the metadata group did not apply index %d: %v", ErrApplyTimeout, index, err)
-		}
-		return nil
+		return n.awaitMetaApplied(ctx, index)
 	}
 	for n.meta.Raft.AppliedIndex() < index {
 		select {
@@ -164,6 +170,20 @@ func (n *Node) awaitMetaIndex(ctx context.Context, index uint64, exact bool) err
 			return fmt.Errorf("%w: this replica of the metadata group did not reach index %d", ErrApplyTimeout, index)
 		case <-time.After(metaSyncPoll):
 		}
+	}
+	return nil
+}
+
+// awaitMetaApplied returns once this node's replica of the metadata group
+// has applied the command at index (at once with an FSM that keeps no
+// index), at most until ctx ends.
+func (n *Node) awaitMetaApplied(ctx context.Context, index uint64) error {
+	rep, ok := n.meta.FSM.(metaReplica)
+	if !ok {
+		return nil
+	}
+	if err := rep.WaitApplied(ctx, index); err != nil {
+		return fmt.Errorf("%w: this replica of the metadata group did not apply index %d: %v", ErrApplyTimeout, index, err)
 	}
 	return nil
 }
@@ -284,8 +304,10 @@ func (n *Node) MetadataFresh(maxStaleness time.Duration) bool {
 // requests come the replica stays fresh and none of them waits. Any round
 // that began within maxStaleness serves a caller, so callers never queue
 // behind one another. Connection goroutines call it on every request of a
-// node that authenticates; it blocks only when the replica is stale.
-func (n *Node) EnsureMetadataFresh(ctx context.Context, maxStaleness time.Duration) error {
+// node that authenticates; it allocates nothing while the replica is
+// fresh, and blocks only when it is stale, at most timeout or until ctx
+// ends.
+func (n *Node) EnsureMetadataFresh(ctx context.Context, maxStaleness, timeout time.Duration) error {
 	if n.MetadataFresh(maxStaleness) {
 		if time.Since(n.metaSync.lastSuccess()) > maxStaleness/2 {
 			n.metaSync.join(time.Now(), n.metaSyncRound) // ahead of need, not waited for
@@ -299,6 +321,8 @@ func (n *Node) EnsureMetadataFresh(ctx context.Context, maxStaleness time.Durati
 	if n.disk.fenced() || processPauses().recent() {
 		since = time.Now() // nothing from before counts
 	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	return n.SyncMetadataSince(ctx, since)
 }
 
@@ -315,19 +339,15 @@ type metaSync struct {
 	// last is the latest round that ended (nil before the first).
 	last *metaSyncRound
 	// lastOK is when the latest round that succeeded began, as
-	// nanoseconds after metaSyncEpoch (0: none did); an atomic, since
+	// a monoOffset (0: none did); an atomic, since
 	// every request of an authenticating node reads it (MetadataFresh).
 	lastOK atomic.Int64
-	// forgotAt is when forget last ran (nanoseconds after
-	// metaSyncEpoch): no round that began before counts.
+	// forgotAt is when forget last ran (a monoOffset): no round that
+	// began before counts.
 	forgotAt int64
 
 	rounds atomic.Uint64
 }
-
-// metaSyncEpoch is the origin of metaSync.lastOK: a reading of the
-// monotonic clock, so that a step of the wall clock moves nothing.
-var metaSyncEpoch = time.Now()
 
 // metaSyncRound is one round; done closes once err is set.
 type metaSyncRound struct {
@@ -365,7 +385,7 @@ func (m *metaSync) join(since time.Time, run func() error) *metaSyncRound {
 func (m *metaSync) forget() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.forgotAt = int64(time.Since(metaSyncEpoch))
+	m.forgotAt = monoOffset(time.Now())
 	m.lastOK.Store(0)
 }
 
@@ -376,7 +396,7 @@ func (m *metaSync) lastSuccess() time.Time {
 	if v == 0 {
 		return time.Time{}
 	}
-	return metaSyncEpoch.Add(time.Duration(v))
+	return monoTime(v)
 }
 
 // loop runs rounds until none is queued.
@@ -398,7 +418,7 @@ func (m *metaSync) loop(run func() error) {
 		if m.last == nil || rd.start.After(m.last.start) {
 			m.last = rd
 		}
-		if at := int64(rd.start.Sub(metaSyncEpoch)); rd.err == nil && at > m.lastOK.Load() && at > m.forgotAt {
+		if at := monoOffset(rd.start); rd.err == nil && at > m.lastOK.Load() && at > m.forgotAt {
 			m.lastOK.Store(max(at, 1))
 		}
 		m.cur = nil

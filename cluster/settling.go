@@ -158,11 +158,11 @@ func (s *Shard) registerLeaderObserver() (stop func()) {
 // term it led in, and when it fenced itself.
 type handover struct {
 	term atomic.Uint64
-	at   atomic.Int64 // nanoseconds after metaSyncEpoch (a monotonic origin)
+	at   atomic.Int64 // a monoOffset
 }
 
 func (h *handover) begin(term uint64) {
-	h.at.Store(int64(time.Since(metaSyncEpoch)))
+	h.at.Store(monoOffset(time.Now()))
 	h.term.Store(term)
 }
 
@@ -170,7 +170,7 @@ func (h *handover) end() { h.term.Store(0) }
 
 // since is how long ago the hand-off began.
 func (h *handover) since() time.Duration {
-	return time.Since(metaSyncEpoch) - time.Duration(h.at.Load())
+	return time.Since(monoTime(h.at.Load()))
 }
 
 // HandingOver reports whether this node led the shard when it fenced

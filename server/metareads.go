@@ -22,15 +22,14 @@ type metaReads struct {
 }
 
 // EnsureFresh returns nil once the replica may be trusted to allow a
-// request (cluster.Node.EnsureMetadataFresh), at most timeout.
+// request (cluster.Node.EnsureMetadataFresh), at most timeout. Every
+// request of a node that authenticates calls it.
 func (m *metaReads) EnsureFresh(ctx context.Context) error {
 	n := m.s.raftNode.Load()
 	if n == nil {
 		return raft.ErrRaftShutdown
 	}
-	ctx, cancel := context.WithTimeout(ctx, m.timeout)
-	defer cancel()
-	return n.EnsureMetadataFresh(ctx, m.maxStaleness)
+	return n.EnsureMetadataFresh(ctx, m.maxStaleness, m.timeout)
 }
 
 // SyncSince returns once the replica holds every metadata change
