@@ -112,12 +112,16 @@ var errRefusedPeer = errors.New("cluster: peer refused")
 // NotifyMerge, NotifyJoin, ...) on its own goroutines, some with its node
 // lock held: they must not call back into memberlist.
 type gossip struct {
-	n       *Node
-	ml      *memberlist.Memberlist
-	name    string // this node's memberlist name
-	queue   *memberlist.TransmitLimitedQueue
-	logger  hclog.Logger
-	changed chan struct{} // poked on membership and meta changes (the cluster loop waits on it)
+	n    *Node
+	ml   *memberlist.Memberlist
+	name string // this node's memberlist name
+	// advertised is this node's gossip address as others reach it, read
+	// once after memberlist started (its LocalNode is not safe to read
+	// while UpdateNode rewrites it).
+	advertised string
+	queue      *memberlist.TransmitLimitedQueue
+	logger     hclog.Logger
+	changed    chan struct{} // poked on membership and meta changes (the cluster loop waits on it)
 	// joined is closed when a Join first succeeds: the seeds' members and
 	// their metas are known from then on.
 	joined     chan struct{}
@@ -195,6 +199,8 @@ func (n *Node) startGossip(self nodeMeta, keys *gossipKeys) error {
 		return fmt.Errorf("cluster: gossip: %w", err)
 	}
 	g.ml = ml
+	ln := ml.LocalNode()
+	g.advertised = net.JoinHostPort(ln.Addr.String(), strconv.Itoa(int(ln.Port)))
 	created.Store(ml)
 	n.gossip = g
 	if keys != nil {
@@ -234,10 +240,7 @@ func (g *gossip) joinLoop(seeds []string) {
 }
 
 // addr is this node's gossip address as others reach it.
-func (g *gossip) addr() string {
-	ln := g.ml.LocalNode()
-	return net.JoinHostPort(ln.Addr.String(), strconv.Itoa(int(ln.Port)))
-}
+func (g *gossip) addr() string { return g.advertised }
 
 // selfMeta is the meta this node advertises.
 func (g *gossip) selfMeta() nodeMeta {
