@@ -119,6 +119,8 @@ type gossip struct {
 	// once after memberlist started (its LocalNode is not safe to read
 	// while UpdateNode rewrites it).
 	advertised string
+	// announceMu serialises UpdateNode (announce).
+	announceMu sync.Mutex
 	queue      *memberlist.TransmitLimitedQueue
 	logger     hclog.Logger
 	changed    chan struct{} // poked on membership and meta changes (the cluster loop waits on it)
@@ -277,10 +279,14 @@ func metaEqual(a, b nodeMeta) bool {
 // intervals).
 const announceWait = 20 * time.Millisecond
 
-// announce re-gossips this node's meta after it changed. Call it from the
-// cluster loop or NewNode, never from a memberlist delegate (memberlist's
-// node lock).
+// announce re-gossips this node's meta after it changed. The cluster
+// loop, NewNode and the disk watch call it, never a memberlist delegate
+// (memberlist's node lock); announceMu makes them take turns, since
+// memberlist's UpdateNode reads and rewrites the local node without a
+// lock of its own.
 func (g *gossip) announce() {
+	g.announceMu.Lock()
+	defer g.announceMu.Unlock()
 	if err := g.ml.UpdateNode(announceWait); err != nil && !g.n.closed.Load() {
 		g.logger.Trace("gossip meta update queued, not yet confirmed", "error", err)
 	}

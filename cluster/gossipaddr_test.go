@@ -7,9 +7,10 @@ import (
 )
 
 // GossipAddr may be read while the node re-announces its meta (the disk
-// watch does, every second): memberlist rewrites its local node then, so
-// the address is read once at start (the race detector caught a test
-// reading it live under a re-announcing disk watch).
+// watch does, every second), and two goroutines may announce at once:
+// memberlist rewrites its local node then, without a lock of its own, so
+// the address is read once at start and announcements take turns (the
+// race detector caught both in CI).
 func TestGossipAddrIsSafeWhileTheNodeAnnounces(t *testing.T) {
 	n := startGossipCluster(t, 1, 1)[0].Node
 	want := n.GossipAddr()
