@@ -51,13 +51,18 @@ const (
 	ACLCreateType CommandType = 14
 	// ACLDeleteType removes Kafka ACLs from the metadata group.
 	ACLDeleteType CommandType = 15
+	// FeatureLevelSetType finalizes a feature level (release.Feature): in
+	// the metadata group, where the cluster's finalized level lives, and
+	// as a stamp in each group shard once the level is finalized. Written
+	// from release.Level2 on (see CommandType.Level).
+	FeatureLevelSetType CommandType = 16
 
 	// LatestCommandType is the highest command type this build applies.
 	// Nodes gossip it, so that a metadata leader writes a type only once
 	// every replica of the metadata group can apply it: a replica of an
 	// older release panics on a type it does not know (see
 	// cluster.ErrReplicaTooOld).
-	LatestCommandType = ACLDeleteType
+	LatestCommandType = FeatureLevelSetType
 )
 
 // String names the command type for logs.
@@ -93,6 +98,8 @@ func (t CommandType) String() string {
 		return "ACLCreate"
 	case ACLDeleteType:
 		return "ACLDelete"
+	case FeatureLevelSetType:
+		return "FeatureLevelSet"
 	}
 	return fmt.Sprintf("CommandType(%d)", uint8(t))
 }
@@ -320,6 +327,8 @@ func newCommand(typ CommandType) (Command, error) {
 		return new(ACLCreate), nil
 	case ACLDeleteType:
 		return new(ACLDelete), nil
+	case FeatureLevelSetType:
+		return new(FeatureLevelSet), nil
 	}
 	return nil, fmt.Errorf("%w: %s", ErrUnknownCommand, typ)
 }

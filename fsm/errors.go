@@ -43,6 +43,13 @@ var (
 	// there; every replica answers it alike and changes nothing, rather
 	// than every replica panicking on it at every replay.
 	ErrForeignCommand = errors.New("command of another FSM's log")
+	// ErrFeatureDowngrade is Apply's answer to a FeatureLevelSet below the
+	// level already finalized: a finalized level is never lowered (the
+	// FSM keeps its level).
+	ErrFeatureDowngrade = errors.New("a finalized feature level cannot be lowered")
+	// ErrInvalidFeatureLevel is Apply's answer to a FeatureLevelSet
+	// without a feature name or with a level below 1.
+	ErrInvalidFeatureLevel = errors.New("invalid feature level")
 	// ErrNodeNotFound is Apply's answer to a placement command naming a
 	// node that is not registered.
 	ErrNodeNotFound = errors.New("node not registered")

@@ -33,6 +33,8 @@ type MetaFSM struct {
 	// applied is the Raft index of the last command this replica applied
 	// (or of the snapshot it restored): see applied.go.
 	applied appliedIndex
+	// features is the cluster's finalized levels (features.go).
+	features featureLevels
 }
 
 var _ raft.FSM = (*MetaFSM)(nil)
@@ -86,6 +88,8 @@ func (f *MetaFSM) Apply(l *raft.Log) any {
 		return f.scram.apply(cmd)
 	case *ACLCreate, *ACLDelete:
 		return f.acls.apply(cmd)
+	case *FeatureLevelSet:
+		return f.features.apply(c)
 	default:
 		f.logger.Error("refused a shard command in the metadata group's log", "index", l.Index, "command", cmd.CommandType())
 		return fmt.Errorf("%w: %s in the metadata group's log", ErrForeignCommand, cmd.CommandType())
@@ -141,7 +145,7 @@ func (f *MetaFSM) Snapshot() (raft.FSMSnapshot, error) {
 	// Raft calls Snapshot on the FSM goroutine, so no Apply runs meanwhile:
 	// the index is that of the state copied above.
 	return &metaSnapshot{ClusterID: f.ClusterID(), Topics: f.Topics(), Nodes: nodes, Placement: placement, Scram: scram, ACLs: acls,
-		AppliedIndex: f.applied.get()}, nil
+		AppliedIndex: f.applied.get(), Features: f.FeatureLevels()}, nil
 }
 
 // Restore implements raft.FSM: it replaces the state with a snapshot
@@ -162,6 +166,7 @@ func (f *MetaFSM) Restore(rc io.ReadCloser) error {
 	f.placement.restore(s.Nodes, s.Placement)
 	f.scram.restore(s.Scram)
 	f.acls.restore(s.ACLs)
+	f.features.restore(s.Features)
 	f.mu.Unlock()
 	f.applied.restored(s.AppliedIndex)
 	return nil
@@ -184,6 +189,9 @@ type metaSnapshot struct {
 	// state (0 in snapshots of releases before it: see applied.go). A
 	// release that does not know it skips it.
 	AppliedIndex uint64 `json:"-" codec:"applied_index,omitempty"`
+	// Features is the finalized levels, sorted by feature; absent until
+	// a level above 1 is finalized (release 0.1.0 writes none).
+	Features []FeatureLevel `json:"-" codec:"features,omitempty"`
 }
 
 // Persist implements raft.FSMSnapshot: it streams the copy into sink.

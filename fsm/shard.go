@@ -29,6 +29,8 @@ type ShardFSM struct {
 	// or here, never both.
 	consumerGroups map[string]ConsumerGroup
 	offsets        map[string]*groupOffsets // never holds an empty one
+	// features is the levels stamped into the shard (features.go).
+	features featureLevels
 }
 
 var _ raft.FSM = (*ShardFSM)(nil)
@@ -82,6 +84,8 @@ func (f *ShardFSM) Apply(l *raft.Log) any {
 		return stampClusterID(&f.clusterID, c)
 	case *ConsumerGroupWrite:
 		return f.applyConsumerGroupWrite(c)
+	case *FeatureLevelSet:
+		return f.features.apply(c)
 	default:
 		f.logger.Error("refused a metadata command in a shard's log", "shard", f.shard, "index", l.Index, "command", cmd.CommandType())
 		return fmt.Errorf("%w: %s in shard %d's log", ErrForeignCommand, cmd.CommandType(), f.shard)
@@ -204,7 +208,7 @@ func (f *ShardFSM) Offset(group string, tp TopicPartition) (Offset, bool) {
 func (f *ShardFSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	s := &shardSnapshot{ClusterID: f.clusterID, Groups: make([]Group, 0, len(f.groups))}
+	s := &shardSnapshot{ClusterID: f.clusterID, Groups: make([]Group, 0, len(f.groups)), Features: slices.Clone(f.features)}
 	for _, g := range f.groups {
 		s.Groups = append(s.Groups, g)
 	}
@@ -256,6 +260,7 @@ func (f *ShardFSM) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	f.clusterID, f.groups, f.consumerGroups, f.offsets = s.ClusterID, groups, consumerGroups, offsets
+	f.features.restore(s.Features)
 	f.mu.Unlock()
 	f.logger.Info("restored snapshot", "shard", f.shard, "groups", len(groups), "consumer_groups", len(consumerGroups), "offset_groups", len(offsets))
 	return nil
@@ -270,6 +275,10 @@ type shardSnapshot struct {
 	// ConsumerGroups came after JSON snapshots; a snapshot without them
 	// restores none.
 	ConsumerGroups []ConsumerGroup `json:"-" codec:"consumer_groups,omitempty"`
+	// Features is the levels stamped into the shard, sorted by feature;
+	// absent until a level above 1 is stamped, so a snapshot of a shard
+	// at level 1 is byte for byte what release 0.1.0 writes.
+	Features []FeatureLevel `json:"-" codec:"features,omitempty"`
 }
 
 // snapshotOffset is one committed offset in a shardSnapshot. JSON and
