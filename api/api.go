@@ -183,7 +183,11 @@ func New(cfg Config, c Cluster, topics Topics, shards []Shard) *Handlers {
 }
 
 // Register adds every API kcoord serves, with its version range, to mux.
-func (h *Handlers) Register(mux *transport.Mux) {
+func (h *Handlers) Register(mux *transport.Mux) { h.registerAll(mux, false) }
+
+// registerAll registers every API; the optional ones (SCRAM, ACLs) when
+// their stores are set, or all of them with everything (Versions' table).
+func (h *Handlers) registerAll(mux *transport.Mux, everything bool) {
 	reg := func(req kmsg.Request, min, max int16, fn func(context.Context, *transport.RequestContext, kmsg.Request) (kmsg.Response, error)) {
 		mux.Handle(req.Key(), min, max, func(ctx context.Context, rc *transport.RequestContext, req kmsg.Request) (kmsg.Response, error) {
 			if err := h.freshForAuthorization(ctx); err != nil {
@@ -210,11 +214,11 @@ func (h *Handlers) Register(mux *transport.Mux) {
 	reg(new(kmsg.FetchRequest), 0, 12, h.fetch)
 	reg(new(kmsg.ConsumerGroupHeartbeatRequest), 0, 1, h.consumerGroupHeartbeat)
 	reg(new(kmsg.ConsumerGroupDescribeRequest), 0, 1, h.consumerGroupDescribe)
-	if h.credentials != nil {
+	if h.credentials != nil || everything {
 		reg(new(kmsg.DescribeUserSCRAMCredentialsRequest), 0, 0, h.describeUserScramCredentials)
 		reg(new(kmsg.AlterUserSCRAMCredentialsRequest), 0, 0, h.alterUserScramCredentials)
 	}
-	if h.acls != nil {
+	if h.acls != nil || everything {
 		reg(new(kmsg.DescribeACLsRequest), 0, 3, h.describeACLs)
 		reg(new(kmsg.CreateACLsRequest), 0, 3, h.createACLs)
 		reg(new(kmsg.DeleteACLsRequest), 0, 3, h.deleteACLs)

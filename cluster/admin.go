@@ -49,7 +49,8 @@ type adminRequest struct {
 type adminResponse struct {
 	// Code is "" on success, else "not-leader", "not-found", "last-node",
 	// "topic-exists", "topic-not-found", "scram-not-found",
-	// "scram-invalid", "acl-invalid", "replica-too-old", "timeout",
+	// "scram-invalid", "acl-invalid", "replica-too-old",
+	// "feature-unsupported", "feature-downgrade", "timeout",
 	// "not-started" (the node's shards are still starting), "unknown-op"
 	// or "error" (which the previous release also answers to an op it
 	// does not know).
@@ -153,6 +154,10 @@ func adminCode(err error) (code, msg string) {
 		return "acl-invalid", err.Error()
 	case errors.Is(err, ErrReplicaTooOld):
 		return "replica-too-old", err.Error()
+	case errors.Is(err, ErrFeatureUnsupported):
+		return "feature-unsupported", err.Error()
+	case errors.Is(err, fsm.ErrFeatureDowngrade):
+		return "feature-downgrade", err.Error()
 	case errors.Is(err, ErrApplyTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, raft.ErrEnqueueTimeout):
 		return "timeout", err.Error()
 	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrRaftShutdown),
@@ -189,6 +194,10 @@ func adminError(resp adminResponse) error {
 		return fmt.Errorf("%w (%s)", ErrApplyTimeout, resp.Error)
 	case "not-started":
 		return fmt.Errorf("%w (%s)", errAdminNotStarted, resp.Error)
+	case "feature-unsupported":
+		return fmt.Errorf("%w (%s)", ErrFeatureUnsupported, resp.Error)
+	case "feature-downgrade":
+		return fmt.Errorf("%w (%s)", fsm.ErrFeatureDowngrade, resp.Error)
 	}
 	return errors.New(resp.Error)
 }

@@ -155,6 +155,17 @@ type Config struct {
 	// disk answers again. Default DefaultMaxSyncDuration; negative turns
 	// the watchdog off.
 	MaxSyncDuration time.Duration
+	// ManualFeatureFinalize leaves finalizing feature levels to an
+	// operator (FinalizeFeature, `kcoord cluster features --finalize`);
+	// by default (false: kcoord.features.auto.finalize=true) the metadata
+	// leader finalizes the highest level every node supports by itself.
+	ManualFeatureFinalize bool
+	// UnsafeIgnoreFeatureLevels plants a bug for the upgrade test: the
+	// node writes the formats of its highest feature level without
+	// waiting for the cluster to finalize it, which a node of the previous
+	// release cannot apply.
+	UnsafeIgnoreFeatureLevels bool
+
 	// UnsafeSkipSync plants a bug for the chaos suite: the node store
 	// acknowledges writes without fdatasync (nodestore.Options).
 	UnsafeSkipSync bool

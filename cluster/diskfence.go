@@ -425,8 +425,11 @@ func (s *Shard) notifyAsync(leader bool) {
 }
 
 // fencedFuture is the answer to a write proposed while the node is fenced.
-func fencedFuture() *shardFuture {
+func fencedFuture() *shardFuture { return failedFuture(raft.ErrLeadershipLost) }
+
+// failedFuture is a future that failed with err before Raft saw it.
+func failedFuture(err error) *shardFuture {
 	sf := &shardFuture{done: make(chan struct{})}
-	sf.finish(raft.ErrLeadershipLost, true)
+	sf.finish(err, true)
 	return sf
 }

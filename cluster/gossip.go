@@ -84,6 +84,11 @@ type nodeMeta struct {
 	// SlowDisk says the node's syncs are much slower than its peers': it
 	// hands its leaderships away, and the others give it none.
 	SlowDisk bool `json:"slow,omitempty"`
+	// Release is the node's release (release.Version), and Levels the
+	// range of release.Feature levels it supports, [min, max]: both absent
+	// from release 0.1.0, which supports level 1 only (features.go).
+	Release string  `json:"rel,omitempty"`
+	Levels  []int16 `json:"kv,omitempty"`
 }
 
 // decodeMeta parses a peer's gossip meta; ok is false when it is not a
@@ -159,6 +164,7 @@ func (n *Node) startGossip(self nodeMeta, keys *gossipKeys) error {
 	}
 	port, _ := strconv.Atoi(portStr)
 	self.Applies = n.ownApplyLevel()
+	self.Release, self.Levels = n.ownSupport().gossiped()
 	g := &gossip{
 		n: n, logger: n.logger.Named("gossip"), changed: make(chan struct{}, 1), joined: make(chan struct{}),
 		self: self, known: make(map[string]nodeMeta), refused: make(map[string]bool),
@@ -270,7 +276,8 @@ func metaEqual(a, b nodeMeta) bool {
 	return a.Version == b.Version && a.ID == b.ID && a.Kafka == b.Kafka && a.Raft == b.Raft &&
 		a.HasState == b.HasState && a.Expect == b.Expect && a.ClusterID == b.ClusterID &&
 		a.Proposal == b.Proposal && a.Agreement == b.Agreement && slices.Equal(a.View, b.View) && slices.Equal(a.Voters, b.Voters) &&
-		a.Applies == b.Applies && a.Disk == b.Disk && a.SyncMicros == b.SyncMicros && a.SlowDisk == b.SlowDisk
+		a.Applies == b.Applies && a.Disk == b.Disk && a.SyncMicros == b.SyncMicros && a.SlowDisk == b.SlowDisk &&
+		a.Release == b.Release && slices.Equal(a.Levels, b.Levels)
 }
 
 // announceWait is how long announce waits for memberlist to send the new
@@ -567,6 +574,7 @@ func (g *gossip) upsert(node *memberlist.Node) {
 		g.n.routing.fire()
 	}
 	g.n.applies.record(nm.ID, nm.Applies)
+	g.n.support.record(nm.ID, supportOf(nm))
 	g.poke()
 }
 

@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 
 	uuid "github.com/hashicorp/go-uuid"
+
+	"github.com/kcoord/kcoord/release"
 )
 
 // identityFile, in DataDir, records who the data dir belongs to: the node id,
@@ -38,11 +41,22 @@ const identityFile = "node.json"
 //     raft.db: every shard would have forgotten its term and vote, and
 //     could vote twice in one term.
 //
+//   - 4: adds features, the feature levels the cluster finalized (see
+//     features.go), written only once a level above release.Level1 is
+//     finalized: release 0.1.0 refuses version 4, so a data dir a
+//     finalized cluster wrote cannot be opened by a binary too old for
+//     it, and until then the file stays version 3, which 0.1.0 opens (an
+//     upgraded node can go back).
+//
 // A version-1 file loads as one without a cluster id: the node adopts the id
 // of the cluster it belongs to (see Node.adoptFromPeers), and the file is
 // rewritten when that happens. A file of a newer version is refused: it may
 // mean something this code does not know.
 const identityVersion = 3
+
+// identityVersionFeatures is the version of a node.json that records
+// finalized feature levels, and the newest this code reads.
+const identityVersionFeatures = 4
 
 // identity is the content of node.json.
 type identity struct {
@@ -82,13 +96,28 @@ type identity struct {
 	// can still show it took part.
 	View      []int32 `json:"view,omitempty"`
 	Agreement string  `json:"agreement,omitempty"`
+	// Features is the feature levels the cluster finalized, as this node
+	// last learned them from its replica of the metadata group (version
+	// 4; empty while nothing above release.Level1 is finalized). NewNode
+	// refuses to start on a level this binary does not support.
+	Features map[string]int16 `json:"features,omitempty"`
+}
+
+// version is the node.json version id is written as: 4 when it records
+// finalized levels, else identityVersion.
+func (id identity) version() int {
+	if len(id.Features) > 0 {
+		return identityVersionFeatures
+	}
+	return identityVersion
 }
 
 // equal reports whether two identities say the same.
 func (id identity) equal(o identity) bool {
 	return id.Version == o.Version && id.NodeID == o.NodeID && id.Shards == o.Shards && id.LogStore == o.LogStore &&
 		id.ClusterID == o.ClusterID && id.AwaitingPeers == o.AwaitingPeers &&
-		id.Proposal == o.Proposal && id.Agreement == o.Agreement && slices.Equal(id.View, o.View)
+		id.Proposal == o.Proposal && id.Agreement == o.Agreement && slices.Equal(id.View, o.View) &&
+		maps.Equal(id.Features, o.Features)
 }
 
 // readIdentity returns the identity recorded in dataDir, and whether there was
@@ -105,17 +134,17 @@ func readIdentity(dataDir string) (identity, bool, error) {
 	if err := json.Unmarshal(b, &id); err != nil {
 		return identity{}, false, fmt.Errorf("cluster: parse %s: %w", identityFile, err)
 	}
-	if id.Version > identityVersion {
-		return identity{}, false, fmt.Errorf("cluster: %s has version %d; this kcoord reads versions up to %d (was the data dir written by a newer kcoord?)",
-			filepath.Join(dataDir, identityFile), id.Version, identityVersion)
+	if id.Version > identityVersionFeatures {
+		return identity{}, false, fmt.Errorf("cluster: %s has version %d; this kcoord (%s) reads versions up to %d (was the data dir written by a newer kcoord?)",
+			filepath.Join(dataDir, identityFile), id.Version, release.Version, identityVersionFeatures)
 	}
 	return id, true, nil
 }
 
 // writeIdentity records id in dataDir durably (write, fsync, rename, fsync
-// the directory), as the current version.
+// the directory), as the version its content needs (identity.version).
 func writeIdentity(dataDir string, id identity) error {
-	id.Version = identityVersion
+	id.Version = id.version()
 	b, err := json.MarshalIndent(id, "", "  ")
 	if err != nil {
 		return err
@@ -229,7 +258,7 @@ func (n *Node) persistIdentity() error {
 
 func (n *Node) persistIdentityLocked() error {
 	want := n.ident
-	want.Version = identityVersion
+	want.Version = want.version()
 	if want.equal(n.onDisk) {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/kcoord/kcoord/fsm"
+	"github.com/kcoord/kcoord/release"
 )
 
 // ApplyMetadataChange applies cmd, an encoded metadata change, to the
@@ -98,6 +99,15 @@ func (n *Node) applyMetaHere(ctx context.Context, cmd []byte, timeout time.Durat
 	if err := n.checkReplicasApply(fsm.CommandType(cmd[0])); err != nil {
 		return 0, err
 	}
+	if fsm.CommandType(cmd[0]) == fsm.FeatureLevelSetType {
+		c, err := fsm.Decode(cmd)
+		if err != nil {
+			return 0, err
+		}
+		if err := n.checkFinalizeHere(c.(*fsm.FeatureLevelSet)); err != nil {
+			return 0, err
+		}
+	}
 	f := n.meta.ApplyAsync(cmd, timeout)
 	_, err := WaitApply(ctx, f, timeout)
 	if err != nil && !isFSMAnswer(err) {
@@ -111,7 +121,7 @@ func (n *Node) applyMetaHere(ctx context.Context, cmd []byte, timeout time.Durat
 // it applied (refusing it changed nothing, but the entry is in the log).
 func isFSMAnswer(err error) bool {
 	for _, e := range []error{fsm.ErrTopicExists, fsm.ErrTopicNotFound, fsm.ErrInvalidScramCredential,
-		fsm.ErrScramCredentialNotFound, fsm.ErrInvalidACL} {
+		fsm.ErrScramCredentialNotFound, fsm.ErrInvalidACL, fsm.ErrFeatureDowngrade, fsm.ErrInvalidFeatureLevel} {
 		if errors.Is(err, e) {
 			return true
 		}
@@ -227,6 +237,10 @@ func metadataChange(cmd []byte) ([]byte, fsm.Command, error) {
 		if err := validACLs(c.ACLs); err != nil {
 			return nil, nil, fmt.Errorf("cluster: an ACL change deleting %w", err)
 		}
+	case *fsm.FeatureLevelSet:
+		if c.Feature != release.Feature || c.Level < int16(release.Level1) {
+			return nil, nil, fmt.Errorf("cluster: a finalization of %q at %d: %w", c.Feature, c.Level, fsm.ErrInvalidFeatureLevel)
+		}
 	default:
 		return nil, nil, fmt.Errorf("cluster: command %T is not a metadata change", c)
 	}
@@ -239,7 +253,7 @@ func metadataChange(cmd []byte) ([]byte, fsm.Command, error) {
 func isMetadataChange(typ fsm.CommandType) bool {
 	switch typ {
 	case fsm.TopicCreateType, fsm.TopicDeleteType, fsm.ScramCredentialSetType, fsm.ScramCredentialDeleteType,
-		fsm.ACLCreateType, fsm.ACLDeleteType:
+		fsm.ACLCreateType, fsm.ACLDeleteType, fsm.FeatureLevelSetType:
 		return true
 	}
 	return false

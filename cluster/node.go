@@ -19,6 +19,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/kcoord/kcoord/nodestore"
+	"github.com/kcoord/kcoord/release"
 )
 
 const (
@@ -67,7 +68,13 @@ type Node struct {
 	// n.shards: gossip, which runs before, reads them only after.
 	shardsStarted atomic.Bool
 	applies       applyLevels
-	leaders       leaderTable
+	// support is what each node gossiped of the feature levels it
+	// supports; writeLevel is the level this node writes (features.go);
+	// fatal is closed when the node cannot go on (Fatal).
+	support    supportTable
+	writeLevel atomic.Int32
+	fatal      fatalState
+	leaders    leaderTable
 	// routing fires whenever a shard's routing may have changed (see
 	// Shard.RoutingChanges).
 	routing *signal
@@ -174,6 +181,9 @@ func NewNode(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkStartLevel(cfg.DataDir, id); err != nil {
+		return nil, err
+	}
 	if initialised && (id.NodeID != cfg.NodeID || id.Shards != cfg.Shards) {
 		return nil, fmt.Errorf("%w: %s has node id %d and %d shards, config has node id %d and %d shards",
 			ErrDataDirMismatch, cfg.DataDir, id.NodeID, id.Shards, cfg.NodeID, cfg.Shards)
@@ -207,6 +217,8 @@ func NewNode(cfg Config) (*Node, error) {
 	mux.SetClusterPending(id.ClusterID == "")
 	n := &Node{cfg: cfg, logger: logger, leaderLog: &leaderChangeLog{logger: logger}, mux: mux, stop: make(chan struct{}), logStore: logStore, ident: id, routing: newSignal(), disk: newDiskFence(), diskWake: newSignal()}
 	n.applies.own = cfg.PlayApplyLevel
+	n.fatal.done = make(chan struct{})
+	n.writeLevel.Store(int32(release.Level1))
 	mux.deaths.watch(n.peerDied, n.routing.fire)
 	if n.admin, err = mux.Listen(adminShard); err != nil {
 		_ = mux.Close()
@@ -338,6 +350,8 @@ func NewNode(cfg Config) (*Node, error) {
 		go n.balanceLoop()
 		go n.placementLoop()
 	}
+	n.writeLevel.Store(int32(n.writeLevelFor(n.FinalizedLevel())))
+	go n.featureLoop()
 	logger.Info("node started", "node_id", cfg.NodeID, "cluster_id", cmp.Or(n.ClusterID(), "none yet"),
 		"raft_addr", mux.advertise, "raft_tls", raftTLS != nil, "gossip_encrypted", gossipKeys != nil, "kafka_addr", cfg.KafkaAddr, "shards", cfg.Shards,
 		"bootstrapped", bootstrapped, "elapsed", time.Since(start))
@@ -519,6 +533,7 @@ func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Sha
 		leaderHeartbeat: cfg.LeaderHeartbeatTimeout,
 		deaths:          n.mux.deaths,
 		disk:            n.disk,
+		writeLevel:      &n.writeLevel,
 		peers:           &n.members,
 		routing:         n.routing,
 		leaders:         &n.leaders,

@@ -11,6 +11,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+
+	"github.com/kcoord/kcoord/release"
 )
 
 // Shard is one Raft group of a node: a group shard (ID 0..Shards-1) or the
@@ -32,12 +34,13 @@ type Shard struct {
 	// HeartbeatTimeout: it heartbeats every tenth to fifth of it
 	// (paceHeartbeats, and heartbeats.go answers most at home).
 	leaderHeartbeat time.Duration
-	reloadMu        sync.Mutex   // orders the ReloadConfig calls (paceHeartbeats, nudgeElection)
-	deaths          *peerDeaths  // the node's record of proven-dead peers
-	disk            *diskFence   // the node's disk fence (diskfence.go)
-	peers           *memberTable // the node's membership view (fenced peers)
-	routing         *signal      // the node's routing-change broadcast (RoutingChanges)
-	stopObserver    func()       // ends the leader observer (registerLeaderObserver)
+	reloadMu        sync.Mutex    // orders the ReloadConfig calls (paceHeartbeats, nudgeElection)
+	deaths          *peerDeaths   // the node's record of proven-dead peers
+	disk            *diskFence    // the node's disk fence (diskfence.go)
+	writeLevel      *atomic.Int32 // the feature level the node writes (features.go)
+	peers           *memberTable  // the node's membership view (fenced peers)
+	routing         *signal       // the node's routing-change broadcast (RoutingChanges)
+	stopObserver    func()        // ends the leader observer (registerLeaderObserver)
 	store           shardLogStore
 	trans           shardTransport
 	match           *matchTracker // what each peer acknowledged (placement's catch-up check)
@@ -120,6 +123,11 @@ func (s *Shard) Apply(ctx context.Context, cmd []byte, timeout time.Duration) (a
 func (s *Shard) ApplyAsync(cmd []byte, timeout time.Duration) raft.ApplyFuture {
 	if s.disk.fenced() {
 		return fencedFuture()
+	}
+	if s.writeLevel != nil {
+		if err := checkWriteLevel(s.ID, cmd, release.Level(s.writeLevel.Load())); err != nil {
+			return failedFuture(err)
+		}
 	}
 	f := s.Raft.Apply(cmd, timeout)
 	return s.track(f, f)

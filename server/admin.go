@@ -27,10 +27,13 @@ const adminTimeout = 10 * time.Second
 //	GET  /v1/groups/{group}             GroupDetail: members, assignments, offsets
 //	GET  /v1/group?id=G                 the same, for any id ("." and ".." too)
 //	GET  /v1/timeline[?limit=N][&group=G]  TimelineView: recent rebalances and leadership changes
+//	GET  /v1/cluster/features           cluster.FeatureStatus: each node's feature levels, the finalized ones
+//	POST /v1/cluster/features/finalize[?level=N]  finalize kcoord.version N (the highest every node supports)
 //
 // The status page (StatusPage) shows the same. Errors answer {"error":
 // "..."} with 400 (bad id or limit), 404 (node not registered, group
-// unknown), 409 (the last active node), 503 (no metadata leader or
+// unknown), 409 (the last active node; a level some node does not
+// support, or below the finalized one), 503 (no metadata leader or
 // coordinator reachable, or the node is not started) or 500. Handlers run
 // on net/http's goroutines.
 func (s *Server) AdminHandler() http.Handler {
@@ -41,6 +44,8 @@ func (s *Server) AdminHandler() http.Handler {
 	mux.HandleFunc("GET /v1/groups/{group}", s.withNode(s.handleGroup))
 	mux.HandleFunc("GET /v1/group", s.withNode(s.handleGroup))
 	mux.HandleFunc("GET /v1/timeline", s.withNode(s.handleTimeline))
+	mux.HandleFunc("GET /v1/cluster/features", s.withNode(s.handleFeatures))
+	mux.HandleFunc("POST /v1/cluster/features/finalize", s.withNode(s.handleFinalize))
 	return mux
 }
 

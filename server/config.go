@@ -144,6 +144,11 @@ type Config struct {
 	// cut off from the cluster stops allowing what the others revoked
 	// (cluster.Node.MetadataFresh).
 	MetadataMaxStaleness time.Duration
+	// FeaturesAutoFinalize is kcoord.features.auto.finalize: the metadata
+	// leader finalizes the highest kcoord.version level every node
+	// supports by itself (true, the default), or leaves it to `kcoord
+	// cluster features --finalize` (cluster.Config.ManualFeatureFinalize).
+	FeaturesAutoFinalize bool
 	// ShutdownDrain is kcoord.shutdown.drain.ms: after a planned stop has
 	// moved this node's shard leaderships away, how long its Kafka listener
 	// keeps answering (NOT_COORDINATOR to group requests, the new leaders
@@ -174,6 +179,12 @@ type Config struct {
 	// test-only flag --unsafe-skip-fsync, to prove the chaos suite's
 	// power-loss nemesis catches what it loses.
 	UnsafeSkipFsync bool `yaml:"-"`
+	// UnsafeIgnoreFeatureLevels plants a bug: the node writes the formats
+	// of its newest feature level before the cluster finalized it
+	// (cluster.Config.UnsafeIgnoreFeatureLevels). Hidden test-only flag
+	// --unsafe-ignore-feature-levels, to prove the upgrade test catches a
+	// format written without its level.
+	UnsafeIgnoreFeatureLevels bool `yaml:"-"`
 
 	// SocketRequestMaxBytes is socket.request.max.bytes: the largest request
 	// frame accepted, in bytes; a larger one closes the connection.
@@ -245,6 +256,7 @@ func DefaultConfig() Config {
 		ShutdownDrain:                 4 * time.Second,
 		LogMaxSync:                    cluster.DefaultMaxSyncDuration,
 		MetadataMaxStaleness:          5 * time.Second,
+		FeaturesAutoFinalize:          true,
 		SocketRequestMaxBytes:         104857600,
 		SASLServerMaxReceiveSize:      524288,
 		MaxConnections:                2147483647,

@@ -48,6 +48,7 @@ var kafkaDefaults = map[string]string{
 	"kcoord.shutdown.drain.ms":                         "4000",
 	"kcoord.log.max.sync.ms":                           "2000",
 	"kcoord.metadata.max.staleness.ms":                 "5000",
+	"kcoord.features.auto.finalize":                    "true",
 	"kcoord.offsets.commit.unregistered.topics.enable": "false",
 }
 

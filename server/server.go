@@ -244,6 +244,11 @@ func (s *Server) startNode(advertised string) error {
 	ccfg.GossipAddr, ccfg.AdvertiseGossipAddr, ccfg.Join = s.cfg.GossipAddr, s.cfg.AdvertiseGossipAddr, s.cfg.Join
 	ccfg.GossipKeyFile = s.cfg.GossipKeyFile
 	ccfg.UnsafeSkipSync = s.cfg.UnsafeSkipFsync
+	ccfg.ManualFeatureFinalize = !s.cfg.FeaturesAutoFinalize
+	ccfg.UnsafeIgnoreFeatureLevels = s.cfg.UnsafeIgnoreFeatureLevels
+	if s.cfg.UnsafeIgnoreFeatureLevels {
+		s.logger.Warn("UNSAFE: the node writes formats its cluster has not finalized (--unsafe-ignore-feature-levels, a planted bug for the upgrade test)")
+	}
 	if s.cfg.UnsafeSkipFsync {
 		s.logger.Warn("UNSAFE: the node's log acknowledges writes without fdatasync (--unsafe-skip-fsync, a planted bug for the chaos suite)")
 	}
@@ -266,7 +271,7 @@ func (s *Server) startNode(advertised string) error {
 	ccfg.RaftLogger = quiet(s.logger.Named("raft"), hclog.Warn)
 	node, err := cluster.NewNode(ccfg)
 	if err != nil {
-		return fmt.Errorf("cluster: %w", err)
+		return err // cluster's errors say "cluster: " already
 	}
 	s.node = node
 	s.raftNode.Store(node)

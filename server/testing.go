@@ -141,7 +141,18 @@ func StartTestCluster(t testing.TB, n int, mutate func(i int, c *Config)) []*Ser
 // gossip, and returns it once ready. The caller replaces servers[i].
 func RestartTestNode(t testing.TB, servers []*Server, i int) *Server {
 	t.Helper()
+	return RestartTestNodeWith(t, servers, i, nil)
+}
+
+// RestartTestNodeWith is RestartTestNode with mutate, if set, adjusting
+// the configuration first (a rolling upgrade's new release, played by
+// cluster.Config's Play settings).
+func RestartTestNodeWith(t testing.TB, servers []*Server, i int, mutate func(c *Config)) *Server {
+	t.Helper()
 	cfg := servers[i].BoundConfig()
+	if mutate != nil {
+		mutate(&cfg)
+	}
 	cfg.Join = nil
 	for j, o := range servers {
 		if j != i {

@@ -23,7 +23,7 @@ func newClusterCmd() *cobra.Command {
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "cluster",
-		Short: "Show the cluster's nodes and shards, remove a node",
+		Short: "Show the cluster's nodes, shards and feature levels, remove a node",
 		Long: `Talk to a node's admin API on its --http-addr. Any node answers: a
 remove-node is forwarded to the node that leads the metadata group.`,
 	}
@@ -84,7 +84,7 @@ is removed the same way: its replicas are re-created on the other nodes.`,
 			return nil
 		},
 	}
-	cmd.AddCommand(status, remove)
+	cmd.AddCommand(status, remove, newFeaturesCmd(base, &timeout))
 	return cmd
 }
 

@@ -79,7 +79,9 @@ func addServeFlags(fs *pflag.FlagSet) *serveOptions {
 	fs.BoolVar(&c.UnsafeSkipFsync, "unsafe-skip-fsync", false, "acknowledge log writes without fdatasync: a planted bug (test only)")
 	_ = fs.MarkHidden("fault-injection")
 	_ = fs.MarkHidden("unsafe-ack-before-commit")
+	fs.BoolVar(&c.UnsafeIgnoreFeatureLevels, "unsafe-ignore-feature-levels", false, "write formats the cluster has not finalized: a planted bug (test only)")
 	_ = fs.MarkHidden("unsafe-skip-fsync")
+	_ = fs.MarkHidden("unsafe-ignore-feature-levels")
 	fs.VisitAll(func(f *pflag.Flag) {
 		f.Usage += " [$" + envName(f.Name) + "]"
 	})

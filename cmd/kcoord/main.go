@@ -4,14 +4,9 @@ package main
 import (
 	"fmt"
 	"os"
-	"runtime"
-	"runtime/debug"
 
 	"github.com/spf13/cobra"
 )
-
-// version is set at build time: -ldflags "-X main.version=v1.2.3".
-var version = ""
 
 func main() {
 	go adaptProcs()
@@ -34,29 +29,11 @@ It stores no records. Run "kcoord serve" for a single node on 127.0.0.1:9092.`,
 	}
 	root.AddCommand(newServeCmd(), newHealthcheckCmd(), newClusterCmd(), newBenchCmd(), newVerifyCmd(), newChaosCmd(), newGroupsCmd(), newTopicsCmd(), newUsersCmd(), newACLsCmd(), newCertsCmd(), &cobra.Command{
 		Use:   "version",
-		Short: "Print the version",
+		Short: "Print the release, the commit and the data formats this binary reads and writes",
 		Args:  cobra.NoArgs,
 		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintln(cmd.OutOrStdout(), "kcoord", versionString(), runtime.Version(), runtime.GOOS+"/"+runtime.GOARCH)
+			printVersion(cmd.OutOrStdout())
 		},
 	})
 	return root
-}
-
-func versionString() string {
-	if version != "" {
-		return version
-	}
-	v := "dev"
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-			v = bi.Main.Version
-		}
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				v += "+" + s.Value[:12]
-			}
-		}
-	}
-	return v
 }

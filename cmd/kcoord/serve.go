@@ -185,6 +185,14 @@ func serve(ctx context.Context, cfg server.Config, logger hclog.Logger, shutdown
 		go reloadTLSOnSIGHUP(ctx, r, logger)
 	}
 
+	var fatal <-chan struct{}
+	f, canFail := n.(interface {
+		Fatal() <-chan struct{}
+		FatalErr() error
+	})
+	if canFail {
+		fatal = f.Fatal()
+	}
 	var runErr error
 	select {
 	case <-ctx.Done():
@@ -192,6 +200,9 @@ func serve(ctx context.Context, cfg server.Config, logger hclog.Logger, shutdown
 	case err := <-httpErr:
 		runErr = fmt.Errorf("http server: %w", err)
 		logger.Error("shutting down", "error", err)
+	case <-fatal:
+		runErr = f.FatalErr()
+		logger.Error("shutting down", "error", runErr)
 	}
 	stop() // from here a second signal terminates the process
 

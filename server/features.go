@@ -1,0 +1,78 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/kcoord/kcoord/cluster"
+	"github.com/kcoord/kcoord/fsm"
+	"github.com/kcoord/kcoord/release"
+)
+
+// handleFeatures answers GET /v1/cluster/features: what each node
+// supports of kcoord.version and what the cluster finalized.
+func (s *Server) handleFeatures(_ context.Context, w http.ResponseWriter, _ *http.Request, node *cluster.Node) {
+	st, err := node.Features()
+	if err != nil {
+		writeJSONError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// handleFinalize answers POST /v1/cluster/features/finalize[?level=N]:
+// it finalizes level N of kcoord.version (by default the highest every
+// node supports), as kafka-features.sh upgrade does, and answers the
+// features as they are then.
+func (s *Server) handleFinalize(ctx context.Context, w http.ResponseWriter, r *http.Request, node *cluster.Node) {
+	var level release.Level
+	if v := r.URL.Query().Get("level"); v != "" {
+		l, err := strconv.ParseInt(v, 10, 16)
+		if err != nil || l < 1 {
+			writeJSONError(w, http.StatusBadRequest, fmt.Errorf("level %q: want a positive integer", v))
+			return
+		}
+		level = release.Level(l)
+	}
+	if level != 0 && level < node.FinalizedLevel() {
+		writeJSONError(w, http.StatusConflict, fmt.Errorf("%s is finalized at %d: a finalized level is never lowered", release.Feature, node.FinalizedLevel()))
+		return
+	}
+	_, err := node.FinalizeFeature(ctx, level, adminTimeout/2)
+	switch {
+	case err == nil:
+	case errors.Is(err, cluster.ErrFeatureUnsupported), errors.Is(err, cluster.ErrReplicaTooOld), errors.Is(err, fsm.ErrFeatureDowngrade):
+		writeJSONError(w, http.StatusConflict, err)
+		return
+	default:
+		writeJSONError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	st, err := node.Features()
+	if err != nil {
+		writeJSONError(w, http.StatusServiceUnavailable, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}
+
+// Fatal is closed when the node cannot go on (cluster.Node.Fatal): serve
+// stops the process with FatalErr. A nil channel (never ready) before
+// Start.
+func (s *Server) Fatal() <-chan struct{} {
+	if node := s.raftNode.Load(); node != nil {
+		return node.Fatal()
+	}
+	return nil
+}
+
+// FatalErr is why Fatal was closed.
+func (s *Server) FatalErr() error {
+	if node := s.raftNode.Load(); node != nil {
+		return node.FatalErr()
+	}
+	return nil
+}
