@@ -98,6 +98,15 @@
 //     LeaderOf. A stall that ends unfences it once the disk has answered
 //     for a hold; a failure is for good (until restart). DiskHealth says
 //     which; DiskFaults are the store's fault hooks for tests.
+//   - Feature levels (features.go, formats.go): each node gossips its
+//     release and the kcoord.version levels it supports; the metadata
+//     leader finalizes the highest every node supports (by itself, or by
+//     hand with ManualFeatureFinalize: FinalizeFeature), as
+//     fsm.FeatureLevelSet; Shard.ApplyAsync refuses a command type above
+//     the finalized level; shard leaders stamp the level into their
+//     shards; node.json records it (version 4), and a binary too old for
+//     it refuses the data dir (and a running one stops: Fatal). Formats
+//     lists every format the node reads and writes, for `kcoord version`.
 //   - Leadership balance (balance.go): a node leading more than its share
 //     of group shards hands the excess to voters that lead fewer.
 //   - Faults (faults.go): drop, delay and partition hooks in the Mux for
@@ -108,7 +117,8 @@
 //
 // NewNode runs on the caller's goroutine. With gossip, each node then runs a
 // cluster loop (meta refresh, bootstrap, cluster id adoption), a balance
-// loop and a join loop (until a seed answers); with the node store, a disk
+// loop and a join loop (until a seed answers); every node a feature loop
+// (features.go); with the node store, a disk
 // watch loop (diskfence.go); each shard runs a leadership
 // goroutine that calls Config.OnLeadership and a leader-observer goroutine;
 // the mux runs a re-probe loop, a goroutine per death probe and one per

@@ -121,6 +121,13 @@ func (n *Node) FinalizedLevel() release.Level {
 	return release.Level1
 }
 
+// knownFinalized is the highest finalized level this node knows of: its
+// replica's, or, before its shards start (or while its replica has not
+// caught up), what node.json recorded. It reads atomics only.
+func (n *Node) knownFinalized() release.Level {
+	return max(release.Level(n.finalized.Load()), n.FinalizedLevel())
+}
+
 // WriteLevel is the level whose formats this node writes: the finalized
 // level (or this binary's highest with Config.UnsafeIgnoreFeatureLevels,
 // the planted bug of the upgrade test).
@@ -169,8 +176,11 @@ func checkStartLevel(dataDir string, id identity) error {
 
 // featureNodes are the nodes that must support a level before it is
 // finalized: every server of the metadata group's configuration (every
-// node replicates it, as a voter or a non-voter) and every node
-// registered for placement that has not been drained away.
+// node replicates it, as a voter or a non-voter), every active node
+// registered for placement (one that is draining or drained is left out
+// once its replicas are gone: a removed node does not hold the upgrade
+// back), and every member gossip knows alive (a node that joined and is
+// not placed yet).
 func (n *Node) featureNodes() ([]int32, error) {
 	conf, ok := n.meta.configuration()
 	if !ok {
@@ -186,8 +196,13 @@ func (n *Node) featureNodes() ([]int32, error) {
 	}
 	if p, ok := n.meta.FSM.(placementFSM); ok {
 		for _, nd := range p.Nodes() {
-			ids = append(ids, nd.ID)
+			if nd.State == fsm.NodeActive {
+				ids = append(ids, nd.ID)
+			}
 		}
+	}
+	for _, b := range n.members.brokers(n.mux.deaths) {
+		ids = append(ids, b.NodeID)
 	}
 	slices.Sort(ids)
 	return slices.Compact(ids), nil
@@ -241,6 +256,10 @@ func (n *Node) FinalizeFeature(ctx context.Context, level release.Level, timeout
 		return n.FinalizedLevel(), err
 	}
 	if level == 0 {
+		if top <= n.FinalizedLevel() && len(behind) > 0 {
+			return n.FinalizedLevel(), fmt.Errorf("%w: nothing to finalize: node %v supports %s up to %d (kcoord %s); upgrade it first",
+				ErrFeatureUnsupported, behind, release.Feature, top, release.ReleaseOf(top))
+		}
 		level = top
 	}
 	if level > release.MaxLevel {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/memberlist"
+
+	"github.com/kcoord/kcoord/release"
 )
 
 // metaVersion is the version of the gossip node meta this code advertises.
@@ -421,8 +423,33 @@ func (g *gossip) refuse(name string, nm nodeMeta) {
 	}
 }
 
+// tooOld reports (and logs, once per peer and level) whether a peer's
+// binary does not support the level this node's replica says the cluster
+// finalized: a node of an older release, started after the upgrade, is
+// kept out of the cluster (no gossip, so no placement and no replica to
+// panic on entries it cannot apply). Called with memberlist's node lock
+// held: it reads atomics only (knownFinalized).
+func (g *gossip) tooOld(name string, nm nodeMeta) bool {
+	fin := g.n.knownFinalized()
+	if supportOf(nm).Max >= fin {
+		return false
+	}
+	key := name + "\x00level" + strconv.Itoa(int(fin))
+	g.mu.Lock()
+	first := !g.refused[key]
+	g.refused[key] = true
+	g.mu.Unlock()
+	if first {
+		g.logger.Error("refusing gossip peer too old for the cluster's finalized feature level: run this release or a later one there",
+			"peer", nm.ID, "peer_name", name, "peer_release", cmp.Or(nm.Release, "0.1.0"), "peer_supports", supportOf(nm).Max,
+			"feature", release.Feature, "finalized", fin)
+	}
+	return true
+}
+
 // NotifyAlive implements memberlist.AliveDelegate: a peer of another
-// cluster (or one a test hides) never becomes a member. Called by
+// cluster (or one a test hides), or one too old for the finalized feature
+// level, never becomes a member. Called by
 // memberlist with its node lock held.
 func (g *gossip) NotifyAlive(peer *memberlist.Node) error {
 	if peer.Name == g.name {
@@ -437,6 +464,8 @@ func (g *gossip) NotifyAlive(peer *memberlist.Node) error {
 	case g.foreign(nm):
 		g.refuse(peer.Name, nm)
 		return fmt.Errorf("%w: cluster id %s, this node's is %s", errRefusedPeer, nm.ClusterID, g.n.ClusterID())
+	case g.tooOld(peer.Name, nm):
+		return fmt.Errorf("%w: %s supports %s up to %d, the cluster finalized %d", errRefusedPeer, peer.Name, release.Feature, supportOf(nm).Max, g.n.knownFinalized())
 	}
 	return nil
 }
@@ -446,9 +475,16 @@ func (g *gossip) NotifyAlive(peer *memberlist.Node) error {
 // cancelled, so the joining node's Join fails.
 func (g *gossip) NotifyMerge(peers []*memberlist.Node) error {
 	for _, p := range peers {
-		if nm, ok := decodeMeta(p.Meta); ok && p.Name != g.name && g.foreign(nm) {
+		nm, ok := decodeMeta(p.Meta)
+		if !ok || p.Name == g.name {
+			continue
+		}
+		if g.foreign(nm) {
 			g.refuse(p.Name, nm)
 			return fmt.Errorf("%w: %s is of cluster %s, this node's is %s", errRefusedPeer, p.Name, nm.ClusterID, g.n.ClusterID())
+		}
+		if g.tooOld(p.Name, nm) {
+			return fmt.Errorf("%w: %s supports %s up to %d, the cluster finalized %d", errRefusedPeer, p.Name, release.Feature, supportOf(nm).Max, g.n.knownFinalized())
 		}
 	}
 	return nil

@@ -72,6 +72,7 @@ type Node struct {
 	// supports; writeLevel is the level this node writes (features.go);
 	// fatal is closed when the node cannot go on (Fatal).
 	support    supportTable
+	finalized  atomic.Int32 // the finalized level node.json recorded at start (knownFinalized)
 	writeLevel atomic.Int32
 	fatal      fatalState
 	leaders    leaderTable
@@ -219,6 +220,7 @@ func NewNode(cfg Config) (*Node, error) {
 	n.applies.own = cfg.PlayApplyLevel
 	n.fatal.done = make(chan struct{})
 	n.writeLevel.Store(int32(release.Level1))
+	n.finalized.Store(int32(release.Level(id.Features[release.Feature])))
 	mux.deaths.watch(n.peerDied, n.routing.fire)
 	if n.admin, err = mux.Listen(adminShard); err != nil {
 		_ = mux.Close()

@@ -94,10 +94,12 @@ func kcoordVersion(fl featureLevels) release.Level {
 // FinalizedLevel is the cluster's finalized level of release.Feature as
 // this replica of the metadata group has applied it (release.Level1 until
 // a level is finalized). Any goroutine may call it.
+// It reads an atomic: memberlist's delegates call it with their lock held.
 func (f *MetaFSM) FinalizedLevel() release.Level {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return kcoordVersion(f.features)
+	if l := release.Level(f.finalized.Load()); l > release.Level1 {
+		return l
+	}
+	return release.Level1
 }
 
 // FeatureLevels returns every finalized level this replica holds, sorted

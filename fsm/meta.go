@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
@@ -33,8 +34,10 @@ type MetaFSM struct {
 	// applied is the Raft index of the last command this replica applied
 	// (or of the snapshot it restored): see applied.go.
 	applied appliedIndex
-	// features is the cluster's finalized levels (features.go).
-	features featureLevels
+	// features is the cluster's finalized levels (features.go), and
+	// finalized its release.Feature level for lock-free readers.
+	features  featureLevels
+	finalized atomic.Int32
 }
 
 var _ raft.FSM = (*MetaFSM)(nil)
@@ -89,7 +92,9 @@ func (f *MetaFSM) Apply(l *raft.Log) any {
 	case *ACLCreate, *ACLDelete:
 		return f.acls.apply(cmd)
 	case *FeatureLevelSet:
-		return f.features.apply(c)
+		r := f.features.apply(c)
+		f.finalized.Store(int32(kcoordVersion(f.features)))
+		return r
 	default:
 		f.logger.Error("refused a shard command in the metadata group's log", "index", l.Index, "command", cmd.CommandType())
 		return fmt.Errorf("%w: %s in the metadata group's log", ErrForeignCommand, cmd.CommandType())
@@ -167,6 +172,7 @@ func (f *MetaFSM) Restore(rc io.ReadCloser) error {
 	f.scram.restore(s.Scram)
 	f.acls.restore(s.ACLs)
 	f.features.restore(s.Features)
+	f.finalized.Store(int32(kcoordVersion(f.features)))
 	f.mu.Unlock()
 	f.applied.restored(s.AppliedIndex)
 	return nil

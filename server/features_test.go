@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -190,5 +191,49 @@ func TestANodeTooOldForTheFinalizedLevelStops(t *testing.T) {
 	}
 	if err := s.FatalErr(); !errors.Is(err, cluster.ErrFeatureUnsupported) {
 		t.Fatalf("FatalErr = %v", err)
+	}
+}
+
+// Once the cluster finalized a level, a node whose binary does not support
+// it (a node of the previous release started afterwards) is refused at
+// gossip: it never becomes a member, so it is given no replica whose
+// entries it could not apply.
+func TestANodeTooOldForTheFinalizedLevelIsNotLetIn(t *testing.T) {
+	servers := StartTestCluster(t, 3, nil)
+	waitFor(t, 20*time.Second, "the cluster to finalize level 2", func() bool {
+		for _, s := range servers {
+			if s.Node().FinalizedLevel() != release.Level2 {
+				return false
+			}
+		}
+		return true
+	})
+	cfg := TestClusterConfig(t.TempDir(), 3, 0)
+	cfg.BootstrapExpect = 0
+	for _, o := range servers {
+		cfg.Join = append(cfg.Join, o.BoundConfig().GossipAddr)
+	}
+	playReleaseOne(&cfg)
+	old, err := New(cfg, TestLogger(t).Named("node4"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = old.Kill() })
+	time.Sleep(5 * time.Second) // gossip probes every 200 ms, pushes and pulls every second
+	for i, s := range servers {
+		for _, b := range s.Node().Brokers() {
+			if b.NodeID == 4 {
+				t.Fatalf("node %d lets node 4 (release 0.1.0) in after level 2 was finalized", i+1)
+			}
+		}
+	}
+	st := servers[0].Node().Status(testCtx(t, 10*time.Second))
+	for _, sh := range st.Shards {
+		if slices.Contains(sh.Voters, 4) || slices.Contains(sh.Nonvoters, 4) {
+			t.Fatalf("shard %d placed a replica on the too-old node 4: voters %v, non-voters %v", sh.Shard, sh.Voters, sh.Nonvoters)
+		}
 	}
 }

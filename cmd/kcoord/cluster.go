@@ -109,12 +109,20 @@ func adminCall(ctx context.Context, method, url string) ([]byte, error) {
 			Error string `json:"error"`
 		}
 		if json.Unmarshal(body, &e) == nil && e.Error != "" {
-			return nil, fmt.Errorf("%s: %s", resp.Status, e.Error)
+			return nil, &adminStatusError{code: resp.StatusCode, msg: fmt.Sprintf("%s: %s", resp.Status, e.Error)}
 		}
-		return nil, fmt.Errorf("%s answered %s", url, resp.Status)
+		return nil, &adminStatusError{code: resp.StatusCode, msg: fmt.Sprintf("%s answered %s", url, resp.Status)}
 	}
 	return body, nil
 }
+
+// adminStatusError is an admin API answer other than 200.
+type adminStatusError struct {
+	code int
+	msg  string
+}
+
+func (e *adminStatusError) Error() string { return e.msg }
 
 // printStatus writes the status as two tables, nodes then shards, and a
 // summary line.

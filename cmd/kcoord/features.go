@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -54,6 +55,9 @@ when some node does not support it. A finalized level is never lowered.`,
 				return fmt.Errorf("--level goes with --finalize")
 			}
 			body, err := adminCall(ctx, method, url)
+			if se := (*adminStatusError)(nil); errors.As(err, &se) && se.code == http.StatusNotFound {
+				return fmt.Errorf("%w: that node serves no feature levels; it runs kcoord 0.1.0, which has none (every node of it is at %s 1): ask a node of a later release", err, release.Feature)
+			}
 			if err != nil {
 				return err
 			}
