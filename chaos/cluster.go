@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,7 +31,8 @@ const (
 
 // ClusterConfig describes a cluster of real `kcoord serve` processes.
 type ClusterConfig struct {
-	// Binary is the kcoord binary every node runs.
+	// Binary is the kcoord binary every node runs (until Relaunch or
+	// Launch gives one node another).
 	Binary string
 	// Nodes is the cluster size (3 by default).
 	Nodes int
@@ -68,9 +71,17 @@ type procNode struct {
 	// NoDiskFaults).
 	disk    *faultfs.FS
 	logPath string
-	cmd     *exec.Cmd
-	exited  chan struct{}
-	paused  bool
+	// binary and extra are what the node runs: the cluster's Binary and
+	// no arguments of its own until Relaunch or Launch changes them.
+	binary string
+	extra  []string
+	cmd    *exec.Cmd
+	exited chan struct{}
+	paused bool
+	// stopped says the process is gone because Signal stopped it or
+	// WaitExit saw it go; an exit it does not cover is unexpected
+	// (Unexpected).
+	stopped bool
 }
 
 // StartCluster builds the network, starts every node and waits until all
@@ -102,7 +113,7 @@ func StartCluster(ctx context.Context, cfg ClusterConfig) (*Cluster, error) {
 			c.Close()
 			return nil, err
 		}
-		n := &procNode{id: i, dataDir: filepath.Join(dir, "data"), logPath: filepath.Join(dir, "kcoord.log")}
+		n := &procNode{id: i, dataDir: filepath.Join(dir, "data"), logPath: filepath.Join(dir, "kcoord.log"), binary: cfg.Binary}
 		c.nodes = append(c.nodes, n)
 		if !cfg.NoDiskFaults {
 			if n.disk, err = faultfs.Mount(filepath.Join(dir, "disk"), n.dataDir); err != nil {
@@ -151,7 +162,7 @@ func (c *Cluster) launch(i int) error {
 			seeds = append(seeds, c.addr(j, gossipPort))
 		}
 	}
-	args := []string{c.cfg.Binary, "serve",
+	args := []string{n.binary, "serve",
 		"--node-id", strconv.Itoa(i),
 		"--data-dir", n.dataDir,
 		"--kafka-addr", c.addr(i, kafkaPort),
@@ -172,12 +183,13 @@ func (c *Cluster) launch(i int) error {
 		"-c", "group.consumer.heartbeat.interval.ms=1500",
 	}
 	args = append(args, c.cfg.Extra...)
+	args = append(args, n.extra...)
 	argv := c.net.exec(i, args...)
 	logf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(logf, "----- start %s\n", time.Now().Format(time.RFC3339Nano))
+	fmt.Fprintf(logf, "----- start %s %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(append([]string{n.binary}, n.extra...), " "))
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = cleanEnv()
@@ -196,8 +208,8 @@ func (c *Cluster) launch(i int) error {
 		logf.Close()
 		close(exited)
 	}()
-	n.cmd, n.exited, n.paused = cmd, exited, false
-	c.cfg.Logger.Debug("node started", "node", i, "pid", cmd.Process.Pid)
+	n.cmd, n.exited, n.paused, n.stopped = cmd, exited, false, false
+	c.cfg.Logger.Debug("node started", "node", i, "pid", cmd.Process.Pid, "binary", n.binary)
 	return nil
 }
 
@@ -217,6 +229,13 @@ func (c *Cluster) Running(i int) bool {
 
 // WaitReady waits until node i's /readyz answers 200.
 func (c *Cluster) WaitReady(ctx context.Context, i int, bound time.Duration) error {
+	return c.waitReady(ctx, i, bound, false)
+}
+
+// waitReady is WaitReady; with watchAll it also fails as soon as any node
+// exits unexpectedly (a node that cannot be ready without it would
+// otherwise wait out the bound).
+func (c *Cluster) waitReady(ctx context.Context, i int, bound time.Duration, watchAll bool) error {
 	n := c.node(i)
 	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, bound)
@@ -230,6 +249,11 @@ func (c *Cluster) WaitReady(ctx context.Context, i int, bound time.Duration) err
 				return nil
 			}
 		}
+		if watchAll {
+			if err := c.CheckExits(); err != nil {
+				return err
+			}
+		}
 		select {
 		case <-n.exited:
 			return fmt.Errorf("chaos: node %d exited before it was ready (log: %s)", i, n.logPath)
@@ -241,6 +265,22 @@ func (c *Cluster) WaitReady(ctx context.Context, i int, bound time.Duration) err
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// Ready says whether node i's /readyz answers 200 now (one probe).
+func (c *Cluster) Ready(ctx context.Context, i int) bool {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+c.addr(i, httpPort)+"/readyz", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 // WaitAllReady waits until every node is ready.
@@ -265,6 +305,9 @@ func (c *Cluster) Signal(i int, sig syscall.Signal) error {
 	}
 	if err := n.cmd.Process.Signal(sig); err != nil {
 		return err
+	}
+	if sig == syscall.SIGKILL || sig == syscall.SIGTERM {
+		n.stopped = true
 	}
 	switch sig {
 	case syscall.SIGSTOP:
@@ -295,6 +338,143 @@ func (c *Cluster) Restart(ctx context.Context, i int) error {
 		return err
 	}
 	return c.WaitReady(ctx, i, c.cfg.ReadyBound)
+}
+
+// Launch starts node i, which must be down, on its data dir with binary
+// and extra (serve arguments of its own, after the cluster's Extra),
+// without waiting for it to be ready: for a node that is expected to
+// refuse to start (WaitExit). Later restarts keep binary and extra.
+func (c *Cluster) Launch(i int, binary string, extra []string) error {
+	if c.Running(i) {
+		return fmt.Errorf("chaos: node %d is still running", i)
+	}
+	n := c.node(i)
+	n.binary, n.extra = binary, slices.Clone(extra)
+	return c.launch(i)
+}
+
+// Relaunch is Launch, then waits until node i is ready; it fails as soon
+// as node i or any other node exits unexpectedly (CheckExits), as an
+// incompatible node does.
+func (c *Cluster) Relaunch(ctx context.Context, i int, binary string, extra []string) error {
+	if err := c.Launch(i, binary, extra); err != nil {
+		return err
+	}
+	return c.waitReady(ctx, i, c.cfg.ReadyBound, true)
+}
+
+// Binary is the binary node i runs, or last ran.
+func (c *Cluster) Binary(i int) string { return c.node(i).binary }
+
+// HTTPAddr is node i's --http-addr (its admin API).
+func (c *Cluster) HTTPAddr(i int) string { return c.addr(i, httpPort) }
+
+// KafkaAddr is node i's Kafka address.
+func (c *Cluster) KafkaAddr(i int) string { return c.addr(i, kafkaPort) }
+
+// WaitExit waits up to bound for node i's process to exit by itself and
+// returns its exit code (-1 for a signal). The exit is expected: neither
+// Unexpected nor CheckExits reports it. After bound the process is left
+// running, with an error.
+func (c *Cluster) WaitExit(ctx context.Context, i int, bound time.Duration) (int, error) {
+	n := c.node(i)
+	if n.exited == nil {
+		return 0, fmt.Errorf("chaos: node %d was never started", i)
+	}
+	if !c.Running(i) { // gone already: even with no time left
+		n.stopped = true
+		return n.cmd.ProcessState.ExitCode(), nil
+	}
+	t := time.NewTimer(bound)
+	defer t.Stop()
+	select {
+	case <-n.exited:
+		n.stopped = true
+		return n.cmd.ProcessState.ExitCode(), nil
+	case <-t.C:
+		return 0, fmt.Errorf("chaos: node %d still running after %v", i, bound)
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+}
+
+// ErrUnexpectedExit marks a node process that exited though nothing
+// stopped it: a crash, a panic or a refusal to start.
+var ErrUnexpectedExit = errors.New("chaos: a node exited unexpectedly")
+
+// Unexpected lists the nodes whose process exited though neither Signal
+// nor WaitExit stopped it.
+func (c *Cluster) Unexpected() []int {
+	var out []int
+	for i, n := range c.nodes {
+		if n.exited != nil && !n.stopped && !c.Running(i+1) {
+			out = append(out, i+1)
+		}
+	}
+	return out
+}
+
+// CheckExits is nil while no node exited unexpectedly, and otherwise an
+// ErrUnexpectedExit naming each such node, its binary and exit status.
+func (c *Cluster) CheckExits() error {
+	var exits []string
+	for _, i := range c.Unexpected() {
+		exits = append(exits, fmt.Sprintf("node %d (%s) %s (log: %s)", i, c.Binary(i), c.ExitStatus(i), c.LogPath(i)))
+	}
+	if len(exits) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s", ErrUnexpectedExit, strings.Join(exits, "; "))
+}
+
+// ExitStatus is how node i's last process ended ("exit status 2",
+// "signal: killed"), or "running".
+func (c *Cluster) ExitStatus(i int) string {
+	n := c.node(i)
+	if n.cmd == nil || c.Running(i) {
+		return "running"
+	}
+	return n.cmd.ProcessState.String()
+}
+
+// LogPath is the file node i's processes write their output to, one
+// after another.
+func (c *Cluster) LogPath(i int) string { return c.node(i).logPath }
+
+// LogTail is the last lines of the file at path (at most its last 64
+// KiB), or what went wrong reading it.
+func LogTail(path string, lines int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	const most = 64 << 10
+	if st, err := f.Stat(); err == nil && st.Size() > most {
+		_, _ = f.Seek(st.Size()-most, io.SeekStart)
+	}
+	b, err := io.ReadAll(f)
+	if err != nil {
+		return err.Error()
+	}
+	all := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(all[max(0, len(all)-lines):], "\n")
+}
+
+// Watch waits d, or until ctx ends, and fails as soon as a node exits
+// unexpectedly (CheckExits), checking every 100 ms.
+func (c *Cluster) Watch(ctx context.Context, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for {
+		if err := c.CheckExits(); err != nil {
+			return err
+		}
+		left := time.Until(deadline)
+		if left <= 0 || ctx.Err() != nil {
+			return ctx.Err()
+		}
+		sleep(ctx, min(left, 100*time.Millisecond))
+	}
 }
 
 // raftFaults posts a Raft fault to node i's fault-injection endpoint.

@@ -55,6 +55,12 @@
 //     covered, while the processes keep running. FaultFSSupported says
 //     whether the machine can mount them (root and /dev/fuse).
 //   - RunSuite (suite.go): all of it, for `kcoord chaos` and `make chaos`.
+//   - RunUpgrade (upgrade.go): the mixed-version test behind `kcoord chaos
+//     upgrade` and `make upgrade-test`: three nodes of the previous release
+//     upgraded one at a time under the workload, with rollbacks before the
+//     finalization, a finalization by hand, a too-old binary that must
+//     refuse the finalized data dir and the new release's metadata
+//     agreement; an unexpected exit and a rebalance are anomalies.
 //
 // # Goroutines
 //

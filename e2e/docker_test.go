@@ -95,6 +95,7 @@ func TestDockerCluster(t *testing.T) {
 	// The bootstrap's leadership balancing settles first, so the kill below
 	// hits a cluster in its steady state.
 	dc.waitBalanced(ctx, t, dockerBalancedWithin)
+	dc.checkVersionAndFeatures(ctx, t)
 
 	seeds := dc.kafkaAddrs(dc.nodes...)
 	adm := dcAdminSeeds(t, seeds)
@@ -580,7 +581,7 @@ func (dc *dockerCompose) buildImage(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(buildDir, "Dockerfile"), dockerfile, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gobuild := exec.CommandContext(ctx, dcGoTool(), "build", "-trimpath", "-ldflags", "-s -w -X main.version=e2e",
+	gobuild := exec.CommandContext(ctx, dcGoTool(), "build", "-trimpath", "-ldflags", "-s -w -X github.com/kcoord/kcoord/release.commit=e2e",
 		"-o", filepath.Join(buildDir, "bin", "kcoord"), "./cmd/kcoord")
 	gobuild.Dir = dc.root
 	gobuild.Env = append(os.Environ(), "CGO_ENABLED=0")
