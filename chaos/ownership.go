@@ -238,18 +238,26 @@ func (r SyncRecord) owner() string {
 // generationsSeen is, per group, the earliest time members saw each
 // generation's assignment.
 func generationsSeen(s Snapshot) map[string]map[int32]time.Duration {
-	seen := map[string]map[int32]time.Duration{}
+	seen := firstSeen{}
 	for _, r := range s.Syncs {
-		m := seen[r.Group]
-		if m == nil {
-			m = map[int32]time.Duration{}
-			seen[r.Group] = m
-		}
-		if at, ok := m[r.Generation]; !ok || r.At < at {
-			m[r.Generation] = r.At
-		}
+		seen.note(r.Group, r.Generation, r.At)
 	}
 	return seen
+}
+
+// firstSeen is, per group, the earliest time each numbered round
+// (generation, member epoch) was seen.
+type firstSeen map[string]map[int32]time.Duration
+
+func (f firstSeen) note(group string, round int32, at time.Duration) {
+	m := f[group]
+	if m == nil {
+		m = map[int32]time.Duration{}
+		f[group] = m
+	}
+	if first, ok := m[round]; !ok || at < first {
+		m[round] = at
+	}
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -149,16 +149,23 @@ func Run(ctx context.Context, cfg RunConfig) (*Report, error) {
 // to: every generation first seen in that window, but a group's very
 // first one.
 func countBetween(s Snapshot, from, to time.Duration) int {
+	return countAfterFirst(generationsSeen(s), from, to)
+}
+
+// countAfterFirst counts, over every group's numbered rounds (classic
+// generations, KIP-848 epochs) and when each was first seen, the rounds
+// first seen between from and to, each group's lowest left out.
+func countAfterFirst(perGroup map[string]map[int32]time.Duration, from, to time.Duration) int {
 	n := 0
-	for _, gens := range generationsSeen(s) {
+	for _, rounds := range perGroup {
 		lowest := int32(-1)
-		for g := range gens {
-			if lowest < 0 || g < lowest {
-				lowest = g
+		for r := range rounds {
+			if lowest < 0 || r < lowest {
+				lowest = r
 			}
 		}
-		for g, at := range gens {
-			if g != lowest && at >= from && at < to {
+		for r, at := range rounds {
+			if r != lowest && at >= from && at < to {
 				n++
 			}
 		}

@@ -611,32 +611,11 @@ func (u *upgrade) checkUpgrade(rep *Report) CheckResult {
 // assigned partitions in between from and to, each group's lowest left
 // out: countBetween for the consumer protocol.
 func epochsBetween(s Snapshot, from, to time.Duration) int {
-	seen := map[string]map[int32]time.Duration{}
+	seen := firstSeen{}
 	for _, a := range s.Assigns {
-		m := seen[a.Group]
-		if m == nil {
-			m = map[int32]time.Duration{}
-			seen[a.Group] = m
-		}
-		if at, ok := m[a.Epoch]; !ok || a.At < at {
-			m[a.Epoch] = a.At
-		}
+		seen.note(a.Group, a.Epoch, a.At)
 	}
-	n := 0
-	for _, epochs := range seen {
-		lowest := int32(-1)
-		for e := range epochs {
-			if lowest < 0 || e < lowest {
-				lowest = e
-			}
-		}
-		for e, at := range epochs {
-			if e != lowest && at >= from && at < to {
-				n++
-			}
-		}
-	}
-	return n
+	return countAfterFirst(seen, from, to)
 }
 
 // save writes the history and the report with the upgrade's checks into

@@ -11,34 +11,40 @@ import (
 	"github.com/kcoord/kcoord/fsm"
 )
 
+// gossipedBy is what each node last gossiped of one fact (nodeMeta). A
+// node that leaves keeps its entry: a replica that is down still holds the
+// log and applies it when it comes back. Any goroutine may use it.
+type gossipedBy[T any] struct {
+	mu sync.Mutex
+	m  map[int32]T
+}
+
+func (g *gossipedBy[T]) record(node int32, v T) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.m == nil {
+		g.m = make(map[int32]T)
+	}
+	g.m[node] = v
+}
+
+func (g *gossipedBy[T]) get(node int32) (T, bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	v, ok := g.m[node]
+	return v, ok
+}
+
 // applyLevels is what each node last gossiped of the command types it
-// applies (nodeMeta.Applies). A node that leaves keeps its entry: a
-// replica that is down still holds the log and applies it when it comes
-// back. Any goroutine may use it.
+// applies (nodeMeta.Applies).
 type applyLevels struct {
 	// own is this build's level; 0 means fsm.LatestCommandType (tests
 	// lower it to play an older release).
 	own int
-
-	mu sync.Mutex
-	m  map[int32]int
+	gossipedBy[int]
 }
 
-func (a *applyLevels) record(node int32, level int) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.m == nil {
-		a.m = make(map[int32]int)
-	}
-	a.m[node] = level
-}
-
-func (a *applyLevels) level(node int32) (int, bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	l, ok := a.m[node]
-	return l, ok
-}
+func (a *applyLevels) level(node int32) (int, bool) { return a.get(node) }
 
 // firstGossipedType is the first command type added after the release
 // that gossiped no Applies: every release applies the types before it,

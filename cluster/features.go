@@ -62,30 +62,6 @@ func supportOf(nm nodeMeta) Support {
 	return Support{Release: nm.Release, Min: release.Level(nm.Levels[0]), Max: release.Level(nm.Levels[1])}
 }
 
-// supportTable is what each node last gossiped of its support. A node
-// that leaves keeps its entry, as applyLevels does. Any goroutine may use
-// it.
-type supportTable struct {
-	mu sync.Mutex
-	m  map[int32]Support
-}
-
-func (t *supportTable) record(node int32, s Support) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.m == nil {
-		t.m = make(map[int32]Support)
-	}
-	t.m[node] = s
-}
-
-func (t *supportTable) get(node int32) (Support, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s, ok := t.m[node]
-	return s, ok
-}
-
 // ownSupport is what this node's binary supports: this release's range,
 // or level 1 alone for a node playing release 0.1.0 (Config.PlayApplyLevel
 // below fsm.FeatureLevelSetType).

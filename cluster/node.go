@@ -71,7 +71,7 @@ type Node struct {
 	// support is what each node gossiped of the feature levels it
 	// supports; writeLevel is the level this node writes (features.go);
 	// fatal is closed when the node cannot go on (Fatal).
-	support    supportTable
+	support    gossipedBy[Support]
 	finalized  atomic.Int32 // the finalized level node.json recorded at start (knownFinalized)
 	writeLevel atomic.Int32
 	fatal      fatalState

@@ -20,19 +20,6 @@ func applyShard(t *testing.T, f *ShardFSM, index uint64, cmd Command) any {
 	return f.Apply(&raft.Log{Index: index, Type: raft.LogCommand, Data: b})
 }
 
-func shardSnapshotBytes(t *testing.T, f *ShardFSM) []byte {
-	t.Helper()
-	s, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sink := &memSink{}
-	if err := s.Persist(sink); err != nil {
-		t.Fatal(err)
-	}
-	return sink.Bytes()
-}
-
 // A finalized level is raised, kept when set again, never lowered, and
 // travels in both FSMs' snapshots; until one is finalized the snapshots
 // are what release 0.1.0 writes.
@@ -81,14 +68,14 @@ func TestFeatureLevelsAreRaisedNeverLowered(t *testing.T) {
 
 	shard := NewShardFSM(3, nil)
 	applyShard(t, shard, 1, &OffsetCommit{GroupID: "g", Offsets: []OffsetCommitPartition{{Topic: "t", Partition: 0, Offset: Offset{Offset: 5}}}})
-	shardAtLevel1 := shardSnapshotBytes(t, shard)
+	shardAtLevel1 := persist(t, shard)
 	if r := applyShard(t, shard, 2, &FeatureLevelSet{Feature: release.Feature, Level: 2}); r != nil {
 		t.Fatalf("stamp: %v", r)
 	}
 	if shard.StampedLevel() != release.Level2 {
 		t.Fatalf("stamped level %d", shard.StampedLevel())
 	}
-	stamped := shardSnapshotBytes(t, shard)
+	stamped := persist(t, shard)
 	if bytes.Equal(stamped, shardAtLevel1) {
 		t.Fatal("the shard snapshot does not carry the stamp")
 	}
