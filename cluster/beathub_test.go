@@ -191,6 +191,9 @@ func TestBeatHubPausesAfterAFailedFrame(t *testing.T) {
 	m.raft.Store(r)
 	req := &raft.AppendEntriesRequest{RPCHeader: raft.RPCHeader{ID: []byte("1"), Addr: []byte(mux.advertise)}, Term: r.CurrentTerm()}
 	var resp raft.AppendEntriesResponse
+	// A process pause (a loaded machine) forbids reuse for a while, and
+	// beat then sends no frame at all: wait until frames may go.
+	eventually(t, 10*time.Second, "answers to be reusable (no recent process pause)", m.beats.mayReuse)
 	if h.beat(m, 0, "2", target, req, &resp) {
 		t.Fatal("a heartbeat to a dead peer was answered")
 	}
