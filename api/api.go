@@ -153,9 +153,12 @@ type Handlers struct {
 	credentials Credentials
 	// acls is nil on nodes wired without ACL storage (tests): the ACL
 	// APIs are then not registered.
-	acls   ACLStore
-	shards []Shard
-	logger hclog.Logger
+	acls ACLStore
+	// features is nil on nodes wired without it (tests): UpdateFeatures
+	// is then not registered.
+	features FeatureStore
+	shards   []Shard
+	logger   hclog.Logger
 	// createMu serialises CreateTopics, so the registry's limits are
 	// checked and taken atomically on the controller.
 	createMu sync.Mutex
@@ -222,6 +225,9 @@ func (h *Handlers) registerAll(mux *transport.Mux, everything bool) {
 		reg(new(kmsg.DescribeACLsRequest), 0, 3, h.describeACLs)
 		reg(new(kmsg.CreateACLsRequest), 0, 3, h.createACLs)
 		reg(new(kmsg.DeleteACLsRequest), 0, 3, h.deleteACLs)
+	}
+	if h.features != nil || everything {
+		reg(new(kmsg.UpdateFeaturesRequest), 0, 1, h.updateFeatures)
 	}
 }
 

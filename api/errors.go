@@ -67,6 +67,9 @@ var codes = []struct {
 	{cluster.ErrApplyTimeout, kerr.RequestTimedOut, nil},
 	// As Kafka answers a change its metadata.version does not support yet.
 	{cluster.ErrReplicaTooOld, kerr.UnsupportedVersion, nil},
+	// As Kafka's controller answers a level some broker does not support.
+	{cluster.ErrFeatureUnsupported, kerr.InvalidUpdateVersion, nil},
+	{fsm.ErrFeatureDowngrade, kerr.InvalidUpdateVersion, nil},
 	{context.DeadlineExceeded, kerr.RequestTimedOut, nil},
 	{offsets.ErrMetadataTooLarge, kerr.OffsetMetadataTooLarge, nil},
 	{offsets.ErrInvalidPartition, kerr.UnknownTopicOrPartition, nil},

@@ -224,30 +224,9 @@ func (n *Node) finalizable() (release.Level, []int32, error) {
 // refused with ErrFeatureUnsupported naming the nodes. Called by the
 // admin API's handlers and the feature loop; blocks at most timeout.
 func (n *Node) FinalizeFeature(ctx context.Context, level release.Level, timeout time.Duration) (release.Level, error) {
-	if !n.shardsStarted.Load() {
-		return release.Level1, errAdminNotStarted
-	}
-	top, behind, err := n.finalizable()
-	if err != nil {
+	level, err := n.CheckFinalize(level)
+	if err != nil || level <= n.FinalizedLevel() {
 		return n.FinalizedLevel(), err
-	}
-	if level == 0 {
-		if top <= n.FinalizedLevel() && len(behind) > 0 {
-			return n.FinalizedLevel(), fmt.Errorf("%w: nothing to finalize: node %v supports %s up to %d (kcoord %s); upgrade it first",
-				ErrFeatureUnsupported, behind, release.Feature, top, release.ReleaseOf(top))
-		}
-		level = top
-	}
-	if level > release.MaxLevel {
-		return n.FinalizedLevel(), fmt.Errorf("%w: %s %d is newer than this node's kcoord %s supports (up to %d)",
-			ErrFeatureUnsupported, release.Feature, level, release.Version, release.MaxLevel)
-	}
-	if level > top {
-		return n.FinalizedLevel(), fmt.Errorf("%w: %s %d needs every node to run kcoord %s or later; node %v does not yet",
-			ErrFeatureUnsupported, release.Feature, level, release.ReleaseOf(level), behind)
-	}
-	if level <= n.FinalizedLevel() {
-		return n.FinalizedLevel(), nil
 	}
 	cmd, err := fsm.Encode(&fsm.FeatureLevelSet{Feature: release.Feature, Level: int16(level)})
 	if err != nil {
@@ -257,6 +236,39 @@ func (n *Node) FinalizeFeature(ctx context.Context, level release.Level, timeout
 		return n.FinalizedLevel(), err
 	}
 	return n.FinalizedLevel(), nil
+}
+
+// CheckFinalize is FinalizeFeature's check alone, as this node sees the
+// cluster (UpdateFeatures' validate-only): it returns the level a
+// finalization would write (level, or for 0 the highest every node
+// supports), or why it would be refused. It writes nothing and does not
+// block.
+func (n *Node) CheckFinalize(level release.Level) (release.Level, error) {
+	if !n.shardsStarted.Load() {
+		return 0, errAdminNotStarted
+	}
+	top, behind, err := n.finalizable()
+	if err != nil {
+		return 0, err
+	}
+	if level == 0 {
+		if top <= n.FinalizedLevel() && len(behind) > 0 {
+			return 0, fmt.Errorf("%w: nothing to finalize: node %v supports %s up to %d (kcoord %s); upgrade it first",
+				ErrFeatureUnsupported, behind, release.Feature, top, release.ReleaseOf(top))
+		}
+		level = top
+	}
+	switch {
+	case level > release.MaxLevel:
+		return 0, fmt.Errorf("%w: %s %d is newer than this node's kcoord %s supports (up to %d)",
+			ErrFeatureUnsupported, release.Feature, level, release.Version, release.MaxLevel)
+	case level > top:
+		return 0, fmt.Errorf("%w: %s %d needs every node to run kcoord %s or later; node %v does not yet",
+			ErrFeatureUnsupported, release.Feature, level, release.ReleaseOf(level), behind)
+	case level < n.FinalizedLevel():
+		return 0, fmt.Errorf("%w: %s is finalized at %d, not lowered to %d", fsm.ErrFeatureDowngrade, release.Feature, n.FinalizedLevel(), level)
+	}
+	return level, nil
 }
 
 // checkFinalizeHere is the metadata leader's own check of a finalization

@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcoord/kcoord/cluster"
 	"github.com/kcoord/kcoord/fsm"
 	"github.com/kcoord/kcoord/release"
+	"github.com/kcoord/kcoord/transport"
 )
 
 // handleFeatures answers GET /v1/cluster/features: what each node
@@ -75,4 +79,31 @@ func (s *Server) FatalErr() error {
 		return node.FatalErr()
 	}
 	return nil
+}
+
+// apiFeatures is what ApiVersions v3+ advertises (KIP-584): the levels of
+// kcoord.version this binary supports, the finalized levels this node's
+// replica of the metadata group holds (kcoord.version always, at 1 when
+// nothing was finalized, as a KRaft broker always lists
+// metadata.version), and as the epoch the index of the last metadata
+// command the replica applied (a KRaft broker's metadata offset). The
+// transport calls it for every ApiVersions request: it reads the FSM's
+// read-locked copies only.
+func (s *Server) apiFeatures() transport.Features {
+	sup := kmsg.NewApiVersionsResponseSupportedFeature()
+	sup.Name, sup.MinVersion, sup.MaxVersion = release.Feature, int16(release.MinLevel), int16(release.MaxLevel)
+	f := transport.Features{Supported: []kmsg.ApiVersionsResponseSupportedFeature{sup}, Epoch: -1}
+	levels := s.meta.FeatureLevels()
+	if !slices.ContainsFunc(levels, func(l fsm.FeatureLevel) bool { return l.Feature == release.Feature }) {
+		levels = append(levels, fsm.FeatureLevel{Feature: release.Feature, Level: int16(release.Level1)})
+	}
+	for _, l := range levels {
+		fin := kmsg.NewApiVersionsResponseFinalizedFeature()
+		fin.Name, fin.MinVersionLevel, fin.MaxVersionLevel = l.Feature, l.Level, l.Level
+		f.Finalized = append(f.Finalized, fin)
+	}
+	if i := s.meta.AppliedIndex(); i > 0 && s.meta.AppliedIndexKnown() {
+		f.Epoch = int64(i)
+	}
+	return f
 }

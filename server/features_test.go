@@ -133,7 +133,7 @@ func TestFeatureLevelFinalizedOnceEveryNodeRunsTheRelease(t *testing.T) {
 
 // With kcoord.features.auto.finalize=false the level waits for an
 // operator, and a finalization by hand through any node takes effect on
-// every node; a lower level is then refused.
+// every node; a lower level is then refused, and the level stays.
 func TestFeatureLevelFinalizedByHand(t *testing.T) {
 	servers := StartTestCluster(t, 3, func(_ int, c *Config) { c.FeaturesAutoFinalize = false })
 	ctx := testCtx(t, 60*time.Second)
@@ -166,8 +166,8 @@ func TestFeatureLevelFinalizedByHand(t *testing.T) {
 		}
 		return stamped(servers, release.Level2)
 	})
-	if got, err := follower.Node().FinalizeFeature(ctx, release.Level1, 5*time.Second); err != nil || got != release.Level2 {
-		t.Fatalf("asking for level 1 after 2: %d, %v (the level stays)", got, err)
+	if got, err := follower.Node().FinalizeFeature(ctx, release.Level1, 5*time.Second); !errors.Is(err, fsm.ErrFeatureDowngrade) || got != release.Level2 {
+		t.Fatalf("asking for level 1 after 2: %d, %v; want ErrFeatureDowngrade, and the level stays", got, err)
 	}
 }
 

@@ -185,8 +185,9 @@ func (s *Server) Start() error {
 		BootstrapSuperuser:       s.cfg.SASLSuperuser,
 		Logger:                   s.logger.Named("api"),
 	}, s.node, &topicRegistry{node: s.node, fsm: s.meta, timeout: s.cfg.OffsetsCommitTimeout}, s.apiShards())
-	h.WithCredentials(&credentialStore{node: s.node, fsm: s.meta, timeout: s.cfg.OffsetsCommitTimeout}).WithACLs(acls)
+	h.WithCredentials(&credentialStore{node: s.node, fsm: s.meta, timeout: s.cfg.OffsetsCommitTimeout}).WithACLs(acls).WithFeatures(s.node)
 	h.Register(mux)
+	mux.SetFeatures(s.apiFeatures)
 	kafka.Open()
 	s.stopRetention = make(chan struct{})
 	s.retentionDone = make(chan struct{})

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -17,6 +18,9 @@ import (
 type Mux struct {
 	mu     sync.RWMutex
 	routes map[int16]route
+	// features answers ApiVersions' feature fields (SetFeatures); nil:
+	// none advertised.
+	features atomic.Pointer[func() Features]
 }
 
 type route struct {
