@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -152,11 +153,12 @@ func checkStartLevel(dataDir string, id identity) error {
 
 // featureNodes are the nodes that must support a level before it is
 // finalized: every server of the metadata group's configuration (every
-// node replicates it, as a voter or a non-voter), every active node
-// registered for placement (one that is draining or drained is left out
-// once its replicas are gone: a removed node does not hold the upgrade
-// back), and every member gossip knows alive (a node that joined and is
-// not placed yet).
+// node replicates it, as a voter or a non-voter), every voter and
+// non-voter of every group shard as the leader table has them, every
+// active node registered for placement (one that is draining or drained
+// is left out once its replicas are gone: a removed node does not hold
+// the upgrade back), and every gossip member, fenced ones included (a
+// node that joined and is not placed yet).
 func (n *Node) featureNodes() ([]int32, error) {
 	conf, ok := n.meta.configuration()
 	if !ok {
@@ -170,6 +172,12 @@ func (n *Node) featureNodes() ([]int32, error) {
 		}
 		ids = append(ids, int32(id))
 	}
+	for shard := range n.cfg.Shards {
+		if e, ok := n.leaders.get(shard); ok {
+			ids = append(ids, e.Voters...)
+			ids = append(ids, e.Nonvoters...)
+		}
+	}
 	if p, ok := n.meta.FSM.(placementFSM); ok {
 		for _, nd := range p.Nodes() {
 			if nd.State == fsm.NodeActive {
@@ -177,19 +185,24 @@ func (n *Node) featureNodes() ([]int32, error) {
 			}
 		}
 	}
-	for _, b := range n.members.brokers(n.mux.deaths) {
-		ids = append(ids, b.NodeID)
-	}
+	ids = append(ids, n.members.ids()...)
 	slices.Sort(ids)
 	return slices.Compact(ids), nil
 }
 
-// supportOfNode is what node id supports, and whether it is known.
+// supportOfNode is what node id supports, and whether it is known: this
+// node's own, or what a live peer gossips. A peer that is down (gone from
+// gossip, or proven dead) is not known, whatever it said before: it may
+// come back on an older binary, so it holds a finalization back until it
+// is back or removed.
 func (n *Node) supportOfNode(id int32) (Support, bool) {
 	if id == n.cfg.NodeID {
 		return n.ownSupport(), true
 	}
 	if n.gossip == nil {
+		return Support{}, false
+	}
+	if _, alive := n.members.broker(id); !alive || n.members.provenDead(id, n.mux.deaths) {
 		return Support{}, false
 	}
 	return n.support.get(id)
@@ -247,26 +260,30 @@ func (n *Node) CheckFinalize(level release.Level) (release.Level, error) {
 	if !n.shardsStarted.Load() {
 		return 0, errAdminNotStarted
 	}
+	fin := n.FinalizedLevel()
+	switch {
+	case level == 0 && fin >= release.MaxLevel, level != 0 && level == fin:
+		return fin, nil // finalized already: nothing to do, whoever is down
+	case level != 0 && level < fin:
+		return 0, fmt.Errorf("%w: %s is finalized at %d, not lowered to %d", fsm.ErrFeatureDowngrade, release.Feature, fin, level)
+	case level > release.MaxLevel:
+		return 0, fmt.Errorf("%w: %s %d is newer than this node's kcoord %s supports (up to %d)",
+			ErrFeatureUnsupported, release.Feature, level, release.Version, release.MaxLevel)
+	}
 	top, behind, err := n.finalizable()
 	if err != nil {
 		return 0, err
 	}
 	if level == 0 {
-		if top <= n.FinalizedLevel() && len(behind) > 0 {
-			return 0, fmt.Errorf("%w: nothing to finalize: node %v supports %s up to %d (kcoord %s); upgrade it first",
-				ErrFeatureUnsupported, behind, release.Feature, top, release.ReleaseOf(top))
+		if top <= fin {
+			return 0, fmt.Errorf("%w: nothing to finalize: node %v does not support %s %d (kcoord %s): upgrade it, or bring it back, first",
+				ErrFeatureUnsupported, behind, release.Feature, fin+1, release.ReleaseOf(fin+1))
 		}
 		level = top
 	}
-	switch {
-	case level > release.MaxLevel:
-		return 0, fmt.Errorf("%w: %s %d is newer than this node's kcoord %s supports (up to %d)",
-			ErrFeatureUnsupported, release.Feature, level, release.Version, release.MaxLevel)
-	case level > top:
-		return 0, fmt.Errorf("%w: %s %d needs every node to run kcoord %s or later; node %v does not yet",
+	if level > top {
+		return 0, fmt.Errorf("%w: %s %d needs every node to run kcoord %s or later; node %v does not (or is down)",
 			ErrFeatureUnsupported, release.Feature, level, release.ReleaseOf(level), behind)
-	case level < n.FinalizedLevel():
-		return 0, fmt.Errorf("%w: %s is finalized at %d, not lowered to %d", fsm.ErrFeatureDowngrade, release.Feature, n.FinalizedLevel(), level)
 	}
 	return level, nil
 }
@@ -280,7 +297,7 @@ func (n *Node) checkFinalizeHere(c *fsm.FeatureLevelSet) error {
 	}
 	top, behind, err := n.finalizable()
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrFeatureUnsupported, err)
+		return fmt.Errorf("cluster: cannot check a finalization yet: %w", err)
 	}
 	if release.Level(c.Level) > top {
 		return fmt.Errorf("%w: %s %d needs every node to run kcoord %s or later; node %v does not yet",
@@ -387,9 +404,31 @@ const featureInterval = time.Second
 // featureApplyTimeout bounds one stamp or finalization of a round.
 const featureApplyTimeout = 5 * time.Second
 
-// featureLoop runs a feature round every featureInterval until shutdown.
-// Runs on its own goroutine.
-func (n *Node) featureLoop() { n.every(featureInterval, n.featureRound) }
+// featureLoop runs a feature round every featureInterval, and at once
+// when this node's replica of the metadata group changes its finalized
+// level (so node.json records a finalization within milliseconds of the
+// entry's apply: a start of an older binary in between would replay the
+// entry and panic rather than refuse the data dir), until shutdown. Runs
+// on its own goroutine.
+func (n *Node) featureLoop() {
+	t := time.NewTicker(featureInterval)
+	defer t.Stop()
+	for {
+		wake := n.featureWake.wait()
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		case <-wake:
+		}
+		n.featureRound()
+	}
+}
+
+// finalizedNotifier is the metadata FSM's change notice (fsm.MetaFSM).
+type finalizedNotifier interface {
+	OnFinalized(fn func())
+}
 
 // featureRound keeps this node in step with the finalized level: it stops
 // a node too old for it, records it in node.json, sets what this node
@@ -401,14 +440,16 @@ func (n *Node) featureRound() {
 		return
 	}
 	fin := n.FinalizedLevel()
+	// Recorded first, even a level this binary does not support: the
+	// next start of this binary then refuses the data dir at once.
+	if err := n.recordFinalized(fin); err != nil {
+		n.logger.Warn("could not record the finalized feature level in node.json; the next round tries again", "level", fin, "error", err)
+	}
 	if !release.Supports(fin) {
 		err := tooOld("the cluster", fin)
 		n.logger.Error("stopping: this node is too old for the cluster's finalized feature level", "error", err)
 		n.fatal.set(err)
 		return
-	}
-	if err := n.recordFinalized(fin); err != nil {
-		n.logger.Warn("could not record the finalized feature level in node.json", "level", fin, "error", err)
 	}
 	n.writeLevel.Store(int32(n.writeLevelFor(fin)))
 	n.stampShards()
@@ -445,16 +486,18 @@ func (n *Node) recordFinalized(fin release.Level) error {
 	}
 	n.idMu.Lock()
 	defer n.idMu.Unlock()
-	if release.Level(n.ident.Features[release.Feature]) >= fin || n.onDisk.equal(identity{}) {
+	if release.Level(n.onDisk.Features[release.Feature]) >= fin || n.onDisk.equal(identity{}) {
 		return nil
 	}
-	features := map[string]int16{}
-	for k, v := range n.ident.Features {
-		features[k] = v
+	was := n.ident.Features
+	features := maps.Clone(was)
+	if features == nil {
+		features = map[string]int16{}
 	}
 	features[release.Feature] = int16(fin)
 	n.ident.Features = features
 	if err := n.persistIdentityLocked(); err != nil {
+		n.ident.Features = was // the next round tries again
 		return err
 	}
 	n.logger.Info("recorded the finalized feature level in node.json: earlier releases refuse this data dir from now on",

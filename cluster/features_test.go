@@ -80,3 +80,27 @@ func TestCommandsAboveTheWriteLevelAreRefused(t *testing.T) {
 		t.Fatalf("the finalization itself: %v", err)
 	}
 }
+
+// A finalization node.json could not record is recorded by a later round,
+// once the disk takes the write.
+func TestAFailedRecordOfTheFinalizedLevelIsRetried(t *testing.T) {
+	dir := t.TempDir()
+	id := identity{NodeID: 1, Shards: 8, LogStore: LogStoreNode, ClusterID: "c"}
+	if err := writeIdentity(dir, id); err != nil {
+		t.Fatal(err)
+	}
+	id.Version = identityVersion
+	notADir := filepath.Join(dir, "node.json") // writes under it fail, even as root
+	n := &Node{cfg: Config{DataDir: notADir}, logger: testLogger(t), ident: id, onDisk: id}
+	if err := n.recordFinalized(release.Level2); err == nil {
+		t.Fatal("a record into a data dir that is a file succeeded")
+	}
+	n.cfg.DataDir = dir
+	if err := n.recordFinalized(release.Level2); err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := readIdentity(dir)
+	if err != nil || got.Version != identityVersionFeatures || got.Features[release.Feature] != int16(release.Level2) {
+		t.Fatalf("after the retry node.json is %+v, %v; want version 4 with level 2", got, err)
+	}
+}

@@ -483,7 +483,10 @@ func (g *gossip) NotifyMerge(peers []*memberlist.Node) error {
 			g.refuse(p.Name, nm)
 			return fmt.Errorf("%w: %s is of cluster %s, this node's is %s", errRefusedPeer, p.Name, nm.ClusterID, g.n.ClusterID())
 		}
-		if g.tooOld(p.Name, nm) {
+		// Only a live peer: memberlist keeps dead and departed members
+		// in push/pull state for a while, and one of them, too old,
+		// must not fail every join meanwhile.
+		if p.State == memberlist.StateAlive && g.tooOld(p.Name, nm) {
 			return fmt.Errorf("%w: %s supports %s up to %d, the cluster finalized %d", errRefusedPeer, p.Name, release.Feature, supportOf(nm).Max, g.n.knownFinalized())
 		}
 	}

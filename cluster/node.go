@@ -75,7 +75,10 @@ type Node struct {
 	finalized  atomic.Int32 // the finalized level node.json recorded at start (knownFinalized)
 	writeLevel atomic.Int32
 	fatal      fatalState
-	leaders    leaderTable
+	// featureWake fires when the metadata replica's finalized level
+	// changes (featureLoop).
+	featureWake *signal
+	leaders     leaderTable
 	// routing fires whenever a shard's routing may have changed (see
 	// Shard.RoutingChanges).
 	routing *signal
@@ -219,6 +222,7 @@ func NewNode(cfg Config) (*Node, error) {
 	n := &Node{cfg: cfg, logger: logger, leaderLog: &leaderChangeLog{logger: logger}, mux: mux, stop: make(chan struct{}), logStore: logStore, ident: id, routing: newSignal(), disk: newDiskFence(), diskWake: newSignal()}
 	n.applies.own = cfg.PlayApplyLevel
 	n.fatal.done = make(chan struct{})
+	n.featureWake = newSignal()
 	n.writeLevel.Store(int32(release.Level1))
 	n.finalized.Store(int32(release.Level(id.Features[release.Feature])))
 	mux.deaths.watch(n.peerDied, n.routing.fire)
@@ -424,6 +428,9 @@ func (n *Node) startShards(bootstrapAlone bool) error {
 	for i, st := range stores {
 		if st.id == MetaShard {
 			fsms[i] = cfg.NewMetaFSM()
+			if fn, ok := fsms[i].(finalizedNotifier); ok {
+				fn.OnFinalized(n.featureWake.fire)
+			}
 		} else {
 			fsms[i] = cfg.NewShardFSM(st.id)
 		}
@@ -951,6 +958,26 @@ func (t *memberTable) remove(id int32) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.m, id)
+}
+
+// provenDead reports whether member id's process is proven gone (its
+// Raft port refused a dial: peerdeath.go).
+func (t *memberTable) provenDead(id int32, deaths *peerDeaths) bool {
+	t.mu.RLock()
+	m, ok := t.m[id]
+	t.mu.RUnlock()
+	return ok && deaths.isDead(m.raftAddr)
+}
+
+// ids lists every member's node id, fenced and suspected ones included.
+func (t *memberTable) ids() []int32 {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	out := make([]int32, 0, len(t.m))
+	for id := range t.m {
+		out = append(out, id)
+	}
+	return out
 }
 
 func (t *memberTable) broker(id int32) (Broker, bool) {

@@ -132,6 +132,12 @@ func (n *Node) planPlacement(p placementFSM) error {
 		if nd, ok := nodes[id]; ok && (nd.RaftAddr == addr || addr == "") {
 			continue
 		}
+		if s, ok := n.supportOfNode(id); ok && s.Max < n.FinalizedLevel() {
+			// Too old for the finalized level: a replica there would
+			// panic on what the cluster writes (features.go).
+			n.logger.Debug("not registering a node too old for the finalized feature level", "target_node", id, "supports", s.Max)
+			continue
+		}
 		if err := n.applyMeta(&fsm.NodeRegister{ID: id, RaftAddr: addr}); err != nil {
 			return fmt.Errorf("register node %d: %w", id, err)
 		}

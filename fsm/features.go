@@ -102,6 +102,12 @@ func (f *MetaFSM) FinalizedLevel() release.Level {
 	return release.Level1
 }
 
+// OnFinalized registers fn to be told when this replica's finalized level
+// changes (a FeatureLevelSet applied, a snapshot restored), so the node
+// records it at once rather than at its next poll. Raft's FSM goroutine
+// calls fn: it must not block. Call it before the FSM applies anything.
+func (f *MetaFSM) OnFinalized(fn func()) { f.onFinalized = fn }
+
 // FeatureLevels returns every finalized level this replica holds, sorted
 // by feature.
 func (f *MetaFSM) FeatureLevels() []FeatureLevel {

@@ -38,6 +38,8 @@ type MetaFSM struct {
 	// finalized its release.Feature level for lock-free readers.
 	features  featureLevels
 	finalized atomic.Int32
+	// onFinalized is told of a change of finalized (OnFinalized).
+	onFinalized func()
 }
 
 var _ raft.FSM = (*MetaFSM)(nil)
@@ -93,13 +95,22 @@ func (f *MetaFSM) Apply(l *raft.Log) any {
 		return f.acls.apply(cmd)
 	case *FeatureLevelSet:
 		r := f.features.apply(c)
-		f.finalized.Store(int32(kcoordVersion(f.features)))
+		f.setFinalized()
 		return r
 	default:
 		f.logger.Error("refused a shard command in the metadata group's log", "index", l.Index, "command", cmd.CommandType())
 		return fmt.Errorf("%w: %s in the metadata group's log", ErrForeignCommand, cmd.CommandType())
 	}
 	return nil
+}
+
+// setFinalized publishes the finalized level and tells onFinalized of a
+// change. Called with f.mu held, on the FSM goroutine.
+func (f *MetaFSM) setFinalized() {
+	l := int32(kcoordVersion(f.features))
+	if f.finalized.Swap(l) != l && f.onFinalized != nil {
+		f.onFinalized()
+	}
 }
 
 // ClusterID returns the id of the cluster, "" until a ClusterStamp is
@@ -172,7 +183,7 @@ func (f *MetaFSM) Restore(rc io.ReadCloser) error {
 	f.scram.restore(s.Scram)
 	f.acls.restore(s.ACLs)
 	f.features.restore(s.Features)
-	f.finalized.Store(int32(kcoordVersion(f.features)))
+	f.setFinalized()
 	f.mu.Unlock()
 	f.applied.restored(s.AppliedIndex)
 	return nil

@@ -237,3 +237,38 @@ func TestANodeTooOldForTheFinalizedLevelIsNotLetIn(t *testing.T) {
 		}
 	}
 }
+
+// A node that is down holds a finalization back, whatever it gossiped
+// before it went down (it may come back on the previous release); once
+// finalized, asking again with a node down changes nothing and succeeds.
+func TestADownNodeHoldsTheFinalizationBack(t *testing.T) {
+	servers := StartTestCluster(t, 3, func(_ int, c *Config) { c.FeaturesAutoFinalize = false })
+	ctx := testCtx(t, 90*time.Second)
+	waitFor(t, 10*time.Second, "every node to know the others' support", func() bool {
+		st, err := servers[0].Node().Features()
+		return err == nil && st.Finalizable == int16(release.MaxLevel)
+	})
+	if err := servers[2].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "node 3 to be seen down", func() bool {
+		_, err := servers[0].Node().CheckFinalize(0)
+		return errors.Is(err, cluster.ErrFeatureUnsupported)
+	})
+	if _, err := servers[1].Node().FinalizeFeature(ctx, release.Level2, 5*time.Second); !errors.Is(err, cluster.ErrFeatureUnsupported) {
+		t.Fatalf("finalizing with node 3 down: %v, want ErrFeatureUnsupported", err)
+	}
+	servers[2] = RestartTestNode(t, servers, 2)
+	waitFor(t, 30*time.Second, "a finalization with node 3 back", func() bool {
+		got, err := servers[0].Node().FinalizeFeature(ctx, 0, 5*time.Second)
+		return err == nil && got == release.Level2
+	})
+	if err := servers[1].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for _, level := range []release.Level{0, release.Level2} {
+		if got, err := servers[0].Node().FinalizeFeature(ctx, level, 5*time.Second); err != nil || got != release.Level2 {
+			t.Fatalf("finalizing %d again with node 2 down: %d, %v; want nothing to do", level, got, err)
+		}
+	}
+}
