@@ -198,6 +198,7 @@ formats written before the level is finalized), which the run must catch.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Old, "from", "", "the previous release's kcoord binary the cluster starts on")
+	f.DurationVar(&cfg.Bound, "bound", 6*time.Minute, "the most the upgrade steps may take; not done by then is an anomaly")
 	f.StringVar(&out, "out", "", "where node data, logs and the histories of a failing run go (default: a new folder in $TMPDIR, removed after a clean run)")
 	f.DurationVar(&cfg.Baseline, "baseline", 15*time.Second, "fault-free phase on the previous release first, to count the workload's own rebalances")
 	f.DurationVar(&cfg.Rest, "rest", 3*time.Second, "pause after every step")

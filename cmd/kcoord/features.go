@@ -46,6 +46,8 @@ when some node does not support it. A finalized level is never lowered.`,
 			defer cancel()
 			url, method := base(cmd)+"/v1/cluster/features", http.MethodGet
 			switch {
+			case finalize && cmd.Flags().Changed("level") && level < 1:
+				return fmt.Errorf("--level %d: want a level of 1 or more (%s is never disabled)", level, release.Feature)
 			case finalize:
 				url, method = url+"/finalize", http.MethodPost
 				if level > 0 {
