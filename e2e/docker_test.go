@@ -570,6 +570,26 @@ func (dc *dockerCompose) buildImage(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), dockerBuildBudget)
 	defer cancel()
 	start := time.Now()
+	buildDir := dc.buildContext(t)
+	gobuild := exec.CommandContext(ctx, dcGoTool(), "build", "-trimpath", "-ldflags", "-s -w -X github.com/kcoord/kcoord/release.commit=e2e",
+		"-o", filepath.Join(buildDir, "bin", "kcoord"), "./cmd/kcoord")
+	gobuild.Dir = dc.root
+	gobuild.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := gobuild.CombinedOutput(); err != nil {
+		t.Fatalf("static build of ./cmd/kcoord: %v\n%s", err, out)
+	}
+	newID := dc.dockerBuild(ctx, t, buildDir, dockerImage)
+	// The project runs this very image, even if a concurrent build moves the
+	// tag meanwhile.
+	dc.env = append(dc.env, "KCOORD_IMAGE="+newID)
+	dc.imageID = newID
+	t.Logf("built %s (%s) in %v", dockerImage, strings.TrimPrefix(newID, "sha256:")[:12], time.Since(start).Round(time.Millisecond))
+}
+
+// buildContext is a new build directory holding the Dockerfile and an
+// empty bin/, for bin/kcoord.
+func (dc *dockerCompose) buildContext(t *testing.T) string {
+	t.Helper()
 	buildDir := t.TempDir()
 	if err := os.Mkdir(filepath.Join(buildDir, "bin"), 0o755); err != nil {
 		t.Fatal(err)
@@ -581,34 +601,30 @@ func (dc *dockerCompose) buildImage(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(buildDir, "Dockerfile"), dockerfile, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	gobuild := exec.CommandContext(ctx, dcGoTool(), "build", "-trimpath", "-ldflags", "-s -w -X github.com/kcoord/kcoord/release.commit=e2e",
-		"-o", filepath.Join(buildDir, "bin", "kcoord"), "./cmd/kcoord")
-	gobuild.Dir = dc.root
-	gobuild.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := gobuild.CombinedOutput(); err != nil {
-		t.Fatalf("static build of ./cmd/kcoord: %v\n%s", err, out)
-	}
+	return buildDir
+}
 
-	oldID, err := dc.run(ctx, dc.docker, "image", "inspect", "--format", "{{.Id}}", dockerImage)
+// dockerBuild builds buildDir's image as tag and returns its id. The image
+// the tag pointed at before is removed when nothing uses it, so repeated
+// runs leave no dangling images.
+func (dc *dockerCompose) dockerBuild(ctx context.Context, t *testing.T, buildDir, tag string) string {
+	t.Helper()
+	oldID, err := dc.run(ctx, dc.docker, "image", "inspect", "--format", "{{.Id}}", tag)
 	if err != nil {
 		oldID = "" // no such image yet
 	}
 	oldID = strings.TrimSpace(oldID)
-	if _, err := dc.run(ctx, dc.docker, "build", "-q", "-t", dockerImage, buildDir); err != nil {
+	if _, err := dc.run(ctx, dc.docker, "build", "-q", "-t", tag, buildDir); err != nil {
 		t.Fatalf("docker build: %v", err)
 	}
-	newID, err := dc.run(ctx, dc.docker, "image", "inspect", "--format", "{{.Id}}", dockerImage)
+	newID, err := dc.run(ctx, dc.docker, "image", "inspect", "--format", "{{.Id}}", tag)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if newID = strings.TrimSpace(newID); oldID != "" && oldID != newID {
 		_, _ = dc.run(ctx, dc.docker, "image", "rm", oldID) // fails, harmlessly, while containers use it
 	}
-	// The project runs this very image, even if a concurrent build moves the
-	// tag meanwhile.
-	dc.env = append(dc.env, "KCOORD_IMAGE="+newID)
-	dc.imageID = newID
-	t.Logf("built %s (%s) in %v", dockerImage, strings.TrimPrefix(newID, "sha256:")[:12], time.Since(start).Round(time.Millisecond))
+	return newID
 }
 
 // up starts the project's three services (the image must exist: nothing is
