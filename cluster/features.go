@@ -453,8 +453,8 @@ func (n *Node) featureRound() {
 	}
 	n.writeLevel.Store(int32(n.writeLevelFor(fin)))
 	n.stampShards()
-	if n.cfg.ManualFeatureFinalize || !n.meta.IsLeader() {
-		return
+	if n.cfg.ManualFeatureFinalize || fin >= n.ownSupport().Max || !n.meta.IsLeader() {
+		return // nothing this node could finalize
 	}
 	top, _, err := n.finalizable()
 	if err != nil || top <= fin {
