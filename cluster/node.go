@@ -485,11 +485,12 @@ func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Sha
 			Timeout: cfg.TransportTimeout,
 			Logger:  cfg.RaftLogger.Named("net").With("shard", id),
 		})},
-		match: match,
-		beats: beats,
-		hub:   n.beatHub,
-		app:   n.appendHub,
-		shard: id,
+		match:   match,
+		beats:   beats,
+		hub:     n.beatHub,
+		app:     n.appendHub,
+		shard:   id,
+		beatsIn: &handlerGate{},
 	}
 	if n.beatHub != nil {
 		trans.beat = n.beatHub.add(id, beats, match)

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"io"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -49,6 +50,9 @@ type shardTransport struct {
 	app   *appendHub  // nil: every AppendEntries on the shard's own stream
 	appm  *appendMember
 	shard int32
+	// beatsIn holds raft's heartbeat fast path closed once the transport
+	// closes, and Close waits for the heartbeats it is handling.
+	beatsIn *handlerGate
 }
 
 // AppendEntries answers a heartbeat or probe from the follower's last
@@ -93,11 +97,55 @@ func (t shardTransport) InstallSnapshot(id raft.ServerID, target raft.ServerAddr
 
 // SetHeartbeatHandler gives raft's heartbeat fast path to the transport
 // and to the hub, which hands it the heartbeats of peers' frames.
+//
+// The handler is held behind beatsIn: raft's fast path runs on the
+// transport's connection goroutines, which raft's Shutdown does not wait
+// for, so a heartbeat checked against raft's shutdown just before it could
+// still be storing a term when the node closes its log store (raft panics
+// on that store's error). Close waits for such a heartbeat, and answers
+// later ones with raft.ErrRaftShutdown.
 func (t shardTransport) SetHeartbeatHandler(cb func(raft.RPC)) {
+	if t.beatsIn != nil {
+		inner := cb
+		cb = func(rpc raft.RPC) {
+			if !t.beatsIn.enter() {
+				rpc.Respond(nil, raft.ErrRaftShutdown)
+				return
+			}
+			defer t.beatsIn.exit()
+			inner(rpc)
+		}
+	}
 	t.unpipelinedTransport.SetHeartbeatHandler(cb)
 	if t.hub != nil {
 		t.beat.handler.Store(&cb)
 	}
+}
+
+// handlerGate lets handlers in until it closes; close waits for those in.
+// Any goroutine may use it.
+type handlerGate struct {
+	mu     sync.RWMutex
+	closed bool
+}
+
+// enter reports whether the handler may run; if so, it must call exit.
+func (g *handlerGate) enter() bool {
+	g.mu.RLock()
+	if g.closed {
+		g.mu.RUnlock()
+		return false
+	}
+	return true
+}
+
+func (g *handlerGate) exit() { g.mu.RUnlock() }
+
+// close shuts the gate and returns once no handler is in.
+func (g *handlerGate) close() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
 }
 
 // Consumer is the channel the shard's Raft reads its RPCs from: with an
@@ -110,8 +158,12 @@ func (t shardTransport) Consumer() <-chan raft.RPC {
 	return t.unpipelinedTransport.Consumer()
 }
 
-// Close takes the shard out of the hubs and closes the transport.
+// Close takes the shard out of the hubs, waits for the heartbeats raft's
+// fast path is handling, and closes the transport.
 func (t shardTransport) Close() error {
+	if t.beatsIn != nil {
+		t.beatsIn.close()
+	}
 	if t.hub != nil {
 		t.hub.remove(t.shard, t.beat)
 	}
