@@ -19,7 +19,7 @@ import (
 // set on them.
 type wire struct {
 	t    *testing.T
-	c    *transport.Client
+	c    *transport.RawClient
 	addr string
 }
 

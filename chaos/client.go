@@ -26,7 +26,7 @@ type rawClient struct {
 	seeds   []string
 	timeout time.Duration
 	group   string
-	conn    *transport.Client
+	conn    *transport.RawClient
 }
 
 func (c *rawClient) close() {

@@ -80,7 +80,7 @@ type runner struct {
 
 // conn is one member's connection and its pending request.
 type conn struct {
-	c       *transport.Client
+	c       *transport.RawClient
 	pending *inflight
 	closed  bool
 }

@@ -140,7 +140,7 @@ var errNotSent = errors.New("not sent")
 // offset, following the coordinator as it moves.
 type registerClient struct {
 	group, topic string
-	conn         *transport.Client
+	conn         *transport.RawClient
 }
 
 func (c *registerClient) close() {

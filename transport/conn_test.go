@@ -145,7 +145,7 @@ func TestRequestContext(t *testing.T) {
 	srv, _ := startServer(t, mux, nil)
 	a, b := dial(t, srv), dial(t, srv)
 	a.SetClientID("client-a")
-	for _, cl := range []*Client{a, b} {
+	for _, cl := range []*RawClient{a, b} {
 		if _, err := cl.Do(testCtx(t), heartbeat(3, "g", 0)); err != nil {
 			t.Fatal(err)
 		}

@@ -75,7 +75,7 @@ func (m multiWriter) Write(p []byte) (int, error) {
 }
 
 // dial connects a Client to srv, closed when the test ends.
-func dial(t *testing.T, srv *Server) *Client {
+func dial(t *testing.T, srv *Server) *RawClient {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()

@@ -14,26 +14,26 @@ import (
 
 // dialFrom connects a Client to srv from the local IP address ip (any of
 // 127.0.0.0/8 works on Linux loopback), closed when the test ends.
-func dialFrom(t *testing.T, srv *Server, ip string) *Client {
+func dialFrom(t *testing.T, srv *Server, ip string) *RawClient {
 	t.Helper()
 	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 2 * time.Second}
 	nc, err := d.Dial("tcp", srv.Addr().String())
 	if err != nil {
 		t.Fatalf("dial from %s: %v", ip, err)
 	}
-	cl := &Client{nc: nc, br: bufio.NewReader(nc), format: kmsg.NewRequestFormatter()}
+	cl := &RawClient{nc: nc, br: bufio.NewReader(nc), format: kmsg.NewRequestFormatter()}
 	t.Cleanup(func() { _ = cl.Close() })
 	return cl
 }
 
-func mustServe(t *testing.T, cl *Client, what string) {
+func mustServe(t *testing.T, cl *RawClient, what string) {
 	t.Helper()
 	if _, err := cl.Do(testCtx(t), heartbeat(4, "g", 1)); err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
 }
 
-func mustBeRejected(t *testing.T, cl *Client, what string) {
+func mustBeRejected(t *testing.T, cl *RawClient, what string) {
 	t.Helper()
 	if err := cl.WaitClosed(testCtx(t)); err != nil {
 		t.Fatalf("%s not closed: %v", what, err)

@@ -38,7 +38,7 @@ func largeJoinGroup(group string, frameBytes int, corr int32) (head []byte, zero
 
 // sendLargeJoinGroup writes a largeJoinGroup frame on cl, streaming the
 // zeros, and marks its response as expected.
-func sendLargeJoinGroup(cl *Client, group string, frameBytes int, corr int32) (*kmsg.JoinGroupRequest, error) {
+func sendLargeJoinGroup(cl *RawClient, group string, frameBytes int, corr int32) (*kmsg.JoinGroupRequest, error) {
 	head, n, req := largeJoinGroup(group, frameBytes, corr)
 	if err := cl.WriteRaw(head); err != nil {
 		return nil, err

@@ -113,35 +113,35 @@ func TestQueuedRequestBytesReturnedOnEveryFailure(t *testing.T) {
 		name string
 		// send writes on cl and returns the bytes the server then holds
 		// until the failure, or 0 when the failure follows at once.
-		send func(t *testing.T, cl *Client) int64
+		send func(t *testing.T, cl *RawClient) int64
 		// fail ends the request or connection; nil means the server
 		// closes the connection on its own.
-		fail func(cl *Client)
+		fail func(cl *RawClient)
 	}{
-		{"handler error", func(t *testing.T, cl *Client) int64 { mustSend(t, cl, heartbeat(4, "error", 0)); return 0 }, nil},
-		{"handler panic", func(t *testing.T, cl *Client) int64 { mustSend(t, cl, heartbeat(4, "panic", 0)); return 0 }, nil},
-		{"handler error with requests read ahead", func(t *testing.T, cl *Client) int64 {
+		{"handler error", func(t *testing.T, cl *RawClient) int64 { mustSend(t, cl, heartbeat(4, "error", 0)); return 0 }, nil},
+		{"handler panic", func(t *testing.T, cl *RawClient) int64 { mustSend(t, cl, heartbeat(4, "panic", 0)); return 0 }, nil},
+		{"handler error with requests read ahead", func(t *testing.T, cl *RawClient) int64 {
 			n := mustSend(t, cl, heartbeat(4, "fail", 0))
 			n += mustSend(t, cl, heartbeat(4, "ok", 1))
 			return n + mustSend(t, cl, heartbeat(4, "ok", 2))
 		}, nil},
-		{"client gone while its requests are handled and queued", func(t *testing.T, cl *Client) int64 {
+		{"client gone while its requests are handled and queued", func(t *testing.T, cl *RawClient) int64 {
 			return mustSend(t, cl, heartbeat(4, "hold", 0)) + mustSend(t, cl, heartbeat(4, "ok", 1))
-		}, func(cl *Client) { _ = cl.Close() }},
-		{"client gone in the middle of a frame", func(t *testing.T, cl *Client) int64 {
+		}, func(cl *RawClient) { _ = cl.Close() }},
+		{"client gone in the middle of a frame", func(t *testing.T, cl *RawClient) int64 {
 			head, _, _ := largeJoinGroup("g", partialFrameBytes, 0)
 			if err := cl.WriteRaw(append(head, zeros[:1000]...)); err != nil {
 				t.Fatal(err)
 			}
 			return partialFrameBytes // held from the size prefix on
-		}, func(cl *Client) { _ = cl.Close() }},
-		{"oversized frame", func(t *testing.T, cl *Client) int64 {
+		}, func(cl *RawClient) { _ = cl.Close() }},
+		{"oversized frame", func(t *testing.T, cl *RawClient) int64 {
 			if err := cl.WriteRaw(binary.BigEndian.AppendUint32(nil, 1<<20+1)); err != nil {
 				t.Fatal(err)
 			}
 			return 0
 		}, nil},
-		{"malformed body", func(t *testing.T, cl *Client) int64 {
+		{"malformed body", func(t *testing.T, cl *RawClient) int64 {
 			raw := rawRequest(heartbeat(0, "group", 0), 0)
 			binary.BigEndian.PutUint32(raw, uint32(len(raw)-4-3))
 			if err := cl.WriteRaw(raw[:len(raw)-3]); err != nil {
@@ -149,7 +149,7 @@ func TestQueuedRequestBytesReturnedOnEveryFailure(t *testing.T) {
 			}
 			return 0
 		}, nil},
-		{"unknown api key", func(t *testing.T, cl *Client) int64 {
+		{"unknown api key", func(t *testing.T, cl *RawClient) int64 {
 			if err := cl.WriteRaw(frameOf([]byte{0x27, 0x0f, 0, 0, 0, 0, 0, 1, 0xff, 0xff})); err != nil {
 				t.Fatal(err)
 			}
@@ -179,7 +179,7 @@ func TestQueuedRequestBytesReturnedOnEveryFailure(t *testing.T) {
 	}
 }
 
-func mustSend(t *testing.T, cl *Client, req kmsg.Request) int64 {
+func mustSend(t *testing.T, cl *RawClient, req kmsg.Request) int64 {
 	t.Helper()
 	corr, err := cl.Send(req)
 	if err != nil {
@@ -265,7 +265,7 @@ func TestConnectionWaitingForQueuedBytesReadsNothingWhileOthersProceed(t *testin
 
 // waitingForPool starts a connection whose frame of frameBytes must wait
 // for the pool, and waits until it does.
-func waitingForPool(t *testing.T, srv *Server, cl *Client, frameBytes int) {
+func waitingForPool(t *testing.T, srv *Server, cl *RawClient, frameBytes int) {
 	t.Helper()
 	waiting := srv.pool.waitingReaders.Load()
 	go func() { _, _ = sendLargeJoinGroup(cl, "g", frameBytes, 1) }() // blocks once the server stops reading
@@ -440,7 +440,7 @@ func TestAnnouncedSmallFramesGetMemoryOnlyAsTheyArrive(t *testing.T) {
 	srv, _ := startServer(t, holdMux(nil, nil), nil)
 	const conns = 200
 	announced := int(srv.cfg.PoolExemptFrameBytes)
-	clients := make([]*Client, conns)
+	clients := make([]*RawClient, conns)
 	for i := range clients {
 		clients[i] = dial(t, srv)
 	}

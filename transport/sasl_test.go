@@ -97,7 +97,7 @@ func (s *saslServer) lastPrincipal() auth.Principal {
 
 // plainLogin runs SaslHandshake v1 and SaslAuthenticate at version v with
 // a PLAIN message.
-func plainLogin(t *testing.T, cl *Client, v int16, user, pass string) *kmsg.SASLAuthenticateResponse {
+func plainLogin(t *testing.T, cl *RawClient, v int16, user, pass string) *kmsg.SASLAuthenticateResponse {
 	t.Helper()
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.SetVersion(1)

@@ -6,13 +6,29 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/kcoord/kcoord/cluster"
 )
+
+// The harness of in-process nodes and clusters, shipped with the package
+// (as hashicorp/raft ships testing.go) for other packages' tests and for
+// `kcoord bench report`, which runs in-process clusters. It takes a TB,
+// not a testing.TB, so the kcoord binary does not link package testing.
+
+// TB is the part of testing.TB the harness uses; *testing.T and
+// *testing.B satisfy it, and so does any testing.TB.
+type TB interface {
+	Helper()
+	Log(args ...any)
+	Logf(format string, args ...any)
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+	TempDir() string
+}
 
 // TestConfig returns a single-node configuration for tests: loopback ports
 // picked by the kernel, data under dir, few shards and short group timers so
@@ -34,7 +50,7 @@ func TestConfig(dir string) Config {
 
 // TestLogger returns an hclog logger writing to t.Log, silenced when the
 // test ends (servers may log from goroutines that outlive it briefly).
-func TestLogger(t testing.TB) hclog.Logger {
+func TestLogger(t TB) hclog.Logger {
 	w := &testLogWriter{t: t}
 	t.Cleanup(func() { w.stopped.Store(true) })
 	return hclog.New(&hclog.LoggerOptions{Name: "kcoord", Level: hclog.Info, Output: w})
@@ -42,7 +58,7 @@ func TestLogger(t testing.TB) hclog.Logger {
 
 // StartTestServer starts a server with cfg, waits until it is ready and
 // shuts it down when the test ends. Use TestConfig(t.TempDir()) for cfg.
-func StartTestServer(t testing.TB, cfg Config) *Server {
+func StartTestServer(t TB, cfg Config) *Server {
 	t.Helper()
 	s, err := New(cfg, TestLogger(t), nil)
 	if err != nil {
@@ -68,7 +84,7 @@ func StartTestServer(t testing.TB, cfg Config) *Server {
 }
 
 type testLogWriter struct {
-	t       testing.TB
+	t       TB
 	stopped atomic.Bool
 }
 
@@ -101,7 +117,7 @@ func TestClusterConfig(dir string, i, n int) Config {
 // StartTestCluster starts n servers that find each other through gossip
 // (each joins the first), waits until all are ready and stops them when the
 // test ends. mutate, if set, adjusts each node's configuration.
-func StartTestCluster(t testing.TB, n int, mutate func(i int, c *Config)) []*Server {
+func StartTestCluster(t TB, n int, mutate func(i int, c *Config)) []*Server {
 	t.Helper()
 	servers := make([]*Server, n)
 	var seed string
@@ -139,7 +155,7 @@ func StartTestCluster(t testing.TB, n int, mutate func(i int, c *Config)) []*Ser
 // RestartTestNode stops nothing: it starts a new server on the data dir and
 // addresses of a stopped one (see Kill and Shutdown), joining the others'
 // gossip, and returns it once ready. The caller replaces servers[i].
-func RestartTestNode(t testing.TB, servers []*Server, i int) *Server {
+func RestartTestNode(t TB, servers []*Server, i int) *Server {
 	t.Helper()
 	return RestartTestNodeWith(t, servers, i, nil)
 }
@@ -147,7 +163,7 @@ func RestartTestNode(t testing.TB, servers []*Server, i int) *Server {
 // RestartTestNodeWith is RestartTestNode with mutate, if set, adjusting
 // the configuration first (a rolling upgrade's new release, played by
 // cluster.Config's Play settings).
-func RestartTestNodeWith(t testing.TB, servers []*Server, i int, mutate func(c *Config)) *Server {
+func RestartTestNodeWith(t TB, servers []*Server, i int, mutate func(c *Config)) *Server {
 	t.Helper()
 	cfg := servers[i].BoundConfig()
 	if mutate != nil {
@@ -174,7 +190,7 @@ func RestartTestNodeWith(t testing.TB, servers []*Server, i int, mutate func(c *
 // node (no bootstrap-expect), joining the gossip of servers, and returns it
 // once ready; it is stopped when the test ends. mutate, if set, adjusts its
 // configuration.
-func AddTestNode(t testing.TB, servers []*Server, id int32, mutate func(c *Config)) *Server {
+func AddTestNode(t TB, servers []*Server, id int32, mutate func(c *Config)) *Server {
 	t.Helper()
 	cfg := TestClusterConfig(t.TempDir(), int(id-1), 0)
 	cfg.BootstrapExpect = 0

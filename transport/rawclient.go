@@ -17,15 +17,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// This file is a test harness shipped with the package (not a _test file) so
-// that other packages' tests can speak raw Kafka protocol to a Server.
-
-// Client is a raw Kafka protocol client for tests: one TCP connection,
-// requests sent at the version set on them, no version negotiation and no
-// retries. One goroutine may Send while another Recvs; Sends (and Recvs)
+// RawClient is a raw Kafka protocol client: one TCP connection, requests
+// sent at the version set on them, no version negotiation and no
+// retries, so that what is sent and answered is exactly what the caller
+// wrote. `kcoord verify` and the chaos suite commit and fetch through it
+// (a retry could land twice inside one recorded operation), the
+// conformance scripts replay Kafka's exchanges with it, and tests speak
+// raw protocol to a Server with it. One goroutine may Send while another Recvs; Sends (and Recvs)
 // among themselves are serialised. After an error other than
 // ErrNoPendingRequest the connection's state is unknown: Close it.
-type Client struct {
+type RawClient struct {
 	nc net.Conn
 	br *bufio.Reader
 
@@ -37,30 +38,30 @@ type Client struct {
 	pending  []int32 // correlation ids sent, not yet received, oldest first
 }
 
-// Dial connects to addr.
-func Dial(ctx context.Context, addr string) (*Client, error) {
+// Dial connects a RawClient to addr.
+func Dial(ctx context.Context, addr string) (*RawClient, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	return &Client{nc: nc, br: bufio.NewReader(nc), format: kmsg.NewRequestFormatter()}, nil
+	return &RawClient{nc: nc, br: bufio.NewReader(nc), format: kmsg.NewRequestFormatter()}, nil
 }
 
 // SetClientID sets the client id of the requests sent from now on; until it
 // is called they carry a null client id.
-func (c *Client) SetClientID(id string) {
+func (c *RawClient) SetClientID(id string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.format = kmsg.NewRequestFormatter(kmsg.FormatterClientID(id))
 }
 
 // LocalAddr returns the client side's address of the connection.
-func (c *Client) LocalAddr() net.Addr { return c.nc.LocalAddr() }
+func (c *RawClient) LocalAddr() net.Addr { return c.nc.LocalAddr() }
 
 // Do sends req at req.GetVersion() and returns its response decoded at
 // that version (see Recv). No other request may be pending.
-func (c *Client) Do(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+func (c *RawClient) Do(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	if _, err := c.Send(req); err != nil {
 		return nil, err
 	}
@@ -69,7 +70,7 @@ func (c *Client) Do(ctx context.Context, req kmsg.Request) (kmsg.Response, error
 
 // Send writes req at req.GetVersion() with the next correlation id (ids
 // start at 0) and returns that id; receive its response with Recv.
-func (c *Client) Send(req kmsg.Request) (corrID int32, err error) {
+func (c *RawClient) Send(req kmsg.Request) (corrID int32, err error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	c.mu.Lock()
@@ -87,7 +88,7 @@ func (c *Client) Send(req kmsg.Request) (corrID int32, err error) {
 // req's response at req.GetVersion(); pass the request Send was given.
 // An ApiVersions response carrying UNSUPPORTED_VERSION is decoded at v0, as
 // Kafka encodes it. ctx bounds the wait.
-func (c *Client) Recv(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+func (c *RawClient) Recv(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
 	c.mu.Lock()
@@ -131,7 +132,7 @@ func (c *Client) Recv(ctx context.Context, req kmsg.Request) (kmsg.Response, err
 }
 
 // readFrame reads one size-prefixed frame, bounded by ctx.
-func (c *Client) readFrame(ctx context.Context) ([]byte, error) {
+func (c *RawClient) readFrame(ctx context.Context) ([]byte, error) {
 	defer c.bindDeadline(ctx)()
 	var size [4]byte
 	if _, err := io.ReadFull(c.br, size[:]); err != nil {
@@ -149,7 +150,7 @@ func (c *Client) readFrame(ctx context.Context) ([]byte, error) {
 }
 
 // bindDeadline makes reads fail once ctx ends; call the result when done.
-func (c *Client) bindDeadline(ctx context.Context) (undo func()) {
+func (c *RawClient) bindDeadline(ctx context.Context) (undo func()) {
 	if d, ok := ctx.Deadline(); ok {
 		_ = c.nc.SetReadDeadline(d)
 	}
@@ -160,7 +161,7 @@ func (c *Client) bindDeadline(ctx context.Context) (undo func()) {
 	}
 }
 
-func (c *Client) ctxErr(ctx context.Context, err error) error {
+func (c *RawClient) ctxErr(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -168,7 +169,7 @@ func (c *Client) ctxErr(ctx context.Context, err error) error {
 }
 
 // WriteRaw writes b to the connection as it is, for malformed-frame tests.
-func (c *Client) WriteRaw(b []byte) error {
+func (c *RawClient) WriteRaw(b []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	_, err := c.nc.Write(b)
@@ -179,7 +180,7 @@ func (c *Client) WriteRaw(b []byte) error {
 // written with WriteRaw, so that Recv reads its response; use it for frames
 // that Send cannot write, such as one streamed in pieces. Pick a corrID
 // that Send does not use (its ids count up from 0).
-func (c *Client) ExpectResponse(corrID int32) {
+func (c *RawClient) ExpectResponse(corrID int32) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.pending = append(c.pending, corrID)
@@ -188,7 +189,7 @@ func (c *Client) ExpectResponse(corrID int32) {
 // WaitClosed waits for the server to close the connection: it returns nil
 // on end of file or a connection reset, an error if bytes arrive instead
 // (unread responses count), and ctx's error if ctx ends first.
-func (c *Client) WaitClosed(ctx context.Context) error {
+func (c *RawClient) WaitClosed(ctx context.Context) error {
 	c.rmu.Lock()
 	defer c.rmu.Unlock()
 	defer c.bindDeadline(ctx)()
@@ -210,7 +211,7 @@ func isConnReset(err error) bool {
 }
 
 // Close closes the connection.
-func (c *Client) Close() error { return c.nc.Close() }
+func (c *RawClient) Close() error { return c.nc.Close() }
 
 // TestLogger is the part of testing.TB that NewTestLogger needs.
 type TestLogger interface {
