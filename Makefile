@@ -25,14 +25,17 @@ chaos-short: build
 # previous release, built from the commit release/previous-commit names,
 # upgraded one at a time to bin/kcoord under the chaos workload, with
 # rollbacks, a finalization by hand and a too-old node that must refuse
-# to start (at most 4 minutes). The last line is "upgrade: N ops, S steps,
-# A anomalies"; it exits 1 on any anomaly and keeps the histories and
-# node logs in the folder it names. UPGRADE_FLAGS=--plant starts the new
+# to start (at most 4 minutes); then the compose cluster's rolling upgrade
+# of docs/upgrading.md (TestDockerRollingUpgrade, a minute; skipped
+# without Docker). The process run's last line is "upgrade: N ops, S
+# steps, A anomalies"; it exits 1 on any anomaly and keeps the histories
+# and node logs in the folder it names. UPGRADE_FLAGS=--plant starts the new
 # nodes with a planted incompatibility, which the run must catch.
 PREVIOUS_COMMIT := $(shell sed -n '/^[^\#]/{p;q;}' release/previous-commit)
 UPGRADE_FLAGS ?=
 upgrade-test: build bin/kcoord-previous
 	bin/kcoord chaos upgrade --from bin/kcoord-previous $(UPGRADE_FLAGS)
+	KCOORD_PREVIOUS_BINARY=$(CURDIR)/bin/kcoord-previous $(GO) test ./e2e/ -run '^TestDockerRollingUpgrade$$' -count=1 -timeout 8m
 
 # The previous release's binary, from a git archive of its commit, rebuilt
 # only when the stamp beside it names another commit (phony: the stamp,

@@ -16,18 +16,14 @@ import (
 )
 
 // previousBinary is the previous release's static kcoord, as `make
-// bin/kcoord-previous` builds it from release/previous-commit (or
-// $KCOORD_PREVIOUS_BINARY); "" when there is none.
-func previousBinary(root string) string {
-	for _, p := range []string{os.Getenv("KCOORD_PREVIOUS_BINARY"), filepath.Join(root, "bin", "kcoord-previous")} {
-		if p == "" {
-			continue
-		}
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
-			return p
-		}
+// upgrade-test` passes it ($KCOORD_PREVIOUS_BINARY, built from
+// release/previous-commit); "" when it is not set.
+func previousBinary() string {
+	p := os.Getenv("KCOORD_PREVIOUS_BINARY")
+	if st, err := os.Stat(p); p == "" || err != nil || !st.Mode().IsRegular() {
+		return ""
 	}
-	return ""
+	return p
 }
 
 // TestDockerRollingUpgrade runs the rolling upgrade of docs/upgrading.md
@@ -36,17 +32,17 @@ func previousBinary(root string) string {
 // service is replaced in turn with `KCOORD_IMAGE=<new> docker-compose up
 // -d --no-deps kcoordN`, waiting for it to be healthy before the next.
 // The group neither rebalances nor loses a commit, every node then runs
-// this release, and the cluster finalized its level by itself. Skipped
-// without Docker or without the previous release's binary (.ci/run builds
-// it first).
+// this release, and the cluster finalized its level by itself. `make
+// upgrade-test` runs it, alone, after the process test; skipped without
+// Docker or without $KCOORD_PREVIOUS_BINARY.
 func TestDockerRollingUpgrade(t *testing.T) {
 	if testing.Short() {
 		t.Skip("docker-compose upgrade test skipped in -short mode")
 	}
 	dc := newDockerCompose(t) // skips without Docker
-	prev := previousBinary(dc.root)
+	prev := previousBinary()
 	if prev == "" {
-		t.Skip("no previous release's binary: make bin/kcoord-previous builds it")
+		t.Skip("no previous release's binary: make upgrade-test passes it in KCOORD_PREVIOUS_BINARY")
 	}
 	dc.buildImage(t)
 	newImage := dc.imageID
