@@ -104,53 +104,14 @@ func TestDockerCluster(t *testing.T) {
 
 	events := &dcGroupEvents{}
 	t.Cleanup(func() { events.writeDebugOnFailure(t, dc.project) })
-	members := make([]*kgoMember, 3)
-	for i := range members {
-		name := fmt.Sprintf("kgo-%d", i)
-		members[i] = startKgoMember(ctx, t, seeds[i], group, topic, i, kgo.RangeBalancer(),
-			kgo.SeedBrokers(seeds...),
-			kgo.SessionTimeout(dockerSessionTimeout),
-			kgo.HeartbeatInterval(dockerHeartbeatInterval),
-			kgo.RetryTimeout(dockerCommitRetryTimeout),
-			kgo.WithLogger(events.logger(t, name)),
-			kgo.WithHooks(events.hook(name)),
-		)
-	}
-	waitFor(ctx, t, "three franz-go members to own all partitions", func(ctx context.Context) error {
-		return checkGroup(ctx, adm, group, topic, groupPartitions, "range", kgoView(members))
-	})
-	// Settle: the snapshot below must not be taken in the middle of a
-	// rebalance a late join started.
-	before := dcSnapshot(members)
-	time.Sleep(3 * dockerHeartbeatInterval)
-	waitFor(ctx, t, "the group to stay Stable", func(ctx context.Context) error {
-		if now := dcSnapshot(members); !slices.Equal(now, before) {
-			before = now
-			return fmt.Errorf("members changed while settling: %v", now)
-		}
-		return checkGroup(ctx, adm, group, topic, groupPartitions, "range", kgoView(members))
-	})
+	members, before := dcStartGroup(ctx, t, adm, seeds, group, topic, events)
 	eventMark := events.mark()
 	t.Logf("group %s Stable: %v", group, before)
 
 	// Acknowledged commits, round after round; kgo commits the member id as
 	// each offset's metadata.
 	want := map[string]map[int32]committed{topic: {}}
-	commitRound := func(round int) {
-		for i, m := range members {
-			memberID, _ := m.cl.GroupMetadata()
-			offsets := make(map[int32]int64)
-			for _, p := range m.owned.list() {
-				offsets[p] = commitOffsetFor(i, p, round)
-			}
-			if err := m.commit(ctx, topic, offsets); err != nil {
-				t.Fatalf("round %d: member %d commit: %v", round, i, err)
-			}
-			for p, o := range offsets {
-				want[topic][p] = committed{Offset: o, Metadata: memberID}
-			}
-		}
-	}
+	commitRound := func(round int) { dcCommitRound(ctx, t, members, topic, round, want) }
 	for round := range 3 {
 		commitRound(round)
 	}
@@ -252,6 +213,62 @@ func TestDockerCluster(t *testing.T) {
 	})
 	t.Logf("%s now coordinated by: %s", group, dc.coordinatorViews(ctx, t, group, dc.nodes))
 	dcCheckNoRebalance(t, "leadership balancing after the restart", before, dcSnapshot(members), events, eventMark)
+}
+
+// dcStartGroup starts three franz-go range members of group on topic, the
+// i-th seeded at the i-th broker, with the compose tests' session and
+// retry settings and events' logger and hooks, and returns once the group
+// is Stable and stays so for three heartbeats, with its members' state
+// then.
+func dcStartGroup(ctx context.Context, t *testing.T, adm *kadm.Client, seeds []string, group, topic string, events *dcGroupEvents) ([]*kgoMember, []dcMemberState) {
+	t.Helper()
+	members := make([]*kgoMember, 3)
+	for i := range members {
+		name := fmt.Sprintf("kgo-%d", i)
+		members[i] = startKgoMember(ctx, t, seeds[i], group, topic, i, kgo.RangeBalancer(),
+			kgo.SeedBrokers(seeds...),
+			kgo.SessionTimeout(dockerSessionTimeout),
+			kgo.HeartbeatInterval(dockerHeartbeatInterval),
+			kgo.RetryTimeout(dockerCommitRetryTimeout),
+			kgo.WithLogger(events.logger(t, name)),
+			kgo.WithHooks(events.hook(name)),
+		)
+	}
+	waitFor(ctx, t, "three franz-go members to own all partitions", func(ctx context.Context) error {
+		return checkGroup(ctx, adm, group, topic, groupPartitions, "range", kgoView(members))
+	})
+	// Settle: a snapshot must not be taken in the middle of a rebalance a
+	// late join started.
+	before := dcSnapshot(members)
+	time.Sleep(3 * dockerHeartbeatInterval)
+	waitFor(ctx, t, "the group to stay Stable", func(ctx context.Context) error {
+		if now := dcSnapshot(members); !slices.Equal(now, before) {
+			before = now
+			return fmt.Errorf("members changed while settling: %v", now)
+		}
+		return checkGroup(ctx, adm, group, topic, groupPartitions, "range", kgoView(members))
+	})
+	return members, before
+}
+
+// dcCommitRound has every member commit the partitions it owns for round
+// (kgo commits the member id as each offset's metadata), failing t on an
+// error, and records the acknowledged offsets in want.
+func dcCommitRound(ctx context.Context, t *testing.T, members []*kgoMember, topic string, round int, want map[string]map[int32]committed) {
+	t.Helper()
+	for i, m := range members {
+		memberID, _ := m.cl.GroupMetadata()
+		offsets := make(map[int32]int64)
+		for _, p := range m.owned.list() {
+			offsets[p] = commitOffsetFor(i, p, round)
+		}
+		if err := m.commit(ctx, topic, offsets); err != nil {
+			t.Fatalf("round %d: member %d commit: %v", round, i, err)
+		}
+		for p, o := range offsets {
+			want[topic][p] = committed{Offset: o, Metadata: memberID}
+		}
+	}
 }
 
 // dcAdminSeeds is newAdmin with several seed brokers (newClient's options

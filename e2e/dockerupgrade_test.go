@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -9,8 +8,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcoord/kcoord/release"
 )
@@ -70,41 +67,11 @@ func TestDockerRollingUpgrade(t *testing.T) {
 	topic, group := "upgrade-topic", fmt.Sprintf("upgrade-group-%d", rand.IntN(1e6))
 	createTopic(ctx, t, adm, topic, groupPartitions)
 	events := &dcGroupEvents{}
-	members := make([]*kgoMember, 3)
-	for i := range members {
-		name := fmt.Sprintf("kgo-%d", i)
-		members[i] = startKgoMember(ctx, t, seeds[i], group, topic, i, kgo.RangeBalancer(),
-			kgo.SeedBrokers(seeds...),
-			kgo.SessionTimeout(dockerSessionTimeout),
-			kgo.HeartbeatInterval(dockerHeartbeatInterval),
-			kgo.RetryTimeout(dockerCommitRetryTimeout),
-			kgo.WithLogger(events.logger(t, name)),
-			kgo.WithHooks(events.hook(name)),
-		)
-	}
-	waitFor(ctx, t, "three franz-go members to own all partitions", func(ctx context.Context) error {
-		return checkGroup(ctx, adm, group, topic, groupPartitions, "range", kgoView(members))
-	})
-	time.Sleep(3 * dockerHeartbeatInterval)
-	before := dcSnapshot(members)
+	t.Cleanup(func() { events.writeDebugOnFailure(t, dc.project) })
+	members, before := dcStartGroup(ctx, t, adm, seeds, group, topic, events)
 	mark := events.mark()
-
 	want := map[string]map[int32]committed{topic: {}}
-	commitRound := func(round int) {
-		for i, m := range members {
-			memberID, _ := m.cl.GroupMetadata()
-			offsets := map[int32]int64{}
-			for _, p := range m.owned.list() {
-				offsets[p] = commitOffsetFor(i, p, round)
-			}
-			if err := m.commit(ctx, topic, offsets); err != nil {
-				t.Fatalf("round %d: member %d commit: %v", round, i, err)
-			}
-			for p, o := range offsets {
-				want[topic][p] = committed{Offset: o, Metadata: memberID}
-			}
-		}
-	}
+	commitRound := func(round int) { dcCommitRound(ctx, t, members, topic, round, want) }
 	commitRound(0)
 	// docs/upgrading.md, "The compose cluster": one service at a time.
 	dc.env = append(dc.env, "KCOORD_IMAGE="+newImage)
