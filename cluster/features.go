@@ -282,8 +282,7 @@ func (n *Node) CheckFinalize(level release.Level) (release.Level, error) {
 		level = top
 	}
 	if level > top {
-		return 0, fmt.Errorf("%w: %s %d needs every node to run kcoord %s or later; node %v does not (or is down)",
-			ErrFeatureUnsupported, release.Feature, level, release.ReleaseOf(level), behind)
+		return 0, unsupportedBy(level, behind)
 	}
 	return level, nil
 }
@@ -300,10 +299,16 @@ func (n *Node) checkFinalizeHere(c *fsm.FeatureLevelSet) error {
 		return fmt.Errorf("cluster: cannot check a finalization yet: %w", err)
 	}
 	if release.Level(c.Level) > top {
-		return fmt.Errorf("%w: %s %d needs every node to run kcoord %s or later; node %v does not yet",
-			ErrFeatureUnsupported, release.Feature, c.Level, release.ReleaseOf(release.Level(c.Level)), behind)
+		return unsupportedBy(release.Level(c.Level), behind)
 	}
 	return nil
+}
+
+// unsupportedBy is the refusal of a finalization of level that the nodes
+// behind do not support (or are down).
+func unsupportedBy(level release.Level, behind []int32) error {
+	return fmt.Errorf("%w: %s %d needs every node to run kcoord %s or later; node %v does not (or is down)",
+		ErrFeatureUnsupported, release.Feature, level, release.ReleaseOf(level), behind)
 }
 
 // FeatureStatus is what `kcoord cluster features` shows: the finalized

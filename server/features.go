@@ -41,10 +41,6 @@ func (s *Server) handleFinalize(ctx context.Context, w http.ResponseWriter, r *h
 		}
 		level = release.Level(l)
 	}
-	if level != 0 && level < node.FinalizedLevel() {
-		writeJSONError(w, http.StatusConflict, fmt.Errorf("%s is finalized at %d: a finalized level is never lowered", release.Feature, node.FinalizedLevel()))
-		return
-	}
 	_, err := node.FinalizeFeature(ctx, level, adminTimeout/2)
 	switch {
 	case err == nil:
