@@ -2,8 +2,9 @@
 // partition: Kafka's partition assignment strategies (range, roundrobin,
 // sticky, cooperative-sticky), a registry for custom ones, the consumer
 // protocol's wire formats, and adapters that plug every strategy into
-// franz-go as a kgo.GroupBalancer. Clients use it today; the coordinator
-// will use it for server-side assignment (KIP-848).
+// franz-go as a kgo.GroupBalancer. Clients use it, and the coordinator
+// (package groups) runs its server assignors for consumer-protocol groups
+// (KIP-848: uniform and range, server.go).
 //
 // Who calls what, in a classic (JoinGroup/SyncGroup) consumer group:
 //
@@ -57,4 +58,63 @@
 // Registry maps strategy names (and Kafka's Java class names, as found in
 // partition.assignment.strategy) to assignors; Random is an example of a
 // custom assignor written against the public API alone.
+//
+// # Files
+//
+// The public API:
+//
+//   - assignor.go: the Assignor interface (Kafka's
+//     ConsumerPartitionAssignor) and the types it speaks: Group, Member,
+//     Subscription, Assignment, JoinState, RebalanceProtocol.
+//   - range.go, roundrobin.go, sticky.go: the built-in client-side
+//     assignors Range, RoundRobin, Sticky and CooperativeSticky, and the
+//     plans behind them.
+//   - random.go: Random, the example of a custom assignor.
+//   - server.go: ServerAssignor (Kafka's ConsumerGroupPartitionAssignor),
+//     the built-in Uniform and ServerRange, and ServerAssignorNamed. The
+//     coordinator calls Target on the goroutine that writes the group's new
+//     target.
+//   - registry.go: Registry (safe for concurrent use), which maps strategy
+//     names and Kafka's class names to assignors.
+//   - protocol.go: the consumer protocol's wire formats
+//     (EncodeSubscription, DecodeSubscription, EncodeAssignment,
+//     DecodeAssignment) and the encoding of the sticky user data.
+//   - kgo.go: Balancer, the franz-go adapter; franz-go calls it from its
+//     own goroutines, and for the built-in assignors its leader path
+//     decodes and encodes the compact form directly.
+//   - errors.go: the sentinel errors of Registry and ServerAssignorNamed.
+//
+// The compact form, shared by every built-in assignor:
+//
+//   - input.go: input, a group by number (topics, partitions, members in
+//     Kafka's order).
+//   - builder.go: builder, which makes an input from a Group (buildGroup),
+//     and for kgo.go and server.go straight from JoinGroup metadata or a
+//     TargetGroup, reading the claims each assignor needs (claimMode).
+//   - racks.go: members' and replicas' racks (KIP-881), by number.
+//   - ownership.go: who owned each partition before the rebalance, the
+//     highest generation's claim winning.
+//   - plan.go: the planner interface, and turning a plan into Assignments
+//     or straight into SyncGroup assignments.
+//
+// The sticky planner (# Sticky assignment above), in the order it runs:
+//
+//   - classes.go: member classes and topic classes.
+//   - cells.go: per member and topic class, how many partitions it held
+//     and how many it gets.
+//   - targets.go: each member's total (the most even load vector) and the
+//     split of the loads between and within classes.
+//   - counts.go: settleCounts, how many of each topic class every member
+//     gets.
+//   - repair.go: the negative-cycle cancelling that makes the counts as
+//     sticky as the balance allows.
+//   - deal.go: realize, which picks the partitions: each member keeps its
+//     own, rack-local first, and the rest are dealt round robin.
+//   - cooperative.go: withhold, which turns the plan cooperative (KIP-429)
+//     by leaving out partitions another member may still consume.
+//
+// # Goroutines
+//
+// Assignors are deterministic and safe for concurrent use; every built-in
+// one plans on its caller's goroutine and blocks on nothing but the CPU.
 package assignors

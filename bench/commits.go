@@ -1,6 +1,3 @@
-// Package bench holds the load generators `kcoord bench` runs against any
-// Kafka-compatible server, and the benchmarks and docs/benchmarks.md are
-// built on.
 package bench
 
 import (

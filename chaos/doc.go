@@ -22,20 +22,24 @@
 //     inside one recorded operation), and read "cold" registers committed
 //     once at the start. Commit values are unique and increasing, so a
 //     value names the commit that wrote it.
-//   - Checkers: CheckLinearizable (porcupine per register; unknown commits
-//     may take effect at any time after their call, or never),
-//     CheckDurable (the final value of every register was not overwritten
-//     by an older commit after a newer one was acknowledged), CheckOwnership
-//     (one owner per partition per generation; cooperative handoffs only
+//   - Checkers: CheckLinearizable (linearizable.go: porcupine per
+//     register; unknown commits may take effect at any time after their
+//     call, or never), CheckDurable (durability.go: the final value of
+//     every register was not overwritten by an older commit after a newer
+//     one was acknowledged), CheckOwnership (ownership.go: one owner per
+//     partition per generation; cooperative handoffs only
 //     after the previous owner's revocation; in a KIP-848 group, a
 //     partition handed to a member only after the member that had it gave
-//     it up or lost its membership) and CheckLiveness (every group Stable,
+//     it up or lost its membership), CheckFencing (ownership.go too: no
+//     commit of a past generation acknowledged once the group had moved
+//     on) and CheckLiveness (liveness.go: every group Stable,
 //     all partitions assigned, within a bound; a KIP-848 group's topics
 //     matched by name or by id, since some servers describe them by id
 //     alone; a group that never settles says why, quoting what a lone
 //     member probing its server assignor was answered before the run:
-//     kip848probe.go). Report prints them
-//     and the summary line `chaos: N ops, F faults, A anomalies`.
+//     kip848probe.go). Report (report.go) holds every CheckResult and
+//     prints them, the fault table and the summary line
+//     `chaos: N ops, F faults, A anomalies`.
 //   - Run (run.go): the phases (an optional fault-free baseline, the fault
 //     phase), then stopping the load, liveness, final reads and the checks.
 //   - Cluster (cluster.go, netns.go): `kcoord serve` processes, each in a

@@ -70,4 +70,32 @@
 //	go test ./conformance/
 //
 // and add -v to print every transcript.
+//
+// # Files
+//
+// The script language:
+//
+//   - dsl.go: Scenario, Step and the step builders (Do, Send, Await, Wait,
+//     Sleep, Group, Either, Step.Kafka), and the servers' Config
+//     (DefaultConfig, Topics, Partitions).
+//   - requests.go: builders of the classic group requests at a pinned
+//     version (Join, Sync, Heartbeat, Leave, Commit, Fetch, FindCoordinator,
+//     Describe, List, DeleteGroups, OffsetDelete) and the Opt options that
+//     adjust them (InGroup, Inst, Protocols, Assign, At, Of, ...).
+//   - requests_consumer.go: the same for the consumer group protocol
+//     (CJoin, CBeat, CDescribe and their options), and the placeholder ids
+//     that name topics in requests until the runner swaps in the server's.
+//
+// Playing and printing:
+//
+//   - run.go: Run, which plays a scenario against one server and returns
+//     its transcript: one connection per member, dialled on first use, and
+//     per sent request a goroutine that waits for its answer, which the
+//     script's goroutine takes with Await or Wait (bounded by
+//     AwaitTimeout).
+//   - normalize.go: the symbols of member ids, the rendering of each answer
+//     into a transcript line, and the kfake-only normalisations of member
+//     ids, client hosts and offset metadata.
+//   - normalize_consumer.go: rendering and kfake normalisations of the
+//     consumer group protocol's answers (v0 member ids, topics by name).
 package conformance

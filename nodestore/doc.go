@@ -106,4 +106,37 @@
 // runs every write. Close must come after every Raft using the store has
 // shut down: writes after Close fail with ErrClosed, and Raft panics when
 // it cannot store its term.
+//
+// # Files
+//
+// The API:
+//
+//   - store.go: Store, Options, Open and Close, the committer goroutine
+//     (commitLoop, commit, frame, append, publish), segment rotation and
+//     reclaiming (rotate, collect, relocate), and Busy, Failed and Stats.
+//     Every unexported method marked "Committer only" runs on the
+//     committer goroutine.
+//   - shard.go: ShardStore, one shard's raft.LogStore and
+//     raft.StableStore, called by that shard's Raft goroutines; its writes
+//     queue to the committer and block until durable, its reads answer from
+//     the index and one pread.
+//   - errors.go: the sentinel errors (ErrClosed, ErrKeyNotFound, ErrLocked,
+//     ErrCorrupt, ErrNonSequential, ErrFailed).
+//   - faults.go: Faults, the store's disk fault hooks for tests; the
+//     committer passes them before each write and fsync.
+//   - formats.go: Formats, the log entry encoding this build reads and
+//     writes, for `kcoord version`.
+//
+// On disk and in memory:
+//
+//   - segment.go: the segment files and the record and commit format, with
+//     the scanner replay reads them with.
+//   - encoding.go: the encoding of one raft.Log inside a kindLogs record
+//     (logEncodingVersion).
+//   - index.go: shardIndex, a shard's in-memory index (where each entry is,
+//     its stable values); only the committer changes it, under Store.mu.
+//   - replay.go: Store.load, run by Open before the committer starts:
+//     rebuilds every shard's index from the segments and cuts a torn tail.
+//   - legacy.go: the import of a node's bolt file (the store before this
+//     engine), run by Open when Options.Import names one.
 package nodestore

@@ -27,31 +27,13 @@ import (
 // blocks and grants waiters itself. Metrics read the counters at scrape
 // time. Every method is safe for concurrent use.
 //
-// Grants are strict: a frame is granted only when all of it fits, so the
-// bytes held never exceed the capacity. (Kafka's SocketServer builds its
-// SimpleMemoryPool non-strict: it grants any size while one byte is free,
-// bounding memory at capacity plus one max request.) Waiters are granted in
+// Grants are strict (the bytes held never exceed the capacity) and in
 // arrival order, except that a frame that fits may pass an older one that
-// does not, so small requests such as heartbeats keep flowing while a large
-// frame waits; a large frame thus waits for as long as smaller ones keep
-// the pool too full for it.
-//
-// Released is not yet free: Go frees a frame's memory only at a
-// collection after its release, and by default lets the heap grow to twice
-// what is live before collecting, so frames released and granted anew in
-// quick succession could occupy the pool's capacity several times over.
-// The pool therefore also counts the bytes released and perhaps not yet
-// freed (collections the runtime runs on its own age them out, see
-// rotateLocked). When, after a grant, those plus the bytes held exceed the
-// capacity by more than collectSlack (an eighth of it), the granted reader
-// runs a collection (runtime.GC) before allocating its frame, and readers
-// granted meanwhile wait for that collection (collectIfCrowded). So request
-// frames occupy at most about capacity + collectSlack of heap, as long as
-// handlers keep no slice of a request (kmsg aliases a request's byte
-// fields into its frame). Collections are forced only when released frames
-// pile up faster than the runtime collects them on its own, at most once
-// per collectSlack bytes released, and block only a reader about to
-// allocate a frame.
+// does not. Bytes released but perhaps not yet freed by the garbage
+// collector are counted too, and a reader runs a collection before
+// allocating when they crowd the pool (collectIfCrowded). See the package
+// doc, # Request memory, for the grant policy and why the heap stays
+// near the capacity.
 type memoryPool struct {
 	capacityBytes int64 // UnboundedQueuedMaxRequestBytes: no bound, usage is only counted
 	collectSlack  int64 // capacityBytes/8

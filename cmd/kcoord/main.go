@@ -1,4 +1,3 @@
-// Command kcoord is a Kafka-compatible consumer-group coordinator.
 package main
 
 import (
