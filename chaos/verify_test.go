@@ -11,7 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/kcoord/kcoord/cluster"
+	"github.com/kcoord/kcoord/cluster/raftnet"
 	"github.com/kcoord/kcoord/server"
 )
 
@@ -89,7 +89,7 @@ func TestVerifyFindsNoAnomaliesAcrossACoordinatorKill(t *testing.T) {
 func TestVerifyFindsNoAnomaliesUnderInProcessRaftFaults(t *testing.T) {
 	runInProcess(t, "oneway", 30*time.Second, func(ctx context.Context, hist *History, servers []*server.Server, leader int32) {
 		f := FaultRecord{Name: "one-way", Target: fmt.Sprint("node ", leader), Start: hist.Now()}
-		heal := servers[leader-1].Node().Faults().Add(cluster.Fault{Dir: cluster.DirOutbound, Drop: true})
+		heal := servers[leader-1].Node().Faults().Add(raftnet.Fault{Dir: raftnet.DirOutbound, Drop: true})
 		sleep(ctx, 5*time.Second)
 		heal()
 		f.Healed = hist.Now()
@@ -98,7 +98,7 @@ func TestVerifyFindsNoAnomaliesUnderInProcessRaftFaults(t *testing.T) {
 		f = FaultRecord{Name: "raft-delay", Target: "all", Start: hist.Now()}
 		var heals []func()
 		for _, s := range servers {
-			heals = append(heals, s.Node().Faults().Add(cluster.Fault{Delay: 100 * time.Millisecond}))
+			heals = append(heals, s.Node().Faults().Add(raftnet.Fault{Delay: 100 * time.Millisecond}))
 		}
 		sleep(ctx, 5*time.Second)
 		for _, h := range heals {

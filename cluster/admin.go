@@ -11,15 +11,15 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/kcoord/kcoord/cluster/raftnet"
 	"github.com/kcoord/kcoord/fsm"
 )
 
-// adminShard is the Mux stream that carries node-to-node admin calls: a
+// Admin calls travel on the Raft port's stream raftnet.AdminStream: a
 // remove-node or a metadata change (CreateTopics, DeleteTopics,
-// AlterUserScramCredentials, CreateAcls, DeleteAcls) sent to any node is forwarded to the
-// metadata leader, and cluster status asks every node for its replicas.
-// It shares the Raft port, its cluster-id check and its fault hooks.
-const adminShard int32 = -2
+// AlterUserScramCredentials, CreateAcls, DeleteAcls) sent to any node is
+// forwarded to the metadata leader, and cluster status asks every node
+// for its replicas.
 
 // adminTimeout bounds one admin call: dial, request and answer.
 const adminTimeout = 5 * time.Second
@@ -68,7 +68,7 @@ type adminResponse struct {
 
 // serveAdmin accepts admin calls until the layer closes. Runs on its own
 // goroutine; each connection is served on one of its own.
-func (n *Node) serveAdmin(l *StreamLayer) {
+func (n *Node) serveAdmin(l *raftnet.StreamLayer) {
 	for {
 		c, err := l.Accept()
 		if err != nil {

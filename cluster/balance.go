@@ -55,7 +55,7 @@ func (n *Node) balanceLeaders() {
 	voters := n.voterIDs()
 	draining := n.drainingNodes()
 	var live []int32
-	for _, b := range n.members.brokers(n.mux.deaths) {
+	for _, b := range n.members.brokers(n.mux.Deaths()) {
 		// Nor do nodes on a slow disk (slowdisk.go): they would slow
 		// every commit of what they led.
 		if slices.Contains(voters, b.NodeID) && !draining[b.NodeID] && !n.members.slowNode(b.NodeID) {

@@ -93,7 +93,7 @@ func TestBootstrapPeerThatCrashedBeforeBootstrappingTakesItsSeat(t *testing.T) {
 				nlogs := capture(t, &nc)
 				stranger := startTestNode(t, nc)
 				eventually(t, 10*time.Second, "the stranger logs the wiped-voter refusal", func() bool {
-					return len(nlogs.lines("replica removal is a later issue")) == 1
+					return len(nlogs.Lines("replica removal is a later issue")) == 1
 				})
 				time.Sleep(time.Second)
 				if stranger.Ready() || stranger.ClusterID() != "" {
@@ -102,7 +102,7 @@ func TestBootstrapPeerThatCrashedBeforeBootstrappingTakesItsSeat(t *testing.T) {
 				if !stranger.noRaftState() {
 					t.Error("the node with another proposal took Raft state")
 				}
-				if len(nlogs.lines("taking its seat")) > 0 {
+				if len(nlogs.Lines("taking its seat")) > 0 {
 					t.Error("the node with another proposal took a seat")
 				}
 				if err := stranger.Shutdown(); err != nil {
@@ -134,7 +134,7 @@ func TestBootstrapPeerThatCrashedBeforeBootstrappingTakesItsSeat(t *testing.T) {
 			if again.ClusterID() != cid {
 				t.Errorf("node 2's cluster id %q, want %q", again.ClusterID(), cid)
 			}
-			if got := logs.lines("replica removal is a later issue"); len(got) > 0 {
+			if got := logs.Lines("replica removal is a later issue"); len(got) > 0 {
 				t.Errorf("node 2 logged the wiped-voter refusal: %v", got)
 			}
 			id2, _, err := readIdentity(bcfg.DataDir)

@@ -7,6 +7,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+
+	"github.com/kcoord/kcoord/cluster/raftnet"
 )
 
 // The log store kinds of Config.LogStore.
@@ -23,7 +25,8 @@ const (
 
 // MetaShard is the shard id of the metadata Raft group (topic registry,
 // later users, ACLs and shard placement). Group shards are 0..Shards-1.
-const MetaShard int32 = -1
+// It is raftnet.MetaShard, one of the Raft port's reserved stream ids.
+const MetaShard = raftnet.MetaShard
 
 // Config configures a Node. Start from DefaultConfig. Zero-valued durations
 // and sizes (Raft timings, gossip intervals, JoinTimeout, ...), an empty
@@ -367,7 +370,7 @@ func (c Config) withDefaults() Config {
 		// Within validate's bounds whatever the other timings: a lease
 		// close to the heartbeat timeout leaves less room, none turns it
 		// off.
-		c.HeartbeatReuse = min(time.Duration(float64(c.HeartbeatTimeout)*heartbeatReuse), (c.HeartbeatTimeout-c.LeaderLeaseTimeout)/2)
+		c.HeartbeatReuse = min(time.Duration(float64(c.HeartbeatTimeout)*raftnet.DefaultHeartbeatReuse), (c.HeartbeatTimeout-c.LeaderLeaseTimeout)/2)
 		if c.HeartbeatReuse < minHeartbeatReuse {
 			c.HeartbeatReuse = -1
 		}
@@ -450,7 +453,7 @@ func (c *Config) Validate() error {
 		return bad("RaftAddr %q: %v", cc.RaftAddr, err)
 	}
 	if cc.AdvertiseRaftAddr != "" {
-		if err := checkAdvertisable(cc.AdvertiseRaftAddr); err != nil {
+		if err := raftnet.CheckAdvertisable(cc.AdvertiseRaftAddr); err != nil {
 			return bad("AdvertiseRaftAddr: %v", err)
 		}
 	}
@@ -553,19 +556,4 @@ func (c *Config) raftConfig(shard int32) *raft.Config {
 	// still serves its other shards, and shard placement will re-add it.
 	rc.ShutdownOnRemove = false
 	return rc
-}
-
-// checkAdvertisable reports whether addr is a host:port peers can dial.
-func checkAdvertisable(addr string) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return err
-	}
-	if port == "" || port == "0" {
-		return fmt.Errorf("%q has no port", addr)
-	}
-	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
-		return fmt.Errorf("%q is not advertisable (unspecified host)", addr)
-	}
-	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/kcoord/kcoord/cluster/raftnet"
 	"github.com/kcoord/kcoord/nodestore"
 )
 
@@ -241,7 +242,7 @@ func (n *Node) setDiskHealth(h DiskHealth) {
 //
 // Gossip then says the node is fenced, and other nodes route around it.
 func (n *Node) fenceForDisk(h DiskHealth) {
-	n.mux.fence(fenceInbound)
+	n.mux.Fence(raftnet.FenceInbound)
 	n.metaSync.forget() // the replica cannot take the removals made meanwhile
 	var led []*Shard
 	for _, s := range n.all {
@@ -251,7 +252,7 @@ func (n *Node) fenceForDisk(h DiskHealth) {
 		s.fence()
 	}
 	handed := n.handOffFenced(led)
-	n.mux.fence(fenceAll)
+	n.mux.Fence(raftnet.FenceAll)
 	n.logger.Error("node disk unhealthy: fenced, leading and serving nothing until it answers again",
 		"state", h.State, "reason", h.Reason, "led", len(led), "handed_off", handed)
 }
@@ -262,7 +263,7 @@ func (n *Node) fenceForDisk(h DiskHealth) {
 // announced to its coordinator afresh, which serves it only once a barrier
 // commits, so nothing stale is served.
 func (n *Node) unfenceForDisk(h DiskHealth) {
-	n.mux.fence(fenceNone)
+	n.mux.Fence(raftnet.FenceNone)
 	still := 0
 	for _, s := range n.all {
 		if s.unfence() {
@@ -301,7 +302,7 @@ func (n *Node) handOffFenced(led []*Shard) int {
 			req := &raft.TimeoutNowRequest{RPCHeader: raft.RPCHeader{
 				ProtocolVersion: raft.ProtocolVersionMax,
 				ID:              []byte(s.localID),
-				Addr:            []byte(n.mux.advertise),
+				Addr:            []byte(n.mux.Advertise()),
 			}}
 			if err := s.trans.TimeoutNow(target.ID, target.Address, req, &raft.TimeoutNowResponse{}); err != nil {
 				s.logger.Debug("fenced hand-off refused", "shard", s.ID, "to", target.ID, "error", err)
@@ -331,10 +332,10 @@ func (n *Node) handOffTarget(s *Shard, leads map[int32]int) (raft.Server, bool) 
 	found := false
 	for _, srv := range s.otherVoters() {
 		addr := string(srv.Address)
-		if n.mux.deaths.isDead(addr) || n.members.fencedAddr(addr) {
+		if n.mux.Deaths().IsDead(addr) || n.members.fencedAddr(addr) {
 			continue
 		}
-		index, _ := s.match.get(srv.ID, term)
+		index, _ := s.trans.Acked(srv.ID, term)
 		better := !found || index > bestIndex
 		if found && index == bestIndex {
 			id, bestID := voterID(srv), voterID(best)

@@ -150,10 +150,10 @@ func TestStalledDiskFencesTheNodeAndItsShardsElectElsewhere(t *testing.T) {
 			return slices.Contains(brokerIDs(tn.Node), victim.ID())
 		})
 	}
-	if lines := victim.logs.lines("node disk unhealthy"); len(lines) != 1 {
+	if lines := victim.logs.Lines("node disk unhealthy"); len(lines) != 1 {
 		t.Errorf("log lines for the fence: %q, want one", lines)
 	}
-	if lines := victim.logs.lines("node disk answers again", "still_leading=0"); len(lines) != 1 {
+	if lines := victim.logs.Lines("node disk answers again", "still_leading=0"); len(lines) != 1 {
 		t.Errorf("log lines for the recovery: %q, want one", lines)
 	}
 }

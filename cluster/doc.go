@@ -50,25 +50,20 @@
 //   - Shard (shard.go): one Raft group; Apply/ApplyAsync/Barrier wrap raft's
 //     with context, FSM error translation and futures that always complete;
 //     Leadership, Leads and ConfirmLeadership (leadership.go, readindex.go).
-//   - Mux and StreamLayer (mux.go): one listener for every shard. Each
-//     connection starts with a header naming its shard, the dialer's
-//     advertised address and (version 2) its cluster id; the accept loop
-//     drops a header of another cluster and hands the rest to the shard's
-//     raft.StreamLayer, used by raft.NewNetworkTransportWithConfig.
-//   - Raft TLS (rafttls.go): with Config.RaftTLSCertFile, RaftTLSKeyFile
-//     and RaftTLSCAFile, the mux runs a mutual TLS 1.2+ handshake on every
-//     connection, accepted or dialed, before the header, so every stream
-//     of the port (each shard's Raft, the admin stream, the append and
-//     heartbeat hubs, snapshots) is covered. Each side presents its
-//     certificate and requires the peer's to chain to the CA; names are not
-//     checked (the cluster's CA is the trust anchor, and peers dial
-//     advertised addresses, often IPs). The files are reloaded when they
-//     change; a failed handshake is a warning on the node that saw it
-//     (rate-limited per host).
-//   - Peer deaths (peerdeath.go): a Raft connection that the peer ended is
-//     followed by a probe dial; a refusal proves the process gone, and the
-//     death is gossiped, re-probed every 500 ms and cleared by any new
-//     connection. Routing leaves proven-dead nodes out at once.
+//   - Raft network (package cluster/raftnet): the one Raft port every
+//     shard shares, its stream header and cluster-id check, mutual TLS,
+//     the beat and append hubs, each shard's raft.Transport, the record of
+//     proven-dead peers and the fault hooks. NewNode listens with
+//     raftnet.ListenMuxTLS, starts raftnet.Hubs and gives each shard a
+//     raftnet.Transport; the admin stream (admin.go) is the port's
+//     raftnet.AdminStream. Routing leaves peers whose death
+//     raftnet.PeerDeaths proved out at once, and gossip spreads each
+//     death this node proves (peerDied, gossip.go).
+//   - Admin calls (admin.go, inspect.go): node-to-node calls on the admin
+//     stream, one JSON request per connection: forwarded metadata changes
+//     and node removals, read-index questions, replica reports for
+//     cluster status (status.go: ClusterStatus, NodeStatus, ShardStatus),
+//     and inspections that the Inspector answers.
 //   - Settling (settling.go): while a shard's leadership is being decided
 //     as this replica sees it, LeaderOf names this node and the group
 //     coordinator holds requests (groups.Coordinator, hold.go);
@@ -109,9 +104,27 @@
 //     lists every format the node reads and writes, for `kcoord version`.
 //   - Leadership balance (balance.go): a node leading more than its share
 //     of group shards hands the excess to voters that lead fewer.
-//   - Faults (faults.go): drop, delay and partition hooks in the Mux for
-//     in-process cluster tests.
+//   - Placement (placer.go, plan.go, movestep.go): the metadata group
+//     holds each shard's desired voters; its leader plans them (plan.go,
+//     pure functions) and each shard's leader steps towards them, one
+//     configuration change at a time, promoting a replica once it caught
+//     up (movestep.go). A node whose disk is much slower than its peers'
+//     hands its leaderships away (slowdisk.go).
+//   - Leader change log (leaderchangelog.go): this node's leadership
+//     changes, one info line per burst (shardlist.go writes the shard ids
+//     as ranges).
+//   - Heartbeat pace (pace.go): a leader's Raft heartbeats at
+//     LeaderHeartbeatTimeout's pace, followers at HeartbeatTimeout's.
+//   - Raft stats (raftstats.go): every shard's term, indexes and
+//     followers' lag, for metrics.
+//   - Apply levels (applylevels.go): the command types each node gossips
+//     it applies; a metadata change a replica cannot apply is refused
+//     (ErrReplicaTooOld).
+//   - Config (config.go): Config, its defaults and Validate; errors.go
+//     holds the package's sentinel errors; monoclock.go a monotonic time
+//     that fits an atomic integer.
 //   - JavaStringHashCode and PartitionFor (hash.go).
+//   - doc.go: this overview.
 //
 // # Goroutines
 //
@@ -121,8 +134,7 @@
 // (features.go); with the node store, a disk
 // watch loop (diskfence.go); each shard runs a leadership
 // goroutine that calls Config.OnLeadership and a leader-observer goroutine;
-// the mux runs a re-probe loop, a goroutine per death probe and one per
-// accepted connection until its TLS handshake and header are done; with a
+// the Raft network runs its own (see package raftnet); with a
 // gossip key file, a key watch loop re-reads it; memberlist calls the
 // gossip delegates, and writes its log, on its own goroutines. Node methods
 // are safe for concurrent use.

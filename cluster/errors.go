@@ -24,18 +24,6 @@ var (
 	// may still commit later.
 	ErrApplyTimeout = errors.New("cluster: timed out waiting for the command to apply")
 
-	// ErrMuxClosed is returned by the stream mux and its stream layers after
-	// they were closed.
-	ErrMuxClosed = errors.New("cluster: raft stream mux closed")
-
-	// ErrShardRegistered is returned by Mux.Listen for a shard that already
-	// has a stream layer.
-	ErrShardRegistered = errors.New("cluster: shard already has a stream layer")
-
-	// ErrBadHeader is returned for a Raft connection whose header is not a
-	// kcoord stream header of a known version.
-	ErrBadHeader = errors.New("cluster: bad raft stream header")
-
 	// ErrNotMetaLeader is returned by Node.RemoveNode on a node that does
 	// not lead the metadata group: send it to Node.MetaLeader.
 	ErrNotMetaLeader = errors.New("cluster: this node does not lead the metadata group")
@@ -46,15 +34,6 @@ var (
 	// ErrLastActiveNode is returned by Node.RemoveNode for the cluster's
 	// only active node: its replicas would have nowhere to go.
 	ErrLastActiveNode = errors.New("cluster: refusing to remove the last active node")
-
-	// ErrFaultInjected is returned by dials and writes refused by an injected
-	// fault (see Faults).
-	ErrFaultInjected = errors.New("cluster: connection dropped by injected fault")
-
-	// ErrFenced is returned by Raft dials and writes while the node is
-	// fenced for its disk (see Node.DiskHealth): it sends and answers no
-	// Raft traffic until the disk answers again.
-	ErrFenced = errors.New("cluster: node fenced for its disk")
 
 	// ErrEmptyDataDirVoter is returned by NewNode when DataDir is empty (new
 	// or wiped: no node.json) but the node's id holds seats (is a voter) in

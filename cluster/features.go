@@ -202,7 +202,7 @@ func (n *Node) supportOfNode(id int32) (Support, bool) {
 	if n.gossip == nil {
 		return Support{}, false
 	}
-	if _, alive := n.members.broker(id); !alive || n.members.provenDead(id, n.mux.deaths) {
+	if _, alive := n.members.broker(id); !alive || n.members.provenDead(id, n.mux.Deaths()) {
 		return Support{}, false
 	}
 	return n.support.get(id)

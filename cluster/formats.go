@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 
+	"github.com/kcoord/kcoord/cluster/raftnet"
 	"github.com/kcoord/kcoord/fsm"
 	"github.com/kcoord/kcoord/nodestore"
 	"github.com/kcoord/kcoord/release"
@@ -17,8 +18,8 @@ func Formats() []release.Format {
 		Writes: fmt.Sprintf("version %d; %d once %s %d is finalized", identityVersion, identityVersionFeatures, release.Feature, release.Level2)}}
 	out = append(out, nodestore.Formats()...)
 	out = append(out, fsm.Formats()...)
+	out = append(out, raftnet.Formats()...)
 	return append(out,
-		release.Format{Name: "raft stream header", Reads: fmt.Sprintf("versions %d-%d", headerV1, headerV2), Writes: fmt.Sprintf("version %d (%d before the node knows its cluster id)", headerV2, headerV1)},
 		release.Format{Name: "gossip meta", Reads: fmt.Sprintf("versions 1-%d, unknown fields ignored", metaVersion), Writes: fmt.Sprintf("version %d", metaVersion)},
 		release.Format{Name: "admin stream ops", Reads: "remove-node, replicas, topic-change, meta-index, meta-read-index, meta-wait, inspect",
 			Writes: "the same; falls back to meta-index for a node of 0.1.0"},

@@ -530,8 +530,8 @@ func (g *gossip) NotifyMsg(b []byte) {
 	if len(b) > 1 && b[0] == deathMsgPrefix {
 		// Only a member's Raft address is probed: a garbled or foreign
 		// message must not make the cluster dial anything else.
-		if addr := string(b[1:]); addr != g.n.mux.advertise && g.n.members.hasRaftAddr(addr) {
-			g.n.mux.deaths.suspect(addr)
+		if addr := string(b[1:]); addr != g.n.mux.Advertise() && g.n.members.hasRaftAddr(addr) {
+			g.n.mux.Deaths().Suspect(addr)
 		}
 		return
 	}
@@ -580,7 +580,7 @@ func (g *gossip) NotifyLeave(node *memberlist.Node) {
 	}
 	g.logger.Info("node left", "node_id", nm.ID)
 	g.n.members.remove(nm.ID)
-	g.n.mux.deaths.forget(nm.Raft)
+	g.n.mux.Deaths().Forget(nm.Raft)
 	g.n.leaders.forgetNode(nm.ID)
 	g.poke()
 }
@@ -623,3 +623,13 @@ type simpleBroadcast []byte
 func (b simpleBroadcast) Invalidates(memberlist.Broadcast) bool { return false }
 func (b simpleBroadcast) Message() []byte                       { return b }
 func (b simpleBroadcast) Finished()                             {}
+
+// peerDied is told by the mux's PeerDeaths of a newly proven death: it
+// gossips it, so that nodes with no connection to the dead peer (which
+// would notice nothing until memberlist's failure detection, seconds
+// later) check it now. Runs on the goroutine that proved the death.
+func (n *Node) peerDied(addr string) {
+	if n.gossip != nil && !n.closed.Load() {
+		n.gossip.broadcastDeath(addr)
+	}
+}

@@ -16,6 +16,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/memberlist"
+
+	"github.com/kcoord/kcoord/cluster/raftnet"
 )
 
 // This file is gossip encryption (Config.GossipKeyFile, --gossip-key-file):
@@ -250,11 +252,11 @@ func keyMismatch(s string) string {
 type memberlistLog struct {
 	logger hclog.Logger
 	debug  io.Writer // nil unless logger logs debug
-	warns  *warnLimiter
+	warns  *raftnet.WarnLimiter
 }
 
 func newMemberlistLog(logger hclog.Logger) *memberlistLog {
-	w := &memberlistLog{logger: logger, warns: newWarnLimiter(gossipWarnInterval)}
+	w := &memberlistLog{logger: logger, warns: raftnet.NewWarnLimiter(gossipWarnInterval)}
 	if logger.IsDebug() {
 		w.debug = logger.StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true})
 	}
@@ -281,7 +283,7 @@ func (w *memberlistLog) Write(p []byte) (int, error) {
 	if h, _, err := net.SplitHostPort(remote); err == nil {
 		host = h
 	}
-	ok, left := w.warns.allow(host + "\x00" + cause)
+	ok, left := w.warns.Allow(host + "\x00" + cause)
 	if !ok {
 		return len(p), nil
 	}

@@ -141,9 +141,9 @@ func TestGossipKeyKeepsOutNodesWithoutIt(t *testing.T) {
 		{stranger, "no installed keys could decrypt the message"},
 	} {
 		eventually(t, 5*time.Second, "node 1 logs the refusal of "+tc.cause, func() bool {
-			return len(n1.logs.lines("[WARN]", "gossip refused: the peer's encryption does not match this node's gossip keys", "remote=127.0.0.1:", tc.cause)) > 0
+			return len(n1.logs.Lines("[WARN]", "gossip refused: the peer's encryption does not match this node's gossip keys", "remote=127.0.0.1:", tc.cause)) > 0
 		})
-		if got := len(tc.tn.logs.lines("[WARN]", "gossip join refused")); got != 1 {
+		if got := len(tc.tn.logs.Lines("[WARN]", "gossip join refused")); got != 1 {
 			t.Errorf("node %d logged its refused join %d times, want once", tc.tn.ID(), got)
 		}
 		if tc.tn.ClusterID() != "" || !slices.Equal(brokerIDs(tc.tn.Node), []int32{tc.tn.ID()}) {
@@ -191,7 +191,7 @@ func TestGossipKeyRotationKeepsNodesTogether(t *testing.T) {
 	}
 	for _, tn := range []*testNode{n1, n2, n3} {
 		eventually(t, 3*time.Second, "the watch loop reloads the file", func() bool { return len(tn.gossip.keys.ring.GetKeys()) == 1 })
-		if got := tn.logs.lines("[INFO]", "gossip keys reloaded", "keys=1", "primary_key_id="+keyIDOf(t, newKey)); len(got) != 1 {
+		if got := tn.logs.Lines("[INFO]", "gossip keys reloaded", "keys=1", "primary_key_id="+keyIDOf(t, newKey)); len(got) != 1 {
 			t.Errorf("node %d: reload logged %d times: %q", tn.ID(), len(got), got)
 		}
 	}
@@ -199,10 +199,10 @@ func TestGossipKeyRotationKeepsNodesTogether(t *testing.T) {
 	n4 := startKeyedNode(t, 4, n1.GossipAddr(), 5*time.Second, newKey)
 	eventually(t, 5*time.Second, "a node with only the new key joins", func() bool { return seesEachOther(n1, n2, n3, n4) })
 	for _, tn := range []*testNode{n1, n2, n3, n4} {
-		if got := tn.logs.lines("gossip refused"); len(got) > 0 {
+		if got := tn.logs.Lines("gossip refused"); len(got) > 0 {
 			t.Errorf("node %d refused gossip during the rotation: %q", tn.ID(), got)
 		}
-		if got := tn.logs.lines("gossip key file not reloaded"); len(got) > 0 {
+		if got := tn.logs.Lines("gossip key file not reloaded"); len(got) > 0 {
 			t.Errorf("node %d: %q", tn.ID(), got)
 		}
 	}
@@ -211,7 +211,7 @@ func TestGossipKeyRotationKeepsNodesTogether(t *testing.T) {
 		t.Error("a node with only the old key joined after the rotation")
 	}
 	eventually(t, 5*time.Second, "node 1 refuses the old key", func() bool {
-		return len(n1.logs.lines("[WARN]", "gossip refused", "no installed keys could decrypt the message")) > 0
+		return len(n1.logs.Lines("[WARN]", "gossip refused", "no installed keys could decrypt the message")) > 0
 	})
 }
 
@@ -258,11 +258,7 @@ func TestGossipRefusalsLogAtWarnOncePerPeer(t *testing.T) {
 	}
 
 	// After the interval the next one says how many were left out.
-	w.warns.mu.Lock()
-	for k := range w.warns.last {
-		w.warns.last[k] = time.Now().Add(-gossipWarnInterval)
-	}
-	w.warns.mu.Unlock()
+	w.warns.Backdate(gossipWarnInterval)
 	buf.Reset()
 	write("[ERR] memberlist: Decrypt packet failed: no installed keys could decrypt the message from=10.0.0.7:7946")
 	if l := buf.String(); !strings.Contains(l, "suppressed=5") {

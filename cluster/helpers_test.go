@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -14,42 +13,12 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+
+	"github.com/kcoord/kcoord/internal/testkit"
 )
 
-// testLogger returns an hclog.Logger writing to t.Log that goes quiet when
-// the test ends (raft goroutines may log late). KCOORD_TEST_LOG sets the
-// level (default info).
-func testLogger(t testing.TB) hclog.Logger {
-	w := &testWriter{t: t}
-	t.Cleanup(w.stop)
-	level := hclog.Info
-	if l := os.Getenv("KCOORD_TEST_LOG"); l != "" {
-		level = hclog.LevelFromString(l)
-	}
-	return hclog.New(&hclog.LoggerOptions{Name: t.Name(), Output: w, Level: level})
-}
-
-type testWriter struct {
-	mu   sync.Mutex
-	t    testing.TB
-	done bool
-}
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Helper()
-		w.t.Log(strings.TrimRight(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
-func (w *testWriter) stop() {
-	w.mu.Lock()
-	w.done = true
-	w.mu.Unlock()
-}
+// testLogger returns a logger writing to t.Log (testkit.Logger).
+func testLogger(t testing.TB) hclog.Logger { return testkit.Logger(t) }
 
 // kvFSM is a test FSM: commands are "set <key> <value>" (response: the
 // previous value) and "fail <message>" (response: an error).
@@ -202,57 +171,20 @@ func startTestNode(t testing.TB, cfg Config) *testNode {
 	return tn
 }
 
-// eventually polls cond every 10ms until it holds or d passes.
+// eventually polls cond every 10ms until it holds or d passes
+// (testkit.Eventually).
 func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.Eventually(t, d, what, cond)
 }
 
 // logCapture keeps what a logger wrote, for tests that check log lines.
-type logCapture struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (c *logCapture) Write(p []byte) (int, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.buf.Write(p)
-}
-
-// lines returns the captured lines containing every one of subs.
-func (c *logCapture) lines(subs ...string) []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []string
-	for _, l := range strings.Split(c.buf.String(), "\n") {
-		all := l != ""
-		for _, s := range subs {
-			all = all && strings.Contains(l, s)
-		}
-		if all {
-			out = append(out, l)
-		}
-	}
-	return out
-}
+type logCapture = testkit.LogCapture
 
 // capture makes cfg's logger write to a logCapture as well as to t.Log.
 func capture(t testing.TB, cfg *Config) *logCapture {
-	c := &logCapture{}
-	w := &testWriter{t: t}
-	t.Cleanup(w.stop)
-	level := hclog.Info
-	if l := os.Getenv("KCOORD_TEST_LOG"); l != "" {
-		level = hclog.LevelFromString(l)
-	}
-	cfg.Logger = hclog.New(&hclog.LoggerOptions{Name: t.Name(), Output: io.MultiWriter(w, c), Level: level}).With("node", cfg.NodeID)
+	logger, c := testkit.Capture(t)
+	cfg.Logger = logger.With("node", cfg.NodeID)
 	return c
 }
 

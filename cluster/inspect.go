@@ -55,7 +55,7 @@ func (n *Node) Inspect(ctx context.Context, id int32, query []byte) ([]byte, err
 	if id == n.cfg.NodeID {
 		return n.inspectHere(ctx, query)
 	}
-	addr, ok := n.members.raftAddrs(n.mux.deaths)[id]
+	addr, ok := n.members.raftAddrs(n.mux.Deaths())[id]
 	if !ok {
 		return nil, fmt.Errorf("%w: node %d", ErrNodeUnreachable, id)
 	}
@@ -65,7 +65,7 @@ func (n *Node) Inspect(ctx context.Context, id int32, query []byte) ([]byte, err
 // InspectAll sends query to every live node at once and returns their
 // answers in node id order, each within adminTimeout or ctx.
 func (n *Node) InspectAll(ctx context.Context, query []byte) []Inspection {
-	live := n.members.raftAddrs(n.mux.deaths)
+	live := n.members.raftAddrs(n.mux.Deaths())
 	live[n.cfg.NodeID] = n.RaftAddr()
 	out := make([]Inspection, 0, len(live))
 	var mu sync.Mutex

@@ -31,7 +31,7 @@ func (n *Node) initialMeta() nodeMeta {
 		Version:   metaVersion,
 		ID:        n.cfg.NodeID,
 		Kafka:     n.cfg.KafkaAddr,
-		Raft:      n.mux.advertise,
+		Raft:      n.mux.Advertise(),
 		HasState:  n.hasState.Load(),
 		Expect:    n.cfg.BootstrapExpect,
 		ClusterID: n.ClusterID(),

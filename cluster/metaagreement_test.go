@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/kcoord/kcoord/cluster/raftnet"
 	"github.com/kcoord/kcoord/fsm"
 )
 
@@ -90,7 +91,7 @@ func TestARevocationWaitsForEveryLiveReplica(t *testing.T) {
 	// The leader's writes to the slow node take 80 ms more (its
 	// heartbeat timeout is 200 ms): the leader and the follower make the
 	// quorum, so the changes commit without it.
-	heal := leader.Faults().Add(Fault{Peer: slow.RaftAddr(), Delay: 80 * time.Millisecond})
+	heal := leader.Faults().Add(raftnet.Fault{Peer: slow.RaftAddr(), Delay: 80 * time.Millisecond})
 	defer heal()
 	start := time.Now()
 	if err := applyMeta(t, follower, &fsm.TopicDelete{Name: "doomed"}); err != nil {
@@ -116,7 +117,7 @@ func TestARevocationWaitsForEveryLiveReplica(t *testing.T) {
 // replica to reach the leader's state.
 func TestConfirmingEverywhereWaitsForTheSlowReplica(t *testing.T) {
 	follower, leader, slow := metaCluster(t)
-	heal := leader.Faults().Add(Fault{Peer: slow.RaftAddr(), Delay: 80 * time.Millisecond})
+	heal := leader.Faults().Add(raftnet.Fault{Peer: slow.RaftAddr(), Delay: 80 * time.Millisecond})
 	defer heal()
 	// Straight into the leader's Raft: nothing waits for the replicas.
 	b, err := fsm.Encode(&fsm.TopicCreate{Topic: fsm.Topic{Name: "quiet", Partitions: 1}})
@@ -142,7 +143,7 @@ func TestConfirmingEverywhereWaitsForTheSlowReplica(t *testing.T) {
 // it was called, however late the leader's entries reach it.
 func TestTheReadBarrierSeesWhatTheLeaderApplied(t *testing.T) {
 	_, leader, slow := metaCluster(t)
-	heal := leader.Faults().Add(Fault{Peer: slow.RaftAddr(), Delay: 80 * time.Millisecond})
+	heal := leader.Faults().Add(raftnet.Fault{Peer: slow.RaftAddr(), Delay: 80 * time.Millisecond})
 	defer heal()
 	for i := range 5 {
 		name := fmt.Sprintf("seen-%d", i)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/kcoord/kcoord/cluster/raftnet"
 )
 
 // This file is the confirmation of a revoking metadata change (a deleted
@@ -58,14 +60,14 @@ func (n *Node) confirmMetaApplied(ctx context.Context, index uint64, timeout tim
 			switch {
 			case err == nil:
 				return
-			case errors.Is(err, errAdminDial) && isRefused(err) && ctx.Err() == nil, errors.Is(err, errAdminNotStarted):
+			case errors.Is(err, errAdminDial) && raftnet.IsRefused(err) && ctx.Err() == nil, errors.Is(err, errAdminNotStarted):
 				n.logger.Debug("a replica of the metadata group is down or starting; not waited for",
 					"target_node", id, "index", index, "error", err)
 				return
 			case isUnknownOp(resp):
 				n.warnOldRelease(id)
 				return
-			case n.mux.deaths.isDead(addr):
+			case n.mux.Deaths().IsDead(addr):
 				return // it died meanwhile: it serves no one
 			}
 			mu.Lock()
@@ -127,7 +129,7 @@ func (n *Node) metaReplicaAddrs() map[int32]string {
 	if !ok {
 		return nil
 	}
-	live := n.members.raftAddrs(n.mux.deaths)
+	live := n.members.raftAddrs(n.mux.Deaths())
 	out := make(map[int32]string, len(conf.Servers))
 	for _, s := range conf.Servers {
 		id := voterID(s)

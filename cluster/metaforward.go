@@ -140,7 +140,7 @@ func (n *Node) forwardMetadataChange(ctx context.Context, cmd []byte, c fsm.Comm
 	if !ok {
 		return 0, fmt.Errorf("%w: no metadata leader is known to forward the metadata change to", raft.ErrNotLeader)
 	}
-	addr, ok := n.members.raftAddrs(n.mux.deaths)[b.NodeID]
+	addr, ok := n.members.raftAddrs(n.mux.Deaths())[b.NodeID]
 	if !ok {
 		return 0, fmt.Errorf("%w: the metadata leader, node %d, is not reachable", raft.ErrNotLeader, b.NodeID)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/kcoord/kcoord/cluster/raftnet"
 	"github.com/kcoord/kcoord/fsm"
 )
 
@@ -134,7 +135,7 @@ func (n *Node) askMetaReadIndex(ctx context.Context) (index uint64, exact bool, 
 		}
 		b, ok = n.MetaLeader()
 	}
-	addr, ok := n.members.raftAddrs(n.mux.deaths)[b.NodeID]
+	addr, ok := n.members.raftAddrs(n.mux.Deaths())[b.NodeID]
 	if !ok {
 		return 0, false, fmt.Errorf("%w: the metadata leader, node %d, is not reachable", raft.ErrNotLeader, b.NodeID)
 	}
@@ -289,7 +290,7 @@ func isUnknownOp(resp adminResponse) bool {
 // other node applied. Cheap; connection goroutines call it on every
 // request.
 func (n *Node) MetadataFresh(maxStaleness time.Duration) bool {
-	if n.closed.Load() || n.disk.fenced() || processPauses().recent() {
+	if n.closed.Load() || n.disk.fenced() || raftnet.PausedRecently() {
 		return false
 	}
 	last := n.metaSync.lastSuccess()
@@ -318,7 +319,7 @@ func (n *Node) EnsureMetadataFresh(ctx context.Context, maxStaleness, timeout ti
 		return raft.ErrRaftShutdown
 	}
 	since := time.Now().Add(-maxStaleness)
-	if n.disk.fenced() || processPauses().recent() {
+	if n.disk.fenced() || raftnet.PausedRecently() {
 		since = time.Now() // nothing from before counts
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)

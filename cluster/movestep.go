@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -162,7 +163,7 @@ func (n *Node) moveShard(s *Shard, p placementFSM, round *moveRound) error {
 	id := serverID(step.node)
 	switch step.kind {
 	case moveAddNonvoter, moveAddReadReplica:
-		s.match.reset(id)
+		s.trans.ForgetPeer(id)
 		return s.Raft.AddNonvoter(id, raft.ServerAddress(round.addrs[step.node]), 0, placementApplyTimeout).Error()
 	case movePromote:
 		if err := s.Raft.AddVoter(id, addressOf(conf, id), 0, placementApplyTimeout).Error(); err != nil {
@@ -199,7 +200,7 @@ type moveRound struct {
 }
 
 func (n *Node) newMoveRound(p placementFSM) *moveRound {
-	r := &moveRound{nodes: registry(p.Nodes()), addrs: n.members.raftAddrs(n.mux.deaths), leads: n.leadCounts()}
+	r := &moveRound{nodes: registry(p.Nodes()), addrs: n.members.raftAddrs(n.mux.Deaths()), leads: n.leadCounts()}
 	r.live = make(map[int32]bool, len(r.addrs))
 	for id := range r.addrs {
 		r.live[id] = true
@@ -227,4 +228,21 @@ func addressOf(conf raft.Configuration, id raft.ServerID) raft.ServerAddress {
 		}
 	}
 	return ""
+}
+
+// catchUpEntries is how far, in log entries, a new replica may trail the
+// leader's last index and count as caught up (promoted to voter).
+const catchUpEntries = 16
+
+// caughtUp reports whether the replica id of this shard, which this node
+// leads, acknowledged the log to within catchUpEntries of the leader's
+// last index (a heartbeat acknowledges none: an empty replica must have
+// taken real entries or a snapshot) and answered within a heartbeat
+// timeout.
+func (s *Shard) caughtUp(id raft.ServerID) bool {
+	index, at := s.trans.Acked(id, s.Raft.CurrentTerm())
+	if index == 0 || time.Since(at) > s.heartbeat {
+		return false
+	}
+	return index+catchUpEntries >= s.Raft.LastIndex()
 }

@@ -18,6 +18,7 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 	"go.etcd.io/bbolt"
 
+	"github.com/kcoord/kcoord/cluster/raftnet"
 	"github.com/kcoord/kcoord/nodestore"
 	"github.com/kcoord/kcoord/release"
 )
@@ -51,17 +52,15 @@ type Node struct {
 	logger hclog.Logger
 	// leaderLog writes this node's leadership changes, one line per burst.
 	leaderLog *leaderChangeLog
-	mux       *Mux
-	admin     *StreamLayer // node-to-node admin calls (admin.go)
-	// beatHub coalesces the shards' heartbeats (beathub.go); nil when
-	// HeartbeatReuse is off.
-	beatHub *beatHub
-	// appendHub carries every shard's AppendEntries to a peer on one
-	// stream; nil with Config.SeparateAppendStreams.
-	appendHub *appendHub
-	meta      *Shard
-	shards    []*Shard // group shards by id
-	all       []*Shard // meta first, then group shards
+	mux       *raftnet.Mux
+	admin     *raftnet.StreamLayer // node-to-node admin calls (admin.go)
+	// hubs coalesce the shards' heartbeats (unless HeartbeatReuse is
+	// off) and carry every shard's AppendEntries to a peer on one stream
+	// (unless Config.SeparateAppendStreams).
+	hubs   *raftnet.Hubs
+	meta   *Shard
+	shards []*Shard // group shards by id
+	all    []*Shard // meta first, then group shards
 
 	members memberTable
 	// shardsStarted is set once startShards published n.meta and
@@ -174,7 +173,7 @@ func NewNode(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	muxLogger := cfg.Logger.Named("raft-mux")
-	raftTLS, err := loadRaftTLS(cfg.RaftTLSCertFile, cfg.RaftTLSKeyFile, cfg.RaftTLSCAFile, muxLogger)
+	raftTLS, err := raftnet.LoadTLS(cfg.RaftTLSCertFile, cfg.RaftTLSKeyFile, cfg.RaftTLSCAFile, muxLogger)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +208,7 @@ func NewNode(cfg Config) (*Node, error) {
 		id = identity{Version: identityVersion, NodeID: cfg.NodeID, Shards: cfg.Shards, LogStore: logStore}
 	}
 
-	mux, err := listenMux(cfg.RaftAddr, cfg.AdvertiseRaftAddr, raftTLS, muxLogger)
+	mux, err := raftnet.ListenMuxTLS(cfg.RaftAddr, cfg.AdvertiseRaftAddr, raftTLS, muxLogger)
 	if err != nil {
 		return nil, err
 	}
@@ -225,23 +224,23 @@ func NewNode(cfg Config) (*Node, error) {
 	n.featureWake = newSignal()
 	n.writeLevel.Store(int32(release.Level1))
 	n.finalized.Store(int32(release.Level(id.Features[release.Feature])))
-	mux.deaths.watch(n.peerDied, n.routing.fire)
-	if n.admin, err = mux.Listen(adminShard); err != nil {
+	mux.Deaths().Watch(n.peerDied, n.routing.fire)
+	if n.admin, err = mux.Listen(raftnet.AdminStream); err != nil {
 		_ = mux.Close()
 		return nil, err
 	}
 	go n.serveAdmin(n.admin)
-	if cfg.HeartbeatReuse > 0 {
-		if n.beatHub, err = newBeatHub(mux, serverID(cfg.NodeID), cfg.HeartbeatTimeout, cfg.HeartbeatReuse, cfg.LeaderHeartbeatTimeout, logger.Named("beats")); err != nil {
-			_ = mux.Close()
-			return nil, err
-		}
-	}
-	if !cfg.SeparateAppendStreams {
-		if n.appendHub, err = newAppendHub(mux, cfg.TransportTimeout, cfg.HeartbeatTimeout, logger.Named("append")); err != nil {
-			_ = mux.Close()
-			return nil, err
-		}
+	if n.hubs, err = raftnet.StartHubs(mux, raftnet.HubConfig{
+		LocalID:                serverID(cfg.NodeID),
+		HeartbeatTimeout:       cfg.HeartbeatTimeout,
+		LeaderHeartbeatTimeout: cfg.LeaderHeartbeatTimeout,
+		TransportTimeout:       cfg.TransportTimeout,
+		HeartbeatReuse:         cfg.HeartbeatReuse,
+		SeparateAppendStreams:  cfg.SeparateAppendStreams,
+		Logger:                 logger,
+	}); err != nil {
+		_ = mux.Close()
+		return nil, err
 	}
 	if initialised {
 		n.onDisk = id
@@ -273,7 +272,7 @@ func NewNode(cfg Config) (*Node, error) {
 	// Until it knows its cluster, a node without Raft state lets no
 	// cluster's Raft traffic reach its (empty) logs.
 	mux.SetClusterPending(id.ClusterID == "" && !n.hasState.Load())
-	n.members.set(Broker{NodeID: cfg.NodeID, KafkaAddr: cfg.KafkaAddr}, mux.advertise)
+	n.members.set(Broker{NodeID: cfg.NodeID, KafkaAddr: cfg.KafkaAddr}, mux.Advertise())
 	if cfg.BootstrapExpect > 1 && !n.hasState.Load() && id.ClusterID == "" {
 		// No shard holds Raft state (raft.HasExistingState): the node has
 		// not bootstrapped, and takes part with the proposal node.json
@@ -359,7 +358,7 @@ func NewNode(cfg Config) (*Node, error) {
 	n.writeLevel.Store(int32(n.writeLevelFor(n.FinalizedLevel())))
 	go n.featureLoop()
 	logger.Info("node started", "node_id", cfg.NodeID, "cluster_id", cmp.Or(n.ClusterID(), "none yet"),
-		"raft_addr", mux.advertise, "raft_tls", raftTLS != nil, "gossip_encrypted", gossipKeys != nil, "kafka_addr", cfg.KafkaAddr, "shards", cfg.Shards,
+		"raft_addr", mux.Advertise(), "raft_tls", raftTLS != nil, "gossip_encrypted", gossipKeys != nil, "kafka_addr", cfg.KafkaAddr, "shards", cfg.Shards,
 		"bootstrapped", bootstrapped, "elapsed", time.Since(start))
 	return n, nil
 }
@@ -472,31 +471,15 @@ func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Sha
 			err = fmt.Errorf("cluster: start shard %d: %w", id, err)
 		}
 	}()
-	layer, err := n.mux.Listen(id)
+	trans, err := raftnet.NewTransport(n.mux, n.hubs, id, raftnet.TransportConfig{
+		MaxPool:          cfg.TransportMaxPool,
+		Timeout:          cfg.TransportTimeout,
+		Logger:           cfg.RaftLogger.Named("net").With("shard", id),
+		HeartbeatReuse:   cfg.HeartbeatReuse,
+		HeartbeatTimeout: cfg.HeartbeatTimeout,
+	})
 	if err != nil {
 		return nil, err
-	}
-	match := newMatchTracker()
-	beats := newHeartbeats(cfg.HeartbeatReuse, cfg.HeartbeatTimeout)
-	trans := shardTransport{
-		unpipelinedTransport: unpipelinedTransport{raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-			Stream:  layer,
-			MaxPool: cfg.TransportMaxPool,
-			Timeout: cfg.TransportTimeout,
-			Logger:  cfg.RaftLogger.Named("net").With("shard", id),
-		})},
-		match:   match,
-		beats:   beats,
-		hub:     n.beatHub,
-		app:     n.appendHub,
-		shard:   id,
-		beatsIn: &handlerGate{},
-	}
-	if n.beatHub != nil {
-		trans.beat = n.beatHub.add(id, beats, match)
-	}
-	if n.appendHub != nil {
-		trans.appm = n.appendHub.add(id, trans.unpipelinedTransport.Consumer())
 	}
 	defer func() {
 		if err != nil {
@@ -514,7 +497,7 @@ func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Sha
 		conf := raft.Configuration{Servers: []raft.Server{{
 			Suffrage: raft.Voter,
 			ID:       rc.LocalID,
-			Address:  raft.ServerAddress(n.mux.advertise),
+			Address:  raft.ServerAddress(n.mux.Advertise()),
 		}}}
 		if err := raft.BootstrapCluster(rc, st.logs, st.store, st.snaps, trans, conf); err != nil {
 			return nil, fmt.Errorf("bootstrap: %w", err)
@@ -528,9 +511,7 @@ func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Sha
 	if err != nil {
 		return nil, err
 	}
-	if trans.beat != nil {
-		trans.beat.raft.Store(r)
-	}
+	trans.SetRaft(r)
 	s = &Shard{
 		ID:              id,
 		Raft:            r,
@@ -541,7 +522,7 @@ func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Sha
 		heartbeat:       rc.HeartbeatTimeout,
 		election:        rc.ElectionTimeout,
 		leaderHeartbeat: cfg.LeaderHeartbeatTimeout,
-		deaths:          n.mux.deaths,
+		deaths:          n.mux.Deaths(),
 		disk:            n.disk,
 		writeLevel:      &n.writeLevel,
 		peers:           &n.members,
@@ -549,8 +530,6 @@ func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Sha
 		leaders:         &n.leaders,
 		store:           st.store,
 		trans:           trans,
-		match:           match,
-		beats:           beats,
 		notifyCh:        notifyCh,
 		leaderDone:      make(chan struct{}),
 		bootstrapped:    bootstrapped,
@@ -622,12 +601,7 @@ func (n *Node) abort() {
 	for _, st := range n.opened {
 		_ = st.store.Close()
 	}
-	if n.beatHub != nil {
-		n.beatHub.close()
-	}
-	if n.appendHub != nil {
-		n.appendHub.close()
-	}
+	n.hubs.Close()
 	_ = n.mux.Close()
 	if n.nodeStore != nil {
 		_ = n.nodeStore.Close()
@@ -642,10 +616,10 @@ func (n *Node) Self() Broker { return Broker{NodeID: n.cfg.NodeID, KafkaAddr: n.
 
 // RaftAddr is the advertised address of this node's Raft listener, the
 // raft.ServerAddress of this node in every shard.
-func (n *Node) RaftAddr() string { return n.mux.advertise }
+func (n *Node) RaftAddr() string { return n.mux.Advertise() }
 
 // Faults is the fault injector of this node's Raft connections (tests).
-func (n *Node) Faults() *Faults { return n.mux.Faults() }
+func (n *Node) Faults() *raftnet.Faults { return n.mux.Faults() }
 
 // ShardFor is the shard of a group: PartitionFor(groupID, Shards).
 func (n *Node) ShardFor(groupID string) int32 { return PartitionFor(groupID, n.cfg.Shards) }
@@ -671,7 +645,7 @@ func (n *Node) Shards() []*Shard { return slices.Clone(n.shards) }
 // and this node itself once it is leaving (Leave). A single node knows only
 // itself.
 func (n *Node) Brokers() []Broker {
-	out := n.members.brokers(n.mux.deaths)
+	out := n.members.brokers(n.mux.Deaths())
 	if (n.leaving.Load() || n.disk.fenced()) && len(out) > 1 {
 		out = slices.DeleteFunc(out, func(b Broker) bool { return b.NodeID == n.cfg.NodeID })
 	}
@@ -745,7 +719,7 @@ func (n *Node) LeaderOf(shard int32) (Broker, bool) {
 // restart).
 func (n *Node) gossipedLeader(shard int32, minTerm uint64) (Broker, bool) {
 	e, ok := n.leaders.get(shard)
-	if !ok || e.Term < minTerm || e.Node == n.cfg.NodeID || n.members.dead(e.Node, n.mux.deaths) {
+	if !ok || e.Term < minTerm || e.Node == n.cfg.NodeID || n.members.dead(e.Node, n.mux.Deaths()) {
 		return Broker{}, false
 	}
 	return n.members.routable(e.Node)
@@ -863,9 +837,7 @@ func (n *Node) Shutdown() error {
 		if n.gossip != nil {
 			_ = n.gossip.ml.Shutdown()
 		}
-		if n.beatHub != nil {
-			n.beatHub.close() // heartbeats go one by one while the shards stop
-		}
+		n.hubs.StopHeartbeats() // heartbeats go one by one while the shards stop
 		start := time.Now()
 		errs := make([]error, len(n.all)+1)
 		var wg sync.WaitGroup
@@ -879,9 +851,7 @@ func (n *Node) Shutdown() error {
 			}()
 		}
 		wg.Wait()
-		if n.appendHub != nil {
-			n.appendHub.close()
-		}
+		n.hubs.Close()
 		errs[len(n.all)] = n.mux.Close()
 		if n.nodeStore != nil {
 			errs = append(errs, n.nodeStore.Close())
@@ -963,11 +933,11 @@ func (t *memberTable) remove(id int32) {
 
 // provenDead reports whether member id's process is proven gone (its
 // Raft port refused a dial: peerdeath.go).
-func (t *memberTable) provenDead(id int32, deaths *peerDeaths) bool {
+func (t *memberTable) provenDead(id int32, deaths *raftnet.PeerDeaths) bool {
 	t.mu.RLock()
 	m, ok := t.m[id]
 	t.mu.RUnlock()
-	return ok && deaths.isDead(m.raftAddr)
+	return ok && deaths.IsDead(m.raftAddr)
 }
 
 // ids lists every member's node id, fenced and suspected ones included.
@@ -1018,11 +988,11 @@ func (t *memberTable) diskOf(id int32) DiskState {
 }
 
 // dead reports whether node id's Raft address is proven dead.
-func (t *memberTable) dead(id int32, deaths *peerDeaths) bool {
+func (t *memberTable) dead(id int32, deaths *raftnet.PeerDeaths) bool {
 	t.mu.RLock()
 	m, ok := t.m[id]
 	t.mu.RUnlock()
-	return ok && deaths.isDead(m.raftAddr)
+	return ok && deaths.IsDead(m.raftAddr)
 }
 
 // hasRaftAddr reports whether a member advertises addr as its Raft address.
@@ -1039,12 +1009,12 @@ func (t *memberTable) hasRaftAddr(addr string) bool {
 
 // raftAddrs returns the members' Raft addresses by node id, leaving out
 // those deaths proves dead.
-func (t *memberTable) raftAddrs(deaths *peerDeaths) map[int32]string {
+func (t *memberTable) raftAddrs(deaths *raftnet.PeerDeaths) map[int32]string {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
 	out := make(map[int32]string, len(t.m))
 	for id, m := range t.m {
-		if !deaths.isDead(m.raftAddr) {
+		if !deaths.IsDead(m.raftAddr) {
 			out[id] = m.raftAddr
 		}
 	}
@@ -1053,11 +1023,11 @@ func (t *memberTable) raftAddrs(deaths *peerDeaths) map[int32]string {
 
 // brokers lists the members, leaving out those deaths proves dead and
 // those fenced for their disk.
-func (t *memberTable) brokers(deaths *peerDeaths) []Broker {
+func (t *memberTable) brokers(deaths *raftnet.PeerDeaths) []Broker {
 	t.mu.RLock()
 	out := make([]Broker, 0, len(t.m))
 	for _, m := range t.m {
-		if m.disk != "" || deaths.isDead(m.raftAddr) {
+		if m.disk != "" || deaths.IsDead(m.raftAddr) {
 			continue
 		}
 		out = append(out, m.broker)

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/kcoord/kcoord/cluster/raftnet"
 )
 
 const testShards = 4
@@ -525,10 +526,10 @@ func TestStartingNodeAdmitsNoClusterStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	peer := NewMux(peerLn, peerLn.Addr().String(), testLogger(t))
+	peer := raftnet.NewMux(peerLn, peerLn.Addr().String(), testLogger(t))
 	defer peer.Close()
 	peer.SetClusterID("some-cluster")
-	layer, err := peer.Listen(adminShard)
+	layer, err := peer.Listen(raftnet.AdminStream)
 	if err != nil {
 		t.Fatal(err)
 	}

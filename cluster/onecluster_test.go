@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/kcoord/kcoord/cluster/raftnet"
+	"github.com/kcoord/kcoord/internal/testkit"
 )
 
 // Invariant 8, "one cluster per data dir": bootstrap writes a cluster id,
@@ -129,10 +131,10 @@ func TestNodeOfAnotherClusterIsRefused(t *testing.T) {
 	waitReady(t, other.Node, 5*time.Second)
 
 	eventually(t, 10*time.Second, "the cluster logs the refusal", func() bool {
-		return len(nodes[0].logs.lines("refusing gossip peer of another cluster", otherID, cid)) > 0
+		return len(nodes[0].logs.Lines("refusing gossip peer of another cluster", otherID, cid)) > 0
 	})
 	eventually(t, 10*time.Second, "the other node logs the refusal", func() bool {
-		return len(otherLogs.lines("refusing gossip peer of another cluster", otherID, cid)) > 0
+		return len(otherLogs.Lines("refusing gossip peer of another cluster", otherID, cid)) > 0
 	})
 	// Several push/pull rounds later nobody let the other in.
 	time.Sleep(3 * ocfg.GossipPushPullInterval)
@@ -140,7 +142,7 @@ func TestNodeOfAnotherClusterIsRefused(t *testing.T) {
 		if got := brokerIDs(tn.Node); !slices.Equal(got, []int32{1, 2, 3}) {
 			t.Errorf("node %d: Brokers %v, want [1 2 3]", tn.ID(), got)
 		}
-		if got := len(tn.logs.lines("refusing gossip peer of another cluster", "peer_name=kcoord-9 ")); got > 1 {
+		if got := len(tn.logs.Lines("refusing gossip peer of another cluster", "peer_name=kcoord-9 ")); got > 1 {
 			t.Errorf("node %d logged the refusal %d times, want once", tn.ID(), got)
 		}
 	}
@@ -152,15 +154,23 @@ func TestNodeOfAnotherClusterIsRefused(t *testing.T) {
 	}
 
 	// Raft: a connection naming the other cluster is dropped on accept.
-	m := newTestMux(t)
-	m.SetClusterID(otherID)
-	c, err := listen(t, m, 0).Dial(raft.ServerAddress(nodes[0].RaftAddr()), time.Second)
+	m, err := raftnet.ListenMux("127.0.0.1:0", "", testLogger(t).Named("mux"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	expectClosed(t, c)
+	t.Cleanup(func() { _ = m.Close() })
+	m.SetClusterID(otherID)
+	l, err := m.Listen(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := l.Dial(raft.ServerAddress(nodes[0].RaftAddr()), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	testkit.ExpectClosed(t, c)
 	eventually(t, 5*time.Second, "the raft refusal is logged", func() bool {
-		return len(nodes[0].logs.lines("refusing raft connections from a node of another cluster", otherID, cid)) == 1
+		return len(nodes[0].logs.Lines("refusing raft connections from a node of another cluster", otherID, cid)) == 1
 	})
 
 	if after := shardLeaders(t, nodes, testShards); !mapsEqualLeaders(after, before) {
@@ -237,14 +247,14 @@ func TestWipedVoterWithoutSeedsNeverVotes(t *testing.T) {
 	wiped := startTestNode(t, c)
 	// The survivors keep sending it heartbeats and votes at its old address.
 	eventually(t, 5*time.Second, "the wiped node refuses the cluster's raft traffic", func() bool {
-		return len(logs.lines("refusing raft connections: this node has not confirmed", cid)) > 0
+		return len(logs.Lines("refusing raft connections: this node has not confirmed", cid)) > 0
 	})
 	// Gossip reaches it later: it learns it is a voter there.
 	if _, err := nodes[0].gossip.ml.Join([]string{wiped.GossipAddr()}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "the wiped node logs the fix", func() bool {
-		return len(logs.lines("replica removal is a later issue")) == 1
+		return len(logs.Lines("replica removal is a later issue")) == 1
 	})
 	time.Sleep(time.Second)
 	for _, id := range allShardIDs(testShards) {
@@ -256,8 +266,8 @@ func TestWipedVoterWithoutSeedsNeverVotes(t *testing.T) {
 	if wiped.ClusterID() != "" {
 		t.Errorf("the wiped node adopted cluster id %q", wiped.ClusterID())
 	}
-	if len(logs.lines("replica removal is a later issue")) != 1 {
-		t.Errorf("the fix was logged %d times, want once", len(logs.lines("replica removal is a later issue")))
+	if len(logs.Lines("replica removal is a later issue")) != 1 {
+		t.Errorf("the fix was logged %d times, want once", len(logs.Lines("replica removal is a later issue")))
 	}
 	if err := wiped.Shutdown(); err != nil {
 		t.Fatal(err)
@@ -274,7 +284,7 @@ func TestWipedVoterWithoutSeedsNeverVotes(t *testing.T) {
 	logs2 := capture(t, &c)
 	again := startTestNode(t, c)
 	eventually(t, 5*time.Second, "the restarted wiped node logs the fix", func() bool {
-		return len(logs2.lines("replica removal is a later issue")) == 1
+		return len(logs2.Lines("replica removal is a later issue")) == 1
 	})
 	time.Sleep(time.Second)
 	for _, id := range allShardIDs(testShards) {
@@ -372,13 +382,13 @@ func TestBootstrapWithMoreNodesThanExpectedBootstrapsNothing(t *testing.T) {
 	const problem = "more than the 3 of --bootstrap-expect"
 	for _, tn := range nodes {
 		eventually(t, 10*time.Second, fmt.Sprintf("node %d logs the error", tn.ID()), func() bool {
-			return len(logs[tn.ID()].lines(problem)) > 0
+			return len(logs[tn.ID()].Lines(problem)) > 0
 		})
 	}
 	time.Sleep(4 * bootstrapSettle)
 	noneBootstrapped(t, nodes)
 	for _, tn := range nodes {
-		if got := len(logs[tn.ID()].lines(problem)); got != 1 {
+		if got := len(logs[tn.ID()].Lines(problem)); got != 1 {
 			t.Errorf("node %d logged the error %d times, want once", tn.ID(), got)
 		}
 	}
@@ -429,7 +439,7 @@ func TestMismatchedViewsNeverBootstrapTwoConfigurations(t *testing.T) {
 			slices.Equal(brokerIDs(ends[1].Node), []int32{2, 3})
 	})
 	eventually(t, 10*time.Second, "node 2 logs the error", func() bool {
-		return len(logs2.lines("more than the 2 of --bootstrap-expect")) == 1
+		return len(logs2.Lines("more than the 2 of --bootstrap-expect")) == 1
 	})
 	time.Sleep(4 * bootstrapSettle)
 	noneBootstrapped(t, nodes)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/kcoord/kcoord/cluster/raftnet"
 )
 
 // watchContact fails the test if, during d, a follower of any of the
@@ -19,7 +21,7 @@ func watchContact(t *testing.T, nodes []*testNode, leaders map[int32]leaderEntry
 			for _, tn := range followersOf(nodes, e.Node) {
 				s := tn.Shard(id)
 				since := time.Since(s.Raft.LastContact())
-				if processPauses().recent() {
+				if raftnet.PausedRecently() {
 					continue // this process stalled (a loaded machine): no one's silence
 				}
 				longest = max(longest, since)
@@ -65,12 +67,12 @@ func TestPacedLeaderOfAShardLeftOutOfFramesKeepsItsFollowersHearing(t *testing.T
 	leaders := waitShardLeaders(t, nodes, shards)
 	const victim int32 = 0
 	leader := nodeByID(nodes, leaders[victim].Node)
-	heal := leader.Faults().Add(Fault{Shards: []int32{victim}, Dir: DirOutbound, Delay: time.Millisecond})
+	heal := leader.Faults().Add(raftnet.Fault{Shards: []int32{victim}, Dir: raftnet.DirOutbound, Delay: time.Millisecond})
 	defer heal()
 	time.Sleep(300 * time.Millisecond) // the frames' answers from before the fault age out
-	alone0 := leader.Shard(victim).beats.sentAlone.Load()
+	alone0 := leader.Shard(victim).trans.HeartbeatsSentAlone()
 	watchContact(t, nodes, map[int32]leaderEntry{victim: leaders[victim]}, 3*time.Second)
-	if alone := leader.Shard(victim).beats.sentAlone.Load() - alone0; alone == 0 {
+	if alone := leader.Shard(victim).trans.HeartbeatsSentAlone() - alone0; alone == 0 {
 		t.Fatal("the faulted shard's heartbeats did not go one by one")
 	}
 }

@@ -1,11 +1,13 @@
 package cluster
 
 import (
-	"net"
 	"slices"
-	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/raft"
+	"github.com/kcoord/kcoord/cluster/raftnet"
+	"github.com/kcoord/kcoord/internal/testkit"
 )
 
 // TestAKilledLeaderIsRoutedAroundAtOnce: when a shard leader's process is
@@ -38,7 +40,7 @@ func TestAKilledLeaderIsRoutedAroundAtOnce(t *testing.T) {
 	killed := time.Now()
 	for _, f := range followers {
 		eventually(t, 2*time.Second, "the follower proves the leader dead", func() bool {
-			return f.mux.deaths.isDead(deadAddr)
+			return f.mux.Deaths().IsDead(deadAddr)
 		})
 	}
 	t.Logf("death proven %v after the kill (heartbeat timeout 200ms)", time.Since(killed))
@@ -91,103 +93,9 @@ func TestAPartitionedLeaderIsNotDeclaredDead(t *testing.T) {
 		return l != nil && l != leader
 	})
 	for _, tn := range nodes {
-		if tn != leader && tn.mux.deaths.isDead(leader.RaftAddr()) {
+		if tn != leader && tn.mux.Deaths().IsDead(leader.RaftAddr()) {
 			t.Fatalf("node %d declared the partitioned (live) leader dead", tn.ID())
 		}
-	}
-}
-
-// TestPeerDeathsProbe: a probe of a closed port proves a death, a probe of
-// a listening one clears it, and a connection opening clears it too.
-func TestPeerDeathsProbe(t *testing.T) {
-	d := newPeerDeaths(testLogger(t))
-	defer d.close()
-	var changes atomic.Int32
-	deaths := make(chan string, 4)
-	d.watch(func(addr string) { deaths <- addr }, func() { changes.Add(1) })
-
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	d.suspect(addr)
-	time.Sleep(100 * time.Millisecond)
-	if d.isDead(addr) {
-		t.Fatal("a listening peer was declared dead")
-	}
-	_ = ln.Close()
-	d.suspect(addr)
-	select {
-	case got := <-deaths:
-		if got != addr {
-			t.Fatalf("death of %s told, want %s", got, addr)
-		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("a closed port was not proven dead")
-	}
-	if !d.isDead(addr) {
-		t.Fatal("death not recorded")
-	}
-	d.alive(addr)
-	if d.isDead(addr) {
-		t.Fatal("an opened connection did not clear the death")
-	}
-	if n := changes.Load(); n != 2 {
-		t.Fatalf("%d changes told, want 2 (death, revival)", n)
-	}
-}
-
-// TestARestartedPeerIsAliveAgainWithoutTraffic: a peer recorded dead that
-// listens again on its address is found alive by the periodic re-probe,
-// even when nothing dials it (a restarted node that leads nothing this
-// node follows); and a refused dial older than a connection that opened
-// since proves nothing.
-func TestARestartedPeerIsAliveAgainWithoutTraffic(t *testing.T) {
-	d := newPeerDeaths(testLogger(t))
-	defer d.close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	_ = ln.Close()
-	d.suspect(addr)
-	eventually(t, 2*time.Second, "the closed port proven dead", func() bool { return d.isDead(addr) })
-	ln, err = net.Listen("tcp", addr)
-	if err != nil {
-		t.Skipf("port %s taken meanwhile: %v", addr, err)
-	}
-	defer ln.Close()
-	eventually(t, 3*reprobeInterval, "the re-probe finds the peer alive", func() bool { return !d.isDead(addr) })
-
-	staleDial := time.Now().Add(-time.Second)
-	d.alive(addr)
-	d.declare(addr, staleDial)
-	if d.isDead(addr) {
-		t.Fatal("a refusal older than the peer's last connection was recorded as a death")
-	}
-}
-
-// TestAContactRightAfterTheProofIsALeftover: a frame the dead leader wrote
-// before it died, read just after its death was proven, does not override
-// the proof (routing would name the dead node again); a contact well after
-// the proof does.
-func TestAContactRightAfterTheProofIsALeftover(t *testing.T) {
-	d := newPeerDeaths(testLogger(t))
-	defer d.close()
-	const addr = "127.0.0.1:1"
-	d.declare(addr, time.Now())
-	at, ok := d.deadSince(addr)
-	if !ok {
-		t.Fatal("death not recorded")
-	}
-	s := &Shard{deaths: d}
-	if !s.leaderDead(addr, at.Add(5*time.Millisecond)) {
-		t.Fatal("a contact 5ms after the proof overrode it")
-	}
-	if s.leaderDead(addr, at.Add(deathContactSlack+time.Millisecond)) {
-		t.Fatal("a contact past deathContactSlack did not override the proof")
 	}
 }
 
@@ -262,4 +170,31 @@ func gossipLeaderAndFollower(t *testing.T) (leader, follower *testNode) {
 		}
 	}
 	return leader, nil
+}
+
+// TestAContactRightAfterTheProofIsALeftover: a frame the dead leader wrote
+// before it died, read just after its death was proven, does not override
+// the proof (routing would name the dead node again); a contact well after
+// the proof does.
+func TestAContactRightAfterTheProofIsALeftover(t *testing.T) {
+	mux, err := raftnet.ListenMux("127.0.0.1:0", "", testLogger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mux.Close()
+	addr := testkit.RefusingAddr(t) // the probe's dial is refused
+	d := mux.Deaths()
+	d.Suspect(addr)
+	eventually(t, 5*time.Second, "the death proven", func() bool { return d.IsDead(addr) })
+	at, ok := d.DeadSince(addr)
+	if !ok {
+		t.Fatal("death not recorded")
+	}
+	s := &Shard{deaths: d}
+	if !s.leaderDead(raft.ServerAddress(addr), at.Add(5*time.Millisecond)) {
+		t.Fatal("a contact 5ms after the proof overrode it")
+	}
+	if s.leaderDead(raft.ServerAddress(addr), at.Add(deathContactSlack+time.Millisecond)) {
+		t.Fatal("a contact past deathContactSlack did not override the proof")
+	}
 }

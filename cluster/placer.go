@@ -217,7 +217,7 @@ func (n *Node) placementCandidates() map[int32]string {
 			}
 		}
 	}
-	for id, addr := range n.members.raftAddrs(n.mux.deaths) {
+	for id, addr := range n.members.raftAddrs(n.mux.Deaths()) {
 		out[id] = addr
 	}
 	return out
@@ -266,7 +266,7 @@ func (n *Node) RemoveNode(ctx context.Context, id int32) error {
 	if !ok {
 		return fmt.Errorf("%w, and no leader is known", ErrNotMetaLeader)
 	}
-	addr, ok := n.members.raftAddrs(n.mux.deaths)[b.NodeID]
+	addr, ok := n.members.raftAddrs(n.mux.Deaths())[b.NodeID]
 	if !ok {
 		return fmt.Errorf("%w: the leader, node %d, is not reachable", ErrNotMetaLeader, b.NodeID)
 	}

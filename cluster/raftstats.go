@@ -58,7 +58,7 @@ func (n *Node) RaftStats() []ShardRaftStats {
 					if id == n.cfg.NodeID {
 						continue
 					}
-					match, at := s.match.get(serverID(id), st.Term)
+					match, at := s.trans.Acked(serverID(id), st.Term)
 					f := FollowerStats{NodeID: id, SinceContact: -1}
 					if st.LastIndex > match {
 						f.Lag = st.LastIndex - match

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kcoord/kcoord/cluster/raftnet"
 )
 
 // readIndex batches a shard's leadership confirmations, so that a read
@@ -110,12 +112,12 @@ func (s *Shard) ConfirmLeadership(ctx context.Context, epoch uint64) error {
 // Once a barrier applied, the FSM also holds every entry committed before
 // it.
 func (s *Shard) confirmRound() error {
-	if processPauses().recent() {
+	if raftnet.PausedRecently() {
 		s.reads.committed.Add(1)
 		return s.Barrier(confirmRoundTimeout)
 	}
-	s.beats.beginConfirm()
-	defer s.beats.endConfirm()
+	s.trans.BeginConfirm()
+	defer s.trans.EndConfirm()
 	return s.Raft.VerifyLeader().Error()
 }
 

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/kcoord/kcoord/cluster/raftnet"
 )
 
 // leaderOfShard returns the node whose Raft leads shard, or nil.
@@ -114,63 +116,20 @@ func TestConfirmationAfterAPauseCommitsABarrier(t *testing.T) {
 	sh := leader.Shard(0)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	w := processPauses()
-	eventually(t, 10*time.Second, "no recent pause", func() bool { return !w.recent() })
+	eventually(t, 10*time.Second, "no recent pause", func() bool { return !raftnet.PausedRecently() })
 	before := sh.reads.committed.Load()
 	if err := sh.ConfirmLeadership(ctx, epoch); err != nil {
 		t.Fatal(err)
 	}
-	if sh.reads.committed.Load() != before && !w.recent() {
+	if sh.reads.committed.Load() != before && !raftnet.PausedRecently() {
 		t.Fatal("a confirmation with no pause committed a barrier")
 	}
-	w.mark(w.mono()) // as the ticker does after a long gap
+	raftnet.MarkPause() // as the watch's ticker does after a long gap
 	before = sh.reads.committed.Load()
 	if err := sh.ConfirmLeadership(ctx, epoch); err != nil {
 		t.Fatal(err)
 	}
 	if sh.reads.committed.Load() != before+1 {
 		t.Fatal("a confirmation right after a pause did not commit a barrier")
-	}
-}
-
-// TestPauseWatchSeesEveryKindOfPause: a gap between ticks on either clock
-// (the monotonic one stands still while a host is suspended) marks a
-// pause, a tick that is overdue counts as one before the ticker runs, and
-// the caution ends pauseSettle after the pause.
-func TestPauseWatchSeesEveryKindOfPause(t *testing.T) {
-	var mono, wall int64 = 1, 1_000
-	w := newPauseWatch(func() int64 { return mono }, func() int64 { return wall })
-	step := func(d time.Duration, clocks ...*int64) {
-		for _, c := range clocks {
-			*c += int64(d)
-		}
-	}
-	for range 20 {
-		step(pauseTick, &mono, &wall)
-		w.tick()
-		if w.recent() {
-			t.Fatal("regular ticks count as a pause")
-		}
-	}
-	step(time.Second, &mono, &wall) // SIGSTOP: both clocks move, nothing ran
-	if !w.recent() {
-		t.Fatal("an overdue tick does not count as a pause")
-	}
-	w.tick()
-	if !w.recent() {
-		t.Fatal("the tick that ended a pause did not mark it")
-	}
-	for range int(pauseSettle/pauseTick) + 1 {
-		step(pauseTick, &mono, &wall)
-		w.tick()
-	}
-	if w.recent() {
-		t.Fatal("still cautious after pauseSettle")
-	}
-	step(time.Second, &wall) // suspended host: the monotonic clock stood still
-	step(pauseTick, &mono, &wall)
-	w.tick()
-	if !w.recent() {
-		t.Fatal("a suspend (wall clock jump) is not a pause")
 	}
 }

@@ -96,7 +96,7 @@ func (s *Shard) suffrage() (raft.ServerSuffrage, bool) {
 // been heard from (last) since the proof: a contact newer than the proof
 // by more than deathContactSlack overrides the record.
 func (s *Shard) leaderDead(addr raft.ServerAddress, last time.Time) bool {
-	at, dead := s.deaths.deadSince(string(addr))
+	at, dead := s.deaths.DeadSince(string(addr))
 	return dead && !last.After(at.Add(deathContactSlack))
 }
 

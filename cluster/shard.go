@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 
+	"github.com/kcoord/kcoord/cluster/raftnet"
 	"github.com/kcoord/kcoord/release"
 )
 
@@ -34,24 +35,25 @@ type Shard struct {
 	// HeartbeatTimeout: it heartbeats every tenth to fifth of it
 	// (paceHeartbeats, and heartbeats.go answers most at home).
 	leaderHeartbeat time.Duration
-	reloadMu        sync.Mutex    // orders the ReloadConfig calls (paceHeartbeats, nudgeElection)
-	deaths          *peerDeaths   // the node's record of proven-dead peers
-	disk            *diskFence    // the node's disk fence (diskfence.go)
-	writeLevel      *atomic.Int32 // the feature level the node writes (features.go)
-	peers           *memberTable  // the node's membership view (fenced peers)
-	routing         *signal       // the node's routing-change broadcast (RoutingChanges)
-	stopObserver    func()        // ends the leader observer (registerLeaderObserver)
+	reloadMu        sync.Mutex          // orders the ReloadConfig calls (paceHeartbeats, nudgeElection)
+	deaths          *raftnet.PeerDeaths // the node's record of proven-dead peers
+	disk            *diskFence          // the node's disk fence (diskfence.go)
+	writeLevel      *atomic.Int32       // the feature level the node writes (features.go)
+	peers           *memberTable        // the node's membership view (fenced peers)
+	routing         *signal             // the node's routing-change broadcast (RoutingChanges)
+	stopObserver    func()              // ends the leader observer (registerLeaderObserver)
 	store           shardLogStore
-	trans           shardTransport
-	match           *matchTracker // what each peer acknowledged (placement's catch-up check)
-	beats           *heartbeats   // the transport's heartbeat thinning (confirmRound brackets it)
-	reported        configReport  // the configurations this node reported as leader
-	notifyCh        chan bool
-	leaderDone      chan struct{}
-	bootstrapped    bool // this start bootstrapped the shard
-	hadState        bool // the shard had Raft state when this start opened it
-	shutdownOnce    sync.Once
-	shutdownErr     error
+	// trans is the shard's Raft transport: what each peer acknowledged
+	// (placement's catch-up check), and the heartbeat thinning that
+	// confirmRound and transferLeadership bracket.
+	trans        *raftnet.Transport
+	reported     configReport // the configurations this node reported as leader
+	notifyCh     chan bool
+	leaderDone   chan struct{}
+	bootstrapped bool // this start bootstrapped the shard
+	hadState     bool // the shard had Raft state when this start opened it
+	shutdownOnce sync.Once
+	shutdownErr  error
 
 	pendingMu sync.Mutex
 	pending   map[*shardFuture]struct{} // futures not answered yet
@@ -77,13 +79,13 @@ type Shard struct {
 
 // transferLeadership hands the shard's leadership to the voter id (any
 // voter when id is empty) and waits for Raft's answer. Heartbeats are all
-// sent meanwhile and for a heartbeat timeout after (heartbeats): a vote in
+// sent meanwhile and for a heartbeat timeout after (raftnet.Transport.Transferring): a vote in
 // a transfer ignores the follower's stickiness to this leader. Called by
 // the balance and placement loops and by Node.TransferLeadership.
 func (s *Shard) transferLeadership(id raft.ServerID, addr raft.ServerAddress) error {
 	s.handOffAt.Store(time.Now().UnixNano())
-	s.beats.transferring()
-	defer s.beats.transferring()
+	s.trans.Transferring()
+	defer s.trans.Transferring()
 	if id == "" {
 		return s.Raft.LeadershipTransfer().Error()
 	}

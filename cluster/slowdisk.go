@@ -181,7 +181,7 @@ func (n *Node) fastestVoter(s *Shard) (raft.Server, bool) {
 	for _, srv := range s.otherVoters() {
 		id := voterID(srv)
 		sync, ok := n.members.speed(id)
-		if !ok || n.mux.deaths.isDead(string(srv.Address)) {
+		if !ok || n.mux.Deaths().IsDead(string(srv.Address)) {
 			continue
 		}
 		if bestSync < 0 || sync < bestSync {

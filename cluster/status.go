@@ -117,7 +117,7 @@ func (n *Node) Status(ctx context.Context) ClusterStatus {
 	if hasPlacement {
 		registered = registry(p.Nodes())
 	}
-	live := n.members.raftAddrs(n.mux.deaths)
+	live := n.members.raftAddrs(n.mux.Deaths())
 
 	nodes := map[int32]*NodeStatus{}
 	node := func(id int32) *NodeStatus {
@@ -288,7 +288,7 @@ func (n *Node) PlacementStats() PlacementStats {
 		return st
 	}
 	st.MetaLeader = true
-	live := n.members.raftAddrs(n.mux.deaths)
+	live := n.members.raftAddrs(n.mux.Deaths())
 	active := activeNodes(registry(p.Nodes()))
 	rf := min(n.cfg.ReplicationFactor, len(active))
 	for _, s := range n.all {

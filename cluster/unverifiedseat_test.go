@@ -53,7 +53,7 @@ func TestWipedVoterBehindOversizedMetasNeverVotes(t *testing.T) {
 	if wiped.ClusterID() != "" {
 		t.Errorf("the wiped node adopted cluster id %q", wiped.ClusterID())
 	}
-	if len(logs.lines("do not advertise their voters in full")) == 0 {
+	if len(logs.Lines("do not advertise their voters in full")) == 0 {
 		t.Error("the wiped node did not say why it does not join")
 	}
 }

@@ -7,10 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/kcoord/kcoord/cluster"
+	"github.com/kcoord/kcoord/cluster/raftnet"
 )
 
-// RaftFault is the JSON body of POST /debug/faults/raft: a cluster.Fault
+// RaftFault is the JSON body of POST /debug/faults/raft: a raftnet.Fault
 // on this node's Raft connections.
 type RaftFault struct {
 	// Peer is the other node's advertised Raft address; "" is every peer.
@@ -33,10 +33,10 @@ type RaftFault struct {
 //	POST   /debug/faults/raft  add a RaftFault; answers {"faults": n}
 //	DELETE /debug/faults/raft  remove every fault added here
 //
-// Handlers run on net/http's goroutines; cluster.Faults is safe for
+// Handlers run on net/http's goroutines; raftnet.Faults is safe for
 // concurrent use.
 type faultAPI struct {
-	faults *cluster.Faults
+	faults *raftnet.Faults
 	mu     sync.Mutex
 	heals  []func()
 }
@@ -59,14 +59,14 @@ func (a *faultAPI) add(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "bad fault: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	fault := cluster.Fault{Peer: f.Peer, Shards: f.Shards, Drop: f.Drop, Delay: time.Duration(f.DelayMs) * time.Millisecond}
+	fault := raftnet.Fault{Peer: f.Peer, Shards: f.Shards, Drop: f.Drop, Delay: time.Duration(f.DelayMs) * time.Millisecond}
 	switch f.Dir {
 	case "", "both":
-		fault.Dir = cluster.DirBoth
+		fault.Dir = raftnet.DirBoth
 	case "outbound":
-		fault.Dir = cluster.DirOutbound
+		fault.Dir = raftnet.DirOutbound
 	case "inbound":
-		fault.Dir = cluster.DirInbound
+		fault.Dir = raftnet.DirInbound
 	default:
 		http.Error(w, fmt.Sprintf("bad fault: dir %q: want outbound, inbound or both", f.Dir), http.StatusBadRequest)
 		return

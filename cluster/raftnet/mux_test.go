@@ -1,4 +1,4 @@
-package cluster
+package raftnet
 
 import (
 	"bufio"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/kcoord/kcoord/internal/testkit"
 )
 
 func newTestMux(t *testing.T) *Mux {
@@ -80,18 +81,6 @@ func exchange(t *testing.T, a, b net.Conn, msg string) {
 	}
 }
 
-// expectClosed asserts that the peer closes c.
-func expectClosed(t *testing.T, c net.Conn) {
-	t.Helper()
-	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
-	buf := make([]byte, 1)
-	if n, err := c.Read(buf); err == nil {
-		t.Fatalf("read %d bytes from a connection that should be closed", n)
-	} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
-		t.Fatal("connection not closed")
-	}
-}
-
 func TestMuxRoutesShards(t *testing.T) {
 	a, b := newTestMux(t), newTestMux(t)
 	a1, aMeta := listen(t, a, 1), listen(t, a, MetaShard)
@@ -126,7 +115,7 @@ func TestMuxRoutesShards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expectClosed(t, c7)
+	testkit.ExpectClosed(t, c7)
 
 	// A connection without a valid header: closed.
 	raw, err := net.Dial("tcp", b.Addr().String())
@@ -135,7 +124,7 @@ func TestMuxRoutesShards(t *testing.T) {
 	}
 	defer raw.Close()
 	_, _ = io.WriteString(raw, "GET / HTTP/1.1\r\n\r\n")
-	expectClosed(t, raw)
+	testkit.ExpectClosed(t, raw)
 
 	// Closing a layer ends its Accept and its connections, not others'.
 	_ = b1.Close()
@@ -143,7 +132,7 @@ func TestMuxRoutesShards(t *testing.T) {
 	if _, err := b1.Accept(); !errors.Is(err, ErrMuxClosed) || !errors.Is(err, net.ErrClosed) {
 		t.Errorf("Accept after Close: %v", err)
 	}
-	expectClosed(t, c1)
+	testkit.ExpectClosed(t, c1)
 	exchange(t, cMeta, sMeta, "meta still up")
 	// The shard can be registered again.
 	b1 = listen(t, b, 1)
@@ -161,7 +150,7 @@ func TestMuxRoutesShards(t *testing.T) {
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}
-	expectClosed(t, cMeta)
+	testkit.ExpectClosed(t, cMeta)
 	if _, err := b.Listen(3); !errors.Is(err, ErrMuxClosed) {
 		t.Errorf("Listen after Close: %v", err)
 	}
@@ -198,8 +187,8 @@ func TestMuxFaults(t *testing.T) {
 	if _, err := a0.Dial(bAddr, time.Second); !errors.Is(err, ErrFaultInjected) {
 		t.Errorf("Dial during DropPeer: %v", err)
 	}
-	expectClosed(t, s0)
-	expectClosed(t, s1)
+	testkit.ExpectClosed(t, s0)
+	testkit.ExpectClosed(t, s1)
 	if _, err := c0.Write([]byte("x")); err == nil {
 		t.Error("write on dropped connection succeeded")
 	}
@@ -213,12 +202,12 @@ func TestMuxFaults(t *testing.T) {
 
 	// Isolate b: a's dials connect but b closes them; b's dials fail.
 	heal = b.Faults().Isolate()
-	expectClosed(t, c0)
+	testkit.ExpectClosed(t, c0)
 	c, err := a0.Dial(bAddr, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	expectClosed(t, c)
+	testkit.ExpectClosed(t, c)
 	if _, err := b0.Dial(raft.ServerAddress(a.Addr().String()), time.Second); !errors.Is(err, ErrFaultInjected) {
 		t.Errorf("dial from isolated node: %v", err)
 	}
@@ -228,13 +217,13 @@ func TestMuxFaults(t *testing.T) {
 	c0, s0 = dial(a0, b0)
 	c1, s1 = dial(a1, b1)
 	heal = b.Faults().DropShard(0)
-	expectClosed(t, c0)
+	testkit.ExpectClosed(t, c0)
 	exchange(t, c1, s1, "shard 1 unaffected")
 	heal()
 
 	// One direction only: b refuses inbound, its own dials still work.
 	heal = b.Faults().Add(Fault{Dir: DirInbound, Drop: true})
-	expectClosed(t, c1)
+	testkit.ExpectClosed(t, c1)
 	ch := acceptAsync(a1)
 	cb, err := b1.Dial(raft.ServerAddress(a.Addr().String()), time.Second)
 	if err != nil {
@@ -289,7 +278,7 @@ func TestReadHeaderRejects(t *testing.T) {
 		}
 		_, _ = io.WriteString(c, payload)
 		start := time.Now()
-		expectClosed(t, c)
+		testkit.ExpectClosed(t, c)
 		if strings.HasPrefix(name, "s") && time.Since(start) > time.Second {
 			t.Errorf("%s: header timeout not applied", name)
 		}
@@ -302,10 +291,9 @@ func TestReadHeaderRejects(t *testing.T) {
 // and accepts its own and headers naming none; a pending mux without an id
 // drops every header naming a cluster.
 func TestMuxRefusesAnotherCluster(t *testing.T) {
-	newMux := func(id string) (*Mux, *logCapture) {
-		cfg := Config{NodeID: 0}
-		logs := capture(t, &cfg)
-		m, err := ListenMux("127.0.0.1:0", "", cfg.Logger)
+	newMux := func(id string) (*Mux, *testkit.LogCapture) {
+		logger, logs := testkit.Capture(t)
+		m, err := ListenMux("127.0.0.1:0", "", logger.With("node", 0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -334,12 +322,12 @@ func TestMuxRefusesAnotherCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		expectClosed(t, c)
+		testkit.ExpectClosed(t, c)
 	}
 	eventually(t, 2*time.Second, "the refusal is logged", func() bool {
-		return len(bLogs.lines("refusing raft connections from a node of another cluster", idA, idB, a.Addr().String())) > 0
+		return len(bLogs.Lines("refusing raft connections from a node of another cluster", idA, idB, a.Addr().String())) > 0
 	})
-	if got := len(bLogs.lines("refusing raft connections")); got != 1 {
+	if got := len(bLogs.Lines("refusing raft connections")); got != 1 {
 		t.Errorf("refusal logged %d times, want once per peer", got)
 	}
 	for name, from := range map[string]*Mux{"same cluster": sameB, "no cluster id (version 1)": none} {
@@ -367,7 +355,7 @@ func TestMuxRefusesAnotherCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	expectClosed(t, c)
+	testkit.ExpectClosed(t, c)
 	acc = acceptAsync(openLayer)
 	c, err = listen(t, none, 2).Dial(raft.ServerAddress(open.Addr().String()), time.Second)
 	if err != nil {

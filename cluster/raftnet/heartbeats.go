@@ -1,4 +1,4 @@
-package cluster
+package raftnet
 
 import (
 	"sync"
@@ -8,8 +8,8 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// heartbeatReuse is the default share of HeartbeatTimeout
-// (Config.HeartbeatReuse) for which a follower's answer in a frame of
+// DefaultHeartbeatReuse is the default share of HeartbeatTimeout
+// (cluster.Config.HeartbeatReuse) for which a follower's answer in a frame of
 // coalesced heartbeats answers a shard leader's next heartbeats to it
 // instead of their crossing the network (see heartbeats).
 //
@@ -23,10 +23,10 @@ import (
 // answers. A follower then hears from its leader every beatTick plus a
 // round trip (about 115 ms by default): within the half of
 // HeartbeatTimeout after which kcoord calls a follower cut off from its
-// leader (Shard.Settling, LeaderOf), and far within its own election
-// timeout. Config.Validate keeps a HeartbeatReuse of one's own to those
+// leader (cluster.Shard.Settling, cluster.Node.LeaderOf), and far within its own election
+// timeout. cluster.Config.Validate keeps a HeartbeatReuse of one's own to those
 // bounds.
-const heartbeatReuse = 1.0 / 4
+const DefaultHeartbeatReuse = 1.0 / 4
 
 // probeReuseFor bounds how long idle replication probes to a follower
 // are answered from its last answer to the same probe (heartbeats.reused):
@@ -40,53 +40,11 @@ const heartbeatReuse = 1.0 / 4
 const probeReuseFor = 30 * time.Second
 
 // heartbeats thins a shard leader's heartbeats and idle replication
-// probes. hashicorp/raft's heartbeat goroutine uses an answer for two
-// things only: it refreshes the follower's last contact (the leader lease
-// counts it) and counts towards VerifyLeader rounds; it ignores the
-// answer's term. So when the follower's Raft answered a frame of coalesced
-// heartbeats (beatHub) with a success, in the same term, for a frame sent
-// less than reuse ago, the transport answers the next heartbeat with it at
-// once. A heartbeat that finds no such answer goes out in the next frame
-// to that peer, or one by one when frames cannot carry it. Only a frame's
-// answer is reused for a heartbeat: frames go every beatTick whatever
-// raft's heartbeats do, so reusing one never leaves the follower unheard
-// for longer than that. A shard that frames leave out (a fault, a failed
-// frame, a peer without a beat stream) sends each of raft's heartbeats,
-// and its follower hears at raft's own pace (Shard.paceHeartbeats: at
-// most a fifth of HeartbeatTimeout apart).
-//
-// A probe is what raft's replication goroutine sends a follower every
-// CommitTimeout when no entry came: no entries, the last log position and
-// the commit index, so the follower learns that index. When the follower
-// already took the same probe (same term, position and commit index) and
-// answered something real (a frame included) less than reuse ago, the
-// probe tells it nothing new, and its last answer answers it, for up to
-// probeReuseFor.
-//
-// What it must not weaken:
-//   - Leadership confirmations (Shard.confirmRound): while one is in
-//     progress (confirming > 0) every heartbeat is sent. An answer reused
-//     just before a round began may still be counted by it, as raft counts
-//     a real answer to a heartbeat sent before the round: the answer is at
-//     most reuse old (from the time its request was sent), and a follower
-//     that answered the leader does not vote for another candidate
-//     (hashicorp/raft's leader stickiness) until its heartbeat timeout,
-//     longer than reuse, has passed. An answer from a frame of the
-//     beatHub is one to a heartbeat sent at most half a heartbeat timeout
-//     before, like an answer to a slow RPC, and a heartbeat whose frame
-//     came back after a round began is sent again one by one. Stickiness does not hold for a vote
-//     in a leadership transfer, so nothing is reused from the moment this
-//     leader starts one until a heartbeat timeout after it ended
-//     (transferring): by then it has stepped down, or it has heard
-//     from every follower since.
-//   - Pauses: after this process was paused (pauseWatch) nothing is
-//     reused, since a stalled monotonic clock makes old answers look
-//     young.
-//   - The lease: a dead follower's last contact stays fresh up to reuse
-//     longer, so a partitioned leader steps down up to that much later
-//     (LeaderLeaseTimeout + reuse). Followers elect on their own timeouts,
-//     so failover time does not change.
-//   - Placement's catch-up check (matchTracker) only counts real answers.
+// probes: it answers them from the follower's last real answer, a frame's
+// (beatHub) for heartbeats, when that answer may stand for a new one. The
+// package doc, "Heartbeat thinning", says when that is, and why it leaves
+// leadership confirmations, the lease and placement's catch-up check as
+// safe as without it.
 //
 // Raft's heartbeat and replication goroutines (two per follower) call it
 // concurrently, and so does the beatHub's sender; the read index calls
@@ -128,7 +86,7 @@ type probeAnswer struct {
 	resp                              raft.AppendEntriesResponse
 }
 
-// newHeartbeats reuses answers for reuse (Config.HeartbeatReuse); zero or
+// newHeartbeats reuses answers for reuse (cluster.Config.HeartbeatReuse); zero or
 // negative sends every heartbeat. heartbeatTimeout is the shard's.
 func newHeartbeats(reuse, heartbeatTimeout time.Duration) *heartbeats {
 	return &heartbeats{

@@ -1,4 +1,4 @@
-package cluster
+package raftnet
 
 import (
 	"bufio"
@@ -12,10 +12,6 @@ import (
 	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/hashicorp/raft"
 )
-
-// beatShard is the Mux stream of coalesced heartbeats (beatHub). It shares
-// the Raft port, its cluster-id check and its fault hooks.
-const beatShard int32 = -3
 
 // errNoAnswers is a frame whose reply answered none of its items.
 var errNoAnswers = errors.New("cluster: the peer answered none of the frame's heartbeats")
@@ -69,7 +65,7 @@ type beatAnswer struct {
 // follower's Raft, stamped with the time the frame was sent, and refresh
 // every carried shard's reuse and catch-up state. Raft's heartbeat
 // goroutines keep running, at a slower pace while their shard leads
-// (Shard.paceHeartbeats), and the shard transport answers them from the
+// (cluster.Shard.paceHeartbeats), and the shard transport answers them from the
 // last frame's answer (heartbeats.reused). One that finds no fresh answer
 // (the shard's first heartbeat to the peer, a frame late or failed) calls
 // beat, which puts the heartbeat in the frame being sent or the next one
@@ -129,18 +125,18 @@ func (m *beatMember) leads(term uint64) bool {
 	return r != nil && r.State() == raft.Leader && r.CurrentTerm() == term
 }
 
-// newBeatHub serves coalesced heartbeats on mux's beatShard stream for the
+// newBeatHub serves coalesced heartbeats on mux's BeatStream stream for the
 // node whose Raft server id is localID. heartbeatTimeout is the shards':
 // a frame may take half of it, a shard is carried for half of it after
 // its last heartbeat, and frames pause for it after a failure. reuse is
-// how long the shards reuse a frame's answers (Config.HeartbeatReuse):
+// how long the shards reuse a frame's answers (cluster.Config.HeartbeatReuse):
 // frames go every nine tenths of it, so that the next frame's answers
 // come before the last ones are too old. leaderHeartbeat is the shards'
 // LeaderHeartbeatTimeout: a shard stays carried for a fifth of it (raft's
 // longest heartbeat interval) plus reuse after its last heartbeat, and at
 // least half of heartbeatTimeout.
 func newBeatHub(mux *Mux, localID raft.ServerID, heartbeatTimeout, reuse, leaderHeartbeat time.Duration, logger hclog.Logger) (*beatHub, error) {
-	layer, err := mux.Listen(beatShard)
+	layer, err := mux.Listen(BeatStream)
 	if err != nil {
 		return nil, err
 	}

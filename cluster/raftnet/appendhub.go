@@ -1,4 +1,4 @@
-package cluster
+package raftnet
 
 import (
 	"bufio"
@@ -11,10 +11,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 )
-
-// appendShard is the Mux stream of the append hub. It shares the Raft
-// port, its cluster-id check and its fault hooks.
-const appendShard int32 = -4
 
 // errAppendTimeout is an AppendEntries the peer did not answer within the
 // transport timeout; Raft backs off and retries it, as after a timed-out
@@ -96,7 +92,7 @@ type appendMember struct {
 // timeout bounds a request (the shards' transport timeout); backoff is
 // the first pause after a failed connection.
 func newAppendHub(mux *Mux, timeout, backoff time.Duration, logger hclog.Logger) (*appendHub, error) {
-	layer, err := mux.Listen(appendShard)
+	layer, err := mux.Listen(AppendStream)
 	if err != nil {
 		return nil, err
 	}
@@ -178,7 +174,7 @@ func (h *appendHub) link(addr raft.ServerAddress) *appendPeer {
 // the shard should send req on its own stream instead (see appendHub).
 // Called by raft's replication goroutines.
 func (h *appendHub) append(m *appendMember, shard int32, target raft.ServerAddress, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (bool, error) {
-	if h.mux.faults.differs(shard, appendShard, string(target), DirOutbound) {
+	if h.mux.faults.differs(shard, AppendStream, string(target), DirOutbound) {
 		return false, nil
 	}
 	p := h.link(target)
@@ -625,7 +621,7 @@ func (h *appendHub) serveConn(c net.Conn) {
 // deliver hands req to shard's Raft and returns the reply to send.
 func (h *appendHub) deliver(peer string, seq uint64, shard int32, req *raft.AppendEntriesRequest, done <-chan struct{}) *appendReply {
 	refused := &appendReply{Seq: seq, Refused: true}
-	if h.mux.faults.differs(shard, appendShard, peer, DirInbound) {
+	if h.mux.faults.differs(shard, AppendStream, peer, DirInbound) {
 		return refused
 	}
 	m := h.member(shard)

@@ -1,4 +1,4 @@
-package cluster
+package raftnet
 
 import (
 	"encoding/binary"
@@ -25,7 +25,7 @@ import (
 // the entries' data, which may be large, follow the body and are sliced
 // out of the message without a copy. The dialer sends appendReqs, the
 // acceptor appendReplies; both write whatever is queued in one write(2).
-// Regenerate after changing a type here with: go generate ./cluster
+// Regenerate after changing a type here with: go generate ./cluster/raftnet
 
 //go:generate go run github.com/tinylib/msgp@v1.6.5 -file appendwire.go -o appendwire_gen.go -io=false -marshal=true -tests=false -unexported
 //msgp:tuple appendReq appendLog appendReply

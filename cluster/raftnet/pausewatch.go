@@ -1,4 +1,4 @@
-package cluster
+package raftnet
 
 import (
 	"sync"
@@ -17,7 +17,7 @@ import (
 // answer that sat unread in the socket of a paused leader can be from
 // before a newer leader's election, and right after the pause it can win
 // the race against the lease check. So while a pause is recent, rounds
-// commit a barrier instead (see Shard.confirmRound), which no answer older
+// commit a barrier instead (see cluster.Shard.confirmRound), which no answer older
 // than the round can satisfy.
 //
 // One watch serves the process: a goroutine ticks every pauseTick and
@@ -109,4 +109,18 @@ func (w *pauseWatch) recent() bool {
 	mono, wall := w.mono(), w.wall()
 	return mono < w.until.Load() ||
 		mono-w.lastMono.Load() > int64(pauseGap) || wall-w.lastWall.Load() > int64(pauseGap)
+}
+
+// PausedRecently reports whether this process was paused lately (a
+// SIGSTOP, a frozen VM), or may be just resuming from a pause: what a
+// pause makes stale, a leadership confirmation must not trust. Any
+// goroutine may call it; the first call starts the process's watch.
+func PausedRecently() bool { return processPauses().recent() }
+
+// MarkPause records a pause that ended now, as the watch's ticker does
+// after a long gap between its ticks: PausedRecently holds for
+// pauseSettle. For tests.
+func MarkPause() {
+	w := processPauses()
+	w.mark(w.mono())
 }

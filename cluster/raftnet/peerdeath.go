@@ -1,4 +1,4 @@
-package cluster
+package raftnet
 
 import (
 	"errors"
@@ -20,7 +20,7 @@ const defaultProbeTimeout = 250 * time.Millisecond
 // nothing else dials it.
 const reprobeInterval = 500 * time.Millisecond
 
-// peerDeaths records which Raft peers (by advertised Raft address) are proven
+// PeerDeaths records which Raft peers (by advertised Raft address) are proven
 // gone: their address refused a TCP connection, so no process listens there
 // any more. A peer that is merely slow, paused (SIGSTOP) or cut off by a
 // partition refuses nothing (a dial hangs or times out), so it is never
@@ -33,11 +33,11 @@ const reprobeInterval = 500 * time.Millisecond
 // each of which probes the peer itself before believing it. Any connection
 // that opens with the peer again, either way, clears the record.
 //
-// Routing reads it (Shard.Settling, Node.LeaderOf, Node.Brokers), so that
+// Routing reads it (cluster.Shard.Settling, cluster.Node.LeaderOf, cluster.Node.Brokers), so that
 // FindCoordinator stops naming a dead node the moment its death is proven,
 // instead of after a heartbeat timeout. Any goroutine may call its methods;
 // none blocks (probes run on goroutines of their own, one per peer at a time).
-type peerDeaths struct {
+type PeerDeaths struct {
 	logger       hclog.Logger
 	probeTimeout time.Duration
 
@@ -47,16 +47,16 @@ type peerDeaths struct {
 	probing map[string]bool
 	closed  bool
 	stop    chan struct{} // closed by close: the reprobe loop ends
-	// onDeath is told of each newly proven death (the Node gossips it), and
-	// onChange of every change of the record (the Node fires its routing
+	// onDeath is told of each newly proven death (cluster.Node gossips it), and
+	// onChange of every change of the record (cluster.Node fires its routing
 	// signal). They run on the goroutine that made the change, without mu,
 	// and must not block.
 	onDeath  func(addr string)
 	onChange func()
 }
 
-func newPeerDeaths(logger hclog.Logger) *peerDeaths {
-	d := &peerDeaths{
+func newPeerDeaths(logger hclog.Logger) *PeerDeaths {
+	d := &PeerDeaths{
 		logger:       logger,
 		probeTimeout: defaultProbeTimeout,
 		dead:         make(map[string]time.Time),
@@ -71,7 +71,7 @@ func newPeerDeaths(logger hclog.Logger) *peerDeaths {
 // reprobeLoop probes every peer recorded dead each reprobeInterval, so a
 // record ends when its peer listens again, until close. Runs on its own
 // goroutine.
-func (d *peerDeaths) reprobeLoop() {
+func (d *PeerDeaths) reprobeLoop() {
 	t := time.NewTicker(reprobeInterval)
 	defer t.Stop()
 	for {
@@ -87,29 +87,29 @@ func (d *peerDeaths) reprobeLoop() {
 		}
 		d.mu.Unlock()
 		for _, addr := range dead {
-			d.suspect(addr)
+			d.Suspect(addr)
 		}
 	}
 }
 
 // watch installs the callbacks told of each newly proven death and of every
 // change of the record.
-func (d *peerDeaths) watch(onDeath func(addr string), onChange func()) {
+func (d *PeerDeaths) Watch(onDeath func(addr string), onChange func()) {
 	d.mu.Lock()
 	d.onDeath, d.onChange = onDeath, onChange
 	d.mu.Unlock()
 }
 
 // isDead reports whether addr's death is proven and not disproven since.
-func (d *peerDeaths) isDead(addr string) bool {
-	_, dead := d.deadSince(addr)
+func (d *PeerDeaths) IsDead(addr string) bool {
+	_, dead := d.DeadSince(addr)
 	return dead
 }
 
 // deadSince returns when addr's death was proven, if it is. Routing counts
 // a death only for a peer not heard from since (Raft's last contact): a
 // record is a hint that a newer contact overrides.
-func (d *peerDeaths) deadSince(addr string) (time.Time, bool) {
+func (d *PeerDeaths) DeadSince(addr string) (time.Time, bool) {
 	d.mu.Lock()
 	at, dead := d.dead[addr]
 	d.mu.Unlock()
@@ -118,7 +118,7 @@ func (d *peerDeaths) deadSince(addr string) (time.Time, bool) {
 
 // alive records that a connection with addr opened: whatever died there
 // lives again.
-func (d *peerDeaths) alive(addr string) {
+func (d *PeerDeaths) alive(addr string) {
 	d.mu.Lock()
 	_, was := d.dead[addr]
 	delete(d.dead, addr)
@@ -136,14 +136,14 @@ func (d *peerDeaths) alive(addr string) {
 // dialFailed looks at the error of a dial to addr begun at start: a
 // refusal proves the peer dead, unless a connection with it opened since
 // start (it restarted meanwhile).
-func (d *peerDeaths) dialFailed(addr string, start time.Time, err error) {
-	if isRefused(err) {
+func (d *PeerDeaths) dialFailed(addr string, start time.Time, err error) {
+	if IsRefused(err) {
 		d.declare(addr, start)
 	}
 }
 
 // forget drops what is recorded about addr (the peer left the cluster).
-func (d *peerDeaths) forget(addr string) {
+func (d *PeerDeaths) Forget(addr string) {
 	d.mu.Lock()
 	_, was := d.dead[addr]
 	delete(d.dead, addr)
@@ -159,7 +159,7 @@ func (d *peerDeaths) forget(addr string) {
 // with it ended from its side, or gossip says it died. The probe declares it
 // dead if its dial is refused, alive if it connects, and nothing if it
 // times out.
-func (d *peerDeaths) suspect(addr string) {
+func (d *PeerDeaths) Suspect(addr string) {
 	d.mu.Lock()
 	if d.closed || d.probing[addr] || addr == "" {
 		d.mu.Unlock()
@@ -188,7 +188,7 @@ func (d *peerDeaths) suspect(addr string) {
 
 // declare records addr's death, once, and tells onDeath, unless a
 // connection with addr opened after since (the refused dial was older).
-func (d *peerDeaths) declare(addr string, since time.Time) {
+func (d *PeerDeaths) declare(addr string, since time.Time) {
 	d.mu.Lock()
 	_, known := d.dead[addr]
 	if d.closed || known || d.alives[addr].After(since) {
@@ -208,7 +208,7 @@ func (d *peerDeaths) declare(addr string, since time.Time) {
 }
 
 // close stops new probes and declarations (the node is shutting down).
-func (d *peerDeaths) close() {
+func (d *PeerDeaths) close() {
 	d.mu.Lock()
 	if !d.closed {
 		d.closed = true
@@ -217,18 +217,8 @@ func (d *peerDeaths) close() {
 	d.mu.Unlock()
 }
 
-// isRefused reports whether a dial error is a refused connection: the
+// IsRefused reports whether a dial error is a refused connection: the
 // address answered, and nothing listens on the port.
-func isRefused(err error) bool {
+func IsRefused(err error) bool {
 	return errors.Is(err, syscall.ECONNREFUSED)
-}
-
-// peerDied is told by the mux's peerDeaths of a newly proven death: it
-// gossips it, so that nodes with no connection to the dead peer (which
-// would notice nothing until memberlist's failure detection, seconds
-// later) check it now. Runs on the goroutine that proved the death.
-func (n *Node) peerDied(addr string) {
-	if n.gossip != nil && !n.closed.Load() {
-		n.gossip.broadcastDeath(addr)
-	}
 }

@@ -1,4 +1,4 @@
-package cluster
+package raftnet
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// This file is mutual TLS on the Raft port (Config.RaftTLSCertFile,
+// This file is mutual TLS on the Raft port (cluster.Config.RaftTLSCertFile,
 // RaftTLSKeyFile and RaftTLSCAFile; --raft-tls-*). With it, the Mux runs
 // a TLS 1.2+ handshake on every connection before the stream header, both
 // in its accept loop and in StreamLayer.Dial, so every stream that shares
@@ -34,10 +34,6 @@ import (
 // Kafka listener's certReloader (server/tls.go), with the CA file added;
 // cluster cannot import server.
 
-// ErrRaftTLS wraps the errors of loading the Raft port's TLS files in
-// NewNode.
-var ErrRaftTLS = errors.New("cluster: raft TLS")
-
 // raftTLSCheckInterval is how often a handshake looks at the TLS files'
 // modification times: a renewed certificate is in use within it.
 const raftTLSCheckInterval = time.Second
@@ -47,10 +43,10 @@ const raftTLSCheckInterval = time.Second
 // times a second (every shard's Raft, the hubs).
 const handshakeWarnInterval = 10 * time.Second
 
-// raftTLS is the mutual TLS of a Mux. Handshakes (the mux's handshake
+// TLS is the mutual TLS of a Mux. Handshakes (the mux's handshake
 // goroutines and the dialing goroutines of every shard's Raft and of the
 // hubs) call configs; the mux logs their failures (Mux.handshakeFailed).
-type raftTLS struct {
+type TLS struct {
 	certFile, keyFile, caFile string
 	logger                    hclog.Logger // reloads
 
@@ -61,14 +57,14 @@ type raftTLS struct {
 	checked time.Time
 }
 
-// loadRaftTLS loads the three files once, or returns nil when none is set
-// (Config.Validate checks they go together): a node does not start with a
-// certificate or CA it cannot read. Called by NewNode.
-func loadRaftTLS(certFile, keyFile, caFile string, logger hclog.Logger) (*raftTLS, error) {
+// LoadTLS loads the three files once, or returns nil when none is set
+// (cluster.Config.Validate checks they go together): a node does not start with a
+// certificate or CA it cannot read. Called by cluster.NewNode.
+func LoadTLS(certFile, keyFile, caFile string, logger hclog.Logger) (*TLS, error) {
 	if certFile == "" {
 		return nil, nil
 	}
-	t := &raftTLS{certFile: certFile, keyFile: keyFile, caFile: caFile, logger: logger}
+	t := &TLS{certFile: certFile, keyFile: keyFile, caFile: caFile, logger: logger}
 	if err := t.load(); err != nil {
 		return nil, err
 	}
@@ -77,7 +73,7 @@ func loadRaftTLS(certFile, keyFile, caFile string, logger hclog.Logger) (*raftTL
 
 // load reads the files and builds both sides' configs. Called with t.mu
 // held (or before t is shared).
-func (t *raftTLS) load() error {
+func (t *TLS) load() error {
 	mods, err := t.modTimes()
 	if err != nil {
 		return err
@@ -147,7 +143,7 @@ func verifyPeerChain(cs tls.ConnectionState, cas *x509.CertPool, caFile string) 
 }
 
 // modTimes are the modification times of the three files.
-func (t *raftTLS) modTimes() ([3]time.Time, error) {
+func (t *TLS) modTimes() ([3]time.Time, error) {
 	var mods [3]time.Time
 	for i, f := range []string{t.certFile, t.keyFile, t.caFile} {
 		fi, err := os.Stat(f)
@@ -163,7 +159,7 @@ func (t *raftTLS) modTimes() ([3]time.Time, error) {
 // changed since the last look (at most once every raftTLSCheckInterval). A
 // reload that fails keeps the configs in use and logs why (load changes
 // nothing unless every file loads).
-func (t *raftTLS) configs() (server, client *tls.Config) {
+func (t *TLS) configs() (server, client *tls.Config) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if time.Since(t.checked) >= raftTLSCheckInterval {
@@ -191,7 +187,7 @@ func (e *tlsHandshakeError) Unwrap() error { return e.err }
 // accept runs the accepting side's handshake on c within timeout. On
 // failure c is left for the caller to close. Called by the mux's
 // handshake goroutines.
-func (t *raftTLS) accept(c net.Conn, timeout time.Duration) (net.Conn, error) {
+func (t *TLS) accept(c net.Conn, timeout time.Duration) (net.Conn, error) {
 	server, _ := t.configs()
 	tc := tls.Server(c, server)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -205,7 +201,7 @@ func (t *raftTLS) accept(c net.Conn, timeout time.Duration) (net.Conn, error) {
 // dial runs the dialing side's handshake on c, within timeout (none if
 // zero) and until ctx ends. On failure c is left for the caller to close.
 // Called by StreamLayer.Dial.
-func (t *raftTLS) dial(ctx context.Context, c net.Conn, timeout time.Duration) (net.Conn, error) {
+func (t *TLS) dial(ctx context.Context, c net.Conn, timeout time.Duration) (net.Conn, error) {
 	_, client := t.configs()
 	tc := tls.Client(c, client)
 	if timeout > 0 {
@@ -235,7 +231,7 @@ func (m *Mux) handshakeFailed(side, addr string, err error) {
 	if h, _, splitErr := net.SplitHostPort(addr); splitErr == nil {
 		host = h
 	}
-	ok, left := m.warns.allow(side + "\x00" + host)
+	ok, left := m.warns.Allow(side + "\x00" + host)
 	if !ok {
 		return
 	}
@@ -254,9 +250,9 @@ func (m *Mux) handshakeFailed(side, addr string, err error) {
 	m.logger.Warn("raft TLS handshake failed", kv...)
 }
 
-// warnLimiter lets a warning about the same key through at most once per
+// WarnLimiter lets a warning about the same key through at most once per
 // interval. gossipkey.go uses it too. Any goroutine.
-type warnLimiter struct {
+type WarnLimiter struct {
 	interval time.Duration
 
 	mu   sync.Mutex
@@ -264,17 +260,27 @@ type warnLimiter struct {
 	left map[string]int       // warnings about the key held back since
 }
 
-// maxWarnKeys bounds the keys a warnLimiter remembers: past it, those
+// maxWarnKeys bounds the keys a WarnLimiter remembers: past it, those
 // whose interval is over are forgotten.
 const maxWarnKeys = 1024
 
-func newWarnLimiter(interval time.Duration) *warnLimiter {
-	return &warnLimiter{interval: interval, last: make(map[string]time.Time), left: make(map[string]int)}
+func NewWarnLimiter(interval time.Duration) *WarnLimiter {
+	return &WarnLimiter{interval: interval, last: make(map[string]time.Time), left: make(map[string]int)}
 }
 
-// allow reports whether a warning about key is to be logged now and, if
+// Backdate moves the time every key's warning was last let through d
+// earlier, as if d had passed (tests).
+func (w *WarnLimiter) Backdate(d time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for k, last := range w.last {
+		w.last[k] = last.Add(-d)
+	}
+}
+
+// Allow reports whether a warning about key is to be logged now and, if
 // so, how many about it were held back since the last one logged.
-func (w *warnLimiter) allow(key string) (ok bool, heldBack int) {
+func (w *WarnLimiter) Allow(key string) (ok bool, heldBack int) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	now := time.Now()

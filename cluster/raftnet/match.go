@@ -1,4 +1,4 @@
-package cluster
+package raftnet
 
 import (
 	"sync"
@@ -6,10 +6,6 @@ import (
 
 	"github.com/hashicorp/raft"
 )
-
-// catchUpEntries is how far, in log entries, a new replica may trail the
-// leader's last index and count as caught up (promoted to voter).
-const catchUpEntries = 16
 
 // matchTracker records, on a shard leader, the highest log index each peer
 // acknowledged holding: the transport sees every AppendEntries and
@@ -69,17 +65,4 @@ func (t *matchTracker) get(id raft.ServerID, term uint64) (uint64, time.Time) {
 		return 0, time.Time{}
 	}
 	return st.index, st.at
-}
-
-// caughtUp reports whether the replica id of this shard, which this node
-// leads, acknowledged the log to within catchUpEntries of the leader's
-// last index (a heartbeat acknowledges none: an empty replica must have
-// taken real entries or a snapshot) and answered within a heartbeat
-// timeout.
-func (s *Shard) caughtUp(id raft.ServerID) bool {
-	index, at := s.match.get(id, s.Raft.CurrentTerm())
-	if index == 0 || time.Since(at) > s.heartbeat {
-		return false
-	}
-	return index+catchUpEntries >= s.Raft.LastIndex()
 }

@@ -1,167 +1,15 @@
-package cluster
+package raftnet
 
 import (
 	"errors"
-	"fmt"
 	"net"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/kcoord/kcoord/internal/testkit"
 )
-
-// beatTotals sums, over nodes, the heartbeat answers their hubs received
-// in frames and the heartbeats their shards sent one by one.
-func beatTotals(nodes []*testNode, shards int32) (framed, alone uint64) {
-	for _, tn := range nodes {
-		if tn.beatHub != nil {
-			framed += tn.beatHub.answers.Load()
-		}
-		for _, id := range allShardIDs(shards) {
-			alone += tn.Shard(id).beats.sentAlone.Load()
-		}
-	}
-	return framed, alone
-}
-
-// followersOf returns the nodes other than leader.
-func followersOf(nodes []*testNode, leader int32) []*testNode {
-	var out []*testNode
-	for _, tn := range nodes {
-		if tn.ID() != leader {
-			out = append(out, tn)
-		}
-	}
-	return out
-}
-
-// An idle cluster's heartbeats travel in frames: followers keep hearing
-// from their leaders (no shard changes term), while hardly a heartbeat
-// goes out on its own.
-func TestBeatHubCarriesAnIdleClustersHeartbeats(t *testing.T) {
-	const shards = 8
-	nodes := startTestCluster(t, 3, shards)
-	before := waitShardLeaders(t, nodes, shards)
-	time.Sleep(500 * time.Millisecond) // elections' and bootstraps' aftermath
-	framed0, alone0 := beatTotals(nodes, shards)
-
-	heartbeat := nodes[0].Shard(0).heartbeat
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, id := range allShardIDs(shards) {
-			for _, tn := range followersOf(nodes, before[id].Node) {
-				if since := time.Since(tn.Shard(id).Raft.LastContact()); since > heartbeat/2 {
-					t.Fatalf("node %d last heard from shard %d's leader %v ago, over half the heartbeat timeout %v", tn.ID(), id, since, heartbeat)
-				}
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	framed, alone := beatTotals(nodes, shards)
-	framed, alone = framed-framed0, alone-alone0
-	t.Logf("in 2s: %d heartbeat answers in frames, %d heartbeats sent one by one", framed, alone)
-	if framed == 0 || alone*10 > framed {
-		t.Fatalf("%d heartbeats sent one by one against %d answered in frames: want under a tenth", alone, framed)
-	}
-	after := shardLeaders(t, nodes, shards)
-	for id, e := range before {
-		if after[id].Node != e.Node || after[id].Term != e.Term {
-			t.Fatalf("shard %d: leader %+v became %+v in an idle cluster", id, e, after[id])
-		}
-	}
-}
-
-// A fault on one shard's traffic keeps that shard out of frames, so it
-// acts as it does on the shard's own stream: a leader whose outbound
-// traffic for the shard is dropped loses it, while frames keep carrying
-// its other shards.
-func TestBeatHubLeavesAShardWithAnOutboundFaultOut(t *testing.T) {
-	const shards = 4
-	nodes := startTestCluster(t, 3, shards)
-	before := waitShardLeaders(t, nodes, shards)
-	const victim int32 = 0
-	old := nodeByID(nodes, before[victim].Node)
-	heal := old.Faults().Add(Fault{Shards: []int32{victim}, Dir: DirOutbound, Drop: true})
-	defer heal()
-
-	eventually(t, 10*time.Second, fmt.Sprintf("shard %d led by another node than %d", victim, old.ID()), func() bool {
-		for _, tn := range followersOf(nodes, old.ID()) {
-			if tn.Shard(victim).IsLeader() {
-				return true
-			}
-		}
-		return false
-	})
-	for id, e := range before {
-		if id == victim || e.Node != old.ID() {
-			continue
-		}
-		if !old.Shard(id).IsLeader() || old.Shard(id).Term() != e.Term {
-			t.Fatalf("shard %d, whose traffic has no fault, lost leader %d of term %d", id, e.Node, e.Term)
-		}
-	}
-}
-
-// A follower with an inbound fault on one shard answers none of that
-// shard's heartbeats in frames, so it stops hearing from the leader, as it
-// would on the shard's own stream.
-func TestBeatHubLeavesAShardWithAnInboundFaultOut(t *testing.T) {
-	const shards = 4
-	nodes := startTestCluster(t, 3, shards)
-	before := waitShardLeaders(t, nodes, shards)
-	const victim int32 = 1
-	follower := followersOf(nodes, before[victim].Node)[0]
-	heal := follower.Faults().Add(Fault{Shards: []int32{victim}, Dir: DirInbound, Drop: true})
-	defer heal()
-
-	heartbeat := follower.Shard(victim).heartbeat
-	eventually(t, 10*time.Second, fmt.Sprintf("node %d out of touch with shard %d's leader", follower.ID(), victim), func() bool {
-		return follower.Shard(victim).Raft.State() != raft.Follower ||
-			time.Since(follower.Shard(victim).Raft.LastContact()) > heartbeat
-	})
-	// The follower's other shards still hear from their leaders.
-	for id, e := range before {
-		if id == victim || e.Node == follower.ID() {
-			continue
-		}
-		if since := time.Since(follower.Shard(id).Raft.LastContact()); since > heartbeat/2 {
-			t.Fatalf("shard %d without a fault: node %d last heard from its leader %v ago", id, follower.ID(), since)
-		}
-	}
-}
-
-// A node without a hub (a kcoord that predates it, or HeartbeatReuse
-// off) has no beat stream: frames to it fail, and its peers heartbeat it
-// one by one, so every shard keeps its leader.
-func TestBeatHubFallsBackForAPeerWithoutOne(t *testing.T) {
-	const shards = 6
-	id := int32(0)
-	nodes := startTestCluster(t, 3, shards, func(c *Config) {
-		id++
-		if id == 3 {
-			c.HeartbeatReuse = -1
-		}
-	})
-	if nodes[2].beatHub != nil {
-		t.Fatal("node 3 has a hub with HeartbeatReuse off")
-	}
-	before := waitShardLeaders(t, nodes, shards)
-	time.Sleep(2 * time.Second)
-	after := shardLeaders(t, nodes, shards)
-	for id, e := range before {
-		if after[id].Node != e.Node || after[id].Term != e.Term {
-			t.Fatalf("shard %d: leader %+v became %+v", id, e, after[id])
-		}
-	}
-	var framed uint64
-	for _, tn := range nodes[:2] {
-		framed += tn.beatHub.answers.Load()
-	}
-	if framed == 0 {
-		t.Fatal("nodes 1 and 2 exchanged no frames")
-	}
-}
 
 // A frame that fails pauses frames to that peer, longer after each
 // failure, and makes beat answer nothing, so the shard sends its
@@ -179,12 +27,7 @@ func TestBeatHubPausesAfterAFailedFrame(t *testing.T) {
 	}
 	defer h.close()
 
-	dead, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	target := raft.ServerAddress(dead.Addr().String())
-	_ = dead.Close() // nothing listens there: dials are refused
+	target := raft.ServerAddress(testkit.RefusingAddr(t)) // dials are refused
 
 	r := singleLeader(t)
 	m := h.add(0, newHeartbeats(40*time.Millisecond, 200*time.Millisecond), newMatchTracker())
@@ -377,7 +220,7 @@ func singleLeader(t *testing.T) *raft.Raft {
 		raft.Configuration{Servers: []raft.Server{{ID: "1", Address: trans.LocalAddr()}}}); err != nil {
 		t.Fatal(err)
 	}
-	r, err := raft.NewRaft(conf, newKVFSM(), store, store, snaps, trans)
+	r, err := raft.NewRaft(conf, &raft.MockFSM{}, store, store, snaps, trans)
 	if err != nil {
 		t.Fatal(err)
 	}

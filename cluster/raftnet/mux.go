@@ -1,7 +1,8 @@
-package cluster
+package raftnet
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+
+	"github.com/kcoord/kcoord/release"
 )
 
 // Stream header. Every Raft connection through a Mux starts with (after
@@ -21,7 +24,7 @@ import (
 //
 //	byte  0     headerMagic ('k')
 //	byte  1     header version: 1, or 2 when the dialer knows its cluster id
-//	bytes 2-5   shard id, int32 big endian (MetaShard is -1)
+//	bytes 2-5   shard id, int32 big endian (streams.go: group shards 0 and up, MetaShard -1, the other streams below)
 //	bytes 6-7   length n of the dialer's advertised Raft address, uint16 big endian
 //	bytes 8-    the dialer's advertised Raft address (n <= maxHeaderAddr bytes)
 //	version 2 only:
@@ -45,6 +48,12 @@ const (
 	maxHeaderClusterID      = 255
 )
 
+// Formats lists the formats of the Raft port that kcoord defines, for
+// `kcoord version` (cluster.Formats): the stream header.
+func Formats() []release.Format {
+	return []release.Format{{Name: "raft stream header", Reads: fmt.Sprintf("versions %d-%d", headerV1, headerV2), Writes: fmt.Sprintf("version %d (%d before the node knows its cluster id)", headerV2, headerV1)}}
+}
+
 // A TLS connection starts with a handshake record: type 22, then the major
 // version 3 (a ClientHello of any version, SSL 3.0 to TLS 1.3). No header
 // starts so: readHeader names it.
@@ -65,7 +74,7 @@ const defaultHeaderTimeout = 5 * time.Second
 // Every connection is tracked, so Close (and a StreamLayer's Close) ends them
 // all, and Faults can drop or delay them.
 //
-// A mux made with mutual TLS (Config.RaftTLSCertFile) runs the handshake on
+// A mux made with mutual TLS (cluster.Config.RaftTLSCertFile) runs the handshake on
 // every connection, accepted or dialed, before the header.
 type Mux struct {
 	ln            net.Listener
@@ -73,13 +82,13 @@ type Mux struct {
 	headerTimeout time.Duration
 	logger        hclog.Logger
 	faults        *Faults
-	deaths        *peerDeaths
+	deaths        *PeerDeaths
 	// tls is the mutual TLS every connection speaks (rafttls.go); nil:
 	// plaintext.
-	tls *raftTLS
+	tls *TLS
 	// warns limits the warnings about failed TLS handshakes (and TLS
 	// peers of a plaintext mux): see handshakeFailed.
-	warns *warnLimiter
+	warns *WarnLimiter
 
 	mu      sync.Mutex
 	closed  bool
@@ -97,29 +106,33 @@ type Mux struct {
 	wg      sync.WaitGroup // accept loop and handshakes
 
 	// fenced is how far the node fenced itself for its disk
-	// (diskfence.go): fenceNone, fenceInbound (no connection accepted, and
+	// (diskfence.go): FenceNone, FenceInbound (no connection accepted, and
 	// those accepted are closed: no peer's RPC reaches this node's Raft)
-	// or fenceAll (none dialed either).
+	// or FenceAll (none dialed either).
 	fenced atomic.Int32
 }
 
-// Levels of Mux.fence.
+// Levels of Mux.Fence.
 const (
-	fenceNone int32 = iota
-	fenceInbound
-	fenceAll
+	// FenceNone: the mux carries traffic.
+	FenceNone int32 = iota
+	// FenceInbound: no connection is accepted, and those accepted are
+	// closed.
+	FenceInbound
+	// FenceAll: none is dialed either.
+	FenceAll
 )
 
 // ListenMux binds bindAddr and returns a Mux serving it in plaintext.
 // advertise is the address peers dial to reach it; empty means the bound
 // address (which must then have a specific IP).
 func ListenMux(bindAddr, advertise string, logger hclog.Logger) (*Mux, error) {
-	return listenMux(bindAddr, advertise, nil, logger)
+	return ListenMuxTLS(bindAddr, advertise, nil, logger)
 }
 
-// listenMux is ListenMux speaking mutual TLS on every connection when rt
-// is set. Called by NewNode.
-func listenMux(bindAddr, advertise string, rt *raftTLS, logger hclog.Logger) (*Mux, error) {
+// ListenMuxTLS is ListenMux speaking mutual TLS on every connection when
+// rt is set (LoadTLS; nil is plaintext). cluster.NewNode calls it.
+func ListenMuxTLS(bindAddr, advertise string, rt *TLS, logger hclog.Logger) (*Mux, error) {
 	ln, err := net.Listen("tcp", bindAddr)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: raft listener: %w", err)
@@ -127,7 +140,7 @@ func listenMux(bindAddr, advertise string, rt *raftTLS, logger hclog.Logger) (*M
 	if advertise == "" {
 		advertise = ln.Addr().String()
 	}
-	if err := checkAdvertisable(advertise); err != nil {
+	if err := CheckAdvertisable(advertise); err != nil {
 		_ = ln.Close()
 		return nil, fmt.Errorf("cluster: raft advertise address: %w", err)
 	}
@@ -147,7 +160,7 @@ func newMux(ln net.Listener, advertise string, logger hclog.Logger, headerTimeou
 
 // startMux returns a Mux accepting on ln, with mutual TLS when rt is set,
 // and starts its accept loop.
-func startMux(ln net.Listener, advertise string, rt *raftTLS, logger hclog.Logger, headerTimeout time.Duration) *Mux {
+func startMux(ln net.Listener, advertise string, rt *TLS, logger hclog.Logger, headerTimeout time.Duration) *Mux {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
@@ -157,7 +170,7 @@ func startMux(ln net.Listener, advertise string, rt *raftTLS, logger hclog.Logge
 		headerTimeout: headerTimeout,
 		logger:        logger,
 		tls:           rt,
-		warns:         newWarnLimiter(handshakeWarnInterval),
+		warns:         NewWarnLimiter(handshakeWarnInterval),
 		layers:        make(map[int32]*StreamLayer),
 		conns:         make(map[*muxConn]struct{}),
 		pending:       make(map[net.Conn]struct{}),
@@ -174,12 +187,20 @@ func startMux(ln net.Listener, advertise string, rt *raftTLS, logger hclog.Logge
 // Addr is the advertised address of the mux.
 func (m *Mux) Addr() net.Addr { return muxAddr(m.advertise) }
 
+// Advertise is the address peers dial to reach the mux: every shard's
+// raft.ServerAddress of this node.
+func (m *Mux) Advertise() string { return m.advertise }
+
+// Deaths is the mux's record of proven-dead peers, which its dials and
+// connections feed. Routing reads it.
+func (m *Mux) Deaths() *PeerDeaths { return m.deaths }
+
 // SetClusterID sets the cluster id this mux names in the header of every
 // connection it dials (from now on), and refuses, on accept, a header that
 // names another non-empty cluster id: one log line per peer and id names
 // both ids. Headers naming no cluster (version 1, or a peer that has no id
 // yet) are accepted. An id longer than 255 bytes is not sent. Any goroutine
-// may call it; the Node calls it when it learns its cluster id.
+// may call it; cluster.Node calls it when it learns its cluster id.
 func (m *Mux) SetClusterID(id string) {
 	m.mu.Lock()
 	m.clusterID = id
@@ -202,6 +223,23 @@ func (m *Mux) SetClusterPending(pending bool) {
 	m.mu.Lock()
 	m.clusterPending = pending
 	m.mu.Unlock()
+}
+
+// CheckAdvertisable reports whether addr is a host:port peers can dial:
+// a port, and a host that is not an unspecified IP. Config validation
+// calls it too.
+func CheckAdvertisable(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if port == "" || port == "0" {
+		return fmt.Errorf("%q has no port", addr)
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		return fmt.Errorf("%q is not advertisable (unspecified host)", addr)
+	}
+	return nil
 }
 
 // header is the stream header of a connection this mux dials for shard.
@@ -258,17 +296,17 @@ func (m *Mux) admits(peer, peerCluster string, shard int32) bool {
 }
 
 // fence closes the connections of the mux that level shuts and refuses
-// new ones: at fenceInbound those peers dialed (no peer's RPC reaches this
+// new ones: at FenceInbound those peers dialed (no peer's RPC reaches this
 // node's Raft: a vote request would make a Raft whose disk failed store a
-// term, and it panics when it cannot), at fenceAll every one, dialed or
+// term, and it panics when it cannot), at FenceAll every one, dialed or
 // accepted, so a node fenced for its disk neither sends nor answers Raft
 // traffic of any shard, nor the admin, append and heartbeat streams.
-// fenceNone opens the mux again. Peers see their connections end, as with
+// FenceNone opens the mux again. Peers see their connections end, as with
 // a dead node, but the port still accepts TCP, so their death probes find
 // it alive. Called by the disk watch; never blocks on a connection.
-func (m *Mux) fence(level int32) {
+func (m *Mux) Fence(level int32) {
 	m.fenced.Store(level)
-	if level == fenceNone {
+	if level == FenceNone {
 		return
 	}
 	m.mu.Lock()
@@ -286,7 +324,7 @@ func (m *Mux) fence(level int32) {
 
 // fencedAt reports whether fence level shuts c.
 func (c *muxConn) fencedAt(level int32) bool {
-	return level >= fenceAll || (level >= fenceInbound && c.dir == DirInbound)
+	return level >= FenceAll || (level >= FenceInbound && c.dir == DirInbound)
 }
 
 // Faults returns the fault injector of this mux (for tests).
@@ -426,7 +464,7 @@ func (m *Mux) handshake(raw net.Conn) {
 		return
 	case errors.Is(err, io.EOF):
 		// Closed before sending a byte: a peer's death probe
-		// (peerDeaths.suspect), or a port scan.
+		// (PeerDeaths.suspect), or a port scan.
 		_ = c.Close()
 		return
 	case errors.As(err, &handshakeErr), errors.Is(err, errPeerSpeaksTLS):
@@ -448,7 +486,7 @@ func (m *Mux) handshake(raw net.Conn) {
 		_ = c.Close()
 		return
 	}
-	if _, err := m.faults.eval(shard, peer, DirInbound); err != nil || m.fenced.Load() != fenceNone {
+	if _, err := m.faults.eval(shard, peer, DirInbound); err != nil || m.fenced.Load() != FenceNone {
 		m.logger.Debug("raft mux refused connection", "shard", shard, "peer", peer, "fence", m.fenced.Load())
 		_ = c.Close()
 		return
@@ -544,6 +582,37 @@ func (m *Mux) untrack(c *muxConn) {
 	m.mu.Unlock()
 }
 
+// ConnInfo describes an open connection of a Mux.
+type ConnInfo struct {
+	Shard int32
+	// Peer is the remote node's advertised Raft address.
+	Peer string
+	Dir  Direction
+	// TLSVersion is the connection's TLS version (tls.VersionTLS12, ...);
+	// 0 when it is plaintext.
+	TLSVersion uint16
+}
+
+// Conns lists the open connections of the mux. Any goroutine may call
+// it.
+func (m *Mux) Conns() []ConnInfo {
+	m.mu.Lock()
+	conns := make([]*muxConn, 0, len(m.conns))
+	for c := range m.conns {
+		conns = append(conns, c)
+	}
+	m.mu.Unlock()
+	out := make([]ConnInfo, 0, len(conns))
+	for _, c := range conns {
+		ci := ConnInfo{Shard: c.shard, Peer: c.peer, Dir: c.dir}
+		if tc, ok := c.Conn.(*tls.Conn); ok {
+			ci.TLSVersion = tc.ConnectionState().Version
+		}
+		out = append(out, ci)
+	}
+	return out
+}
+
 // connsMatching returns the tracked connections matching f.
 func (m *Mux) connsMatching(f *Fault) []*muxConn {
 	m.mu.Lock()
@@ -623,7 +692,7 @@ func (l *StreamLayer) Dial(address raft.ServerAddress, timeout time.Duration) (n
 		return nil, ErrMuxClosed
 	}
 	peer := string(address)
-	if l.mux.fenced.Load() >= fenceAll {
+	if l.mux.fenced.Load() >= FenceAll {
 		return nil, fmt.Errorf("dial %s shard %d: %w", peer, l.shard, ErrFenced)
 	}
 	delay, err := l.mux.faults.eval(l.shard, peer, DirOutbound)
@@ -709,7 +778,7 @@ func (c *muxConn) Read(b []byte) (int, error) {
 		if errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
 			// The peer's side closed: a process that died closes its
 			// sockets at once. Find out whether it did.
-			c.mux.deaths.suspect(c.peer)
+			c.mux.deaths.Suspect(c.peer)
 		}
 	}
 	return n, err
