@@ -60,7 +60,7 @@ func (n *Node) checkReplicasApply(typ fsm.CommandType) error {
 	if typ < firstGossipedType || n.gossip == nil {
 		return nil
 	}
-	meta := n.Shard(MetaShard)
+	meta := n.startedShard(MetaShard)
 	if meta == nil {
 		return nil
 	}

@@ -20,7 +20,7 @@ const awaitLeaderRecheck = 25 * time.Millisecond
 // Called from request goroutines; it blocks until a leader is known, ctx
 // ends or the node shuts down.
 func (n *Node) AwaitLeaderOf(ctx context.Context, shard int32) (Broker, bool) {
-	if b, ok := n.LeaderOf(shard); ok || n.Shard(shard) == nil || ctx.Done() == nil || ctx.Err() != nil {
+	if b, ok := n.LeaderOf(shard); ok || n.startedShard(shard) == nil || ctx.Done() == nil || ctx.Err() != nil {
 		return b, ok
 	}
 	recheck := time.NewTicker(awaitLeaderRecheck)

@@ -24,7 +24,7 @@ const bootstrapSettle = 500 * time.Millisecond
 const clusterLoopFast = 100 * time.Millisecond
 
 // bootState is a node's part in a multi-node bootstrap while it takes
-// part in one. NewNode sets proposal and active (begin) before gossip
+// part in one. Open sets proposal and active (begin) before gossip
 // starts; afterwards only the cluster loop goroutine reads or writes it.
 // What outlives the bootstrap (the proposal, and the view and digest of the
 // agreement acted on) is in node.json: see identity.Proposal.
@@ -59,7 +59,7 @@ func (b *bootState) begin(proposal string) error {
 // multi-node bootstrap (BootstrapExpect > 1 on a node without state or
 // cluster id), and adopts the cluster id of the stateful peers while the
 // node has none. It wakes on gossip changes and on a timer. Runs on its own
-// goroutine, started by NewNode when gossip is on, until Shutdown.
+// goroutine, started by Start when gossip is on, until Shutdown.
 func (n *Node) clusterLoop() {
 	g := n.gossip
 	timer := time.NewTimer(0)

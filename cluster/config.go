@@ -30,7 +30,7 @@ const MetaShard = raftnet.MetaShard
 
 // Config configures a Node. Start from DefaultConfig. Zero-valued durations
 // and sizes (Raft timings, gossip intervals, JoinTimeout, ...), an empty
-// LogStore and a nil Logger take their defaults in NewNode and Validate;
+// LogStore and a nil Logger take their defaults in Open and Validate;
 // NodeID, Shards and BootstrapExpect are used as given (BootstrapExpect 0
 // means "join, never bootstrap", not "default").
 type Config struct {
@@ -90,11 +90,11 @@ type Config struct {
 	// bootstraps, whatever BootstrapExpect says.
 	BootstrapExpect int
 
-	// JoinTimeout (wall-clock duration) bounds how long NewNode waits, on an
+	// JoinTimeout (wall-clock duration) bounds how long Start waits, on an
 	// empty DataDir with Join set, for a seed to answer before any shard's
 	// Raft starts: the node must learn its peers' views first, to refuse to
 	// start when its id is a voter of theirs (ErrEmptyDataDirVoter) and to
-	// adopt their cluster id. When no seed answers in time, NewNode goes on
+	// adopt their cluster id. When no seed answers in time, Start goes on
 	// and records the data dir as awaiting peers (see node.json): the node
 	// keeps joining in the background, accepts no Raft traffic of any
 	// cluster until gossip confirms it holds no seat there, and never
@@ -177,10 +177,10 @@ type Config struct {
 	// runs on the store's committer goroutine and must not block.
 	ObserveLogSync func(time.Duration)
 
-	// NewShardFSM builds the FSM of a group shard. NewNode calls it once per
+	// NewShardFSM builds the FSM of a group shard. Open calls it once per
 	// shard.
 	NewShardFSM func(shard int32) raft.FSM
-	// NewMetaFSM builds the FSM of MetaShard. NewNode calls it once.
+	// NewMetaFSM builds the FSM of MetaShard. Open calls it once.
 	NewMetaFSM func() raft.FSM
 
 	// OnLeadership, if set, is called whenever this node gains (true) or

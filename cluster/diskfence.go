@@ -177,7 +177,7 @@ func diskWatchTick(bound time.Duration) time.Duration {
 }
 
 // diskWatchLoop runs the watch until Shutdown, on a goroutine of its own
-// that NewNode starts once the shards run. Nothing it calls touches the
+// that Start starts once the shards run. Nothing it calls touches the
 // disk or waits for a goroutine that does.
 func (n *Node) diskWatchLoop(w *diskWatch) {
 	t := time.NewTicker(diskWatchTick(w.max))

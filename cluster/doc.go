@@ -6,14 +6,17 @@
 //
 // # Pieces
 //
-//   - Node (node.go): lifecycle. NewNode opens every shard's stores (by
-//     default one node-wide write-ahead log with group commit across
-//     shards, DataDir/wal, package nodestore, which imports the bolt file
-//     DataDir/raft.db of earlier versions; or raft-boltdb per shard, see
-//     Config.LogStore; a data dir keeps the kind it was created with; file
-//     snapshots in DataDir/shards/<id> and DataDir/meta), joins gossip,
-//     decides what the node is to its cluster, then starts every shard's
-//     Raft. Ready/WaitReady, LeaderOf, Brokers, ClusterID, AdoptClusterID,
+//   - Node (node.go): lifecycle, in two steps. Open opens every shard's
+//     stores (by default one node-wide write-ahead log with group commit
+//     across shards, DataDir/wal, package nodestore, which imports the
+//     bolt file DataDir/raft.db of earlier versions; or raft-boltdb per
+//     shard, see Config.LogStore; a data dir keeps the kind it was
+//     created with; file snapshots in DataDir/shards/<id> and
+//     DataDir/meta), binds the Raft port and makes every Shard, none
+//     running: a caller builds its group coordinators on Node.Shard
+//     then. Start joins gossip, decides what the node is to its cluster,
+//     then starts every shard's Raft. NewNode is both at once.
+//     Ready/WaitReady, LeaderOf, Brokers, ClusterID, AdoptClusterID,
 //     Leave, TransferLeadership and Shutdown.
 //   - Identity (identity.go): DataDir/node.json records the node id, shard
 //     count, log store kind and cluster id (version 2; version 1, without a
@@ -53,7 +56,7 @@
 //   - Raft network (package cluster/raftnet): the one Raft port every
 //     shard shares, its stream header and cluster-id check, mutual TLS,
 //     the beat and append hubs, each shard's raft.Transport, the record of
-//     proven-dead peers and the fault hooks. NewNode listens with
+//     proven-dead peers and the fault hooks. Open listens with
 //     raftnet.ListenMuxTLS, starts raftnet.Hubs and gives each shard a
 //     raftnet.Transport; the admin stream (admin.go) is the port's
 //     raftnet.AdminStream. Routing leaves peers whose death
@@ -128,7 +131,7 @@
 //
 // # Goroutines
 //
-// NewNode runs on the caller's goroutine. With gossip, each node then runs a
+// Open and Start run on the caller's goroutine. With gossip, each node then runs a
 // cluster loop (meta refresh, bootstrap, cluster id adoption), a balance
 // loop and a join loop (until a seed answers); every node a feature loop
 // (features.go); with the node store, a disk

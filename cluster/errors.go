@@ -10,11 +10,14 @@ var (
 	// ErrInvalidConfig wraps every error Config.Validate returns.
 	ErrInvalidConfig = errors.New("cluster: invalid config")
 
-	// ErrDataDirMismatch is returned by NewNode when DataDir was initialised
+	// ErrDataDirMismatch is returned by Open when DataDir was initialised
 	// by a node with another NodeID or Shards count. The shard count fixes
 	// where every group lives (PartitionFor), so it can never change for a
 	// data directory.
 	ErrDataDirMismatch = errors.New("cluster: data dir belongs to another node id or shard count")
+
+	// ErrStarted is returned by Node.Start on a node started already.
+	ErrStarted = errors.New("cluster: node started already")
 
 	// ErrShutdown is returned by Node methods called after Shutdown.
 	ErrShutdown = errors.New("cluster: node is shut down")
@@ -35,7 +38,7 @@ var (
 	// only active node: its replicas would have nowhere to go.
 	ErrLastActiveNode = errors.New("cluster: refusing to remove the last active node")
 
-	// ErrEmptyDataDirVoter is returned by NewNode when DataDir is empty (new
+	// ErrEmptyDataDirVoter is returned by Start when DataDir is empty (new
 	// or wiped: no node.json) but the node's id holds seats (is a voter) in
 	// the shard configurations of a live cluster its seeds belong to. Raft
 	// with an empty log under that id could vote a second time in a term it
@@ -50,7 +53,7 @@ var (
 	// life.
 	ErrClusterIDMismatch = errors.New("cluster: data dir belongs to another cluster")
 
-	// ErrAmbiguousJoin is returned by NewNode on a fresh data dir when the
+	// ErrAmbiguousJoin is returned by Start on a fresh data dir when the
 	// peers reached through Join that hold Raft state advertise different
 	// cluster ids: the seeds name nodes of more than one cluster, and the
 	// node cannot tell which one to join.

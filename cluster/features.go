@@ -143,7 +143,7 @@ func levelName(l release.Level) string {
 }
 
 // checkStartLevel refuses a data dir whose node.json records a finalized
-// level this binary does not support. Called by NewNode.
+// level this binary does not support. Called by Open.
 func checkStartLevel(dataDir string, id identity) error {
 	if l := release.Level(id.Features[release.Feature]); l > 0 && !release.Supports(l) {
 		return tooOld("the data dir "+dataDir, l)

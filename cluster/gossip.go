@@ -156,7 +156,7 @@ type gossip struct {
 // startGossip creates the memberlist, encrypted with keys unless nil, and
 // starts joining the seeds in the background (a node that finds no seed
 // yet keeps retrying) and, with keys, watching their file. self is the meta
-// to advertise from the start. Called by NewNode before any shard's Raft
+// to advertise from the start. Called by Start before any shard's Raft
 // starts.
 func (n *Node) startGossip(self nodeMeta, keys *gossipKeys) error {
 	cfg := n.cfg
@@ -289,7 +289,7 @@ func metaEqual(a, b nodeMeta) bool {
 const announceWait = 20 * time.Millisecond
 
 // announce re-gossips this node's meta after it changed. The cluster
-// loop, NewNode and the disk watch call it, never a memberlist delegate
+// loop, Start and the disk watch call it, never a memberlist delegate
 // (memberlist's node lock); announceMu makes them take turns, since
 // memberlist's UpdateNode reads and rewrites the local node without a
 // lock of its own.

@@ -34,7 +34,7 @@ import (
 // 32` makes one). Blank lines and lines starting with # are ignored. The
 // first key is the primary: it encrypts everything this node sends. Every
 // key of the file decrypts what it receives. A file that is not base64, has
-// a key of another length, or holds no key stops NewNode with an error
+// a key of another length, or holds no key stops Open with an error
 // naming the file and line (ErrGossipKeyFile).
 //
 // The node re-reads the file every keyFileCheckInterval and applies a
@@ -85,7 +85,7 @@ type gossipKeys struct {
 }
 
 // loadGossipKeys reads the key file, or returns nil without one. Called
-// by NewNode before anything binds: a node does not start with keys it
+// by Open before anything binds: a node does not start with keys it
 // cannot read.
 func loadGossipKeys(path string) (*gossipKeys, error) {
 	if path == "" {

@@ -17,7 +17,7 @@ import (
 )
 
 // identityFile, in DataDir, records who the data dir belongs to: the node id,
-// the shard count, the log store kind and the cluster id. NewNode writes it
+// the shard count, the log store kind and the cluster id. Start writes it
 // before any shard's Raft runs on a fresh data dir, so its absence means the
 // data dir is empty: new, or wiped (see ErrEmptyDataDirVoter).
 const identityFile = "node.json"
@@ -98,7 +98,7 @@ type identity struct {
 	Agreement string  `json:"agreement,omitempty"`
 	// Features is the feature levels the cluster finalized, as this node
 	// last learned them from its replica of the metadata group (version
-	// 4; empty while nothing above release.Level1 is finalized). NewNode
+	// 4; empty while nothing above release.Level1 is finalized). Open
 	// refuses to start on a level this binary does not support.
 	Features map[string]int16 `json:"features,omitempty"`
 }
@@ -284,7 +284,7 @@ func (n *Node) setAwaitingPeers(awaiting bool) error {
 	defer n.idMu.Unlock()
 	n.ident.AwaitingPeers = awaiting && n.ident.ClusterID == ""
 	if n.onDisk.equal(identity{}) {
-		return nil // NewNode writes it
+		return nil // Start writes it
 	}
 	return n.persistIdentityLocked()
 }

@@ -111,7 +111,7 @@ func (n *Node) plausibleLeader(shard int32, e leaderEntry) bool {
 	if !n.shardsStarted.Load() {
 		return true // no Raft to check against yet
 	}
-	s := n.Shard(shard)
+	s := n.startedShard(shard)
 	if s == nil || !s.replicated() || !s.votes() {
 		return true
 	}

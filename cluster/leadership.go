@@ -76,6 +76,9 @@ func (s *Shard) Leadership() Leadership { return s.leadership.load() }
 // on). A node fenced for its disk leads nothing, whatever its Raft says.
 // It does not ask a quorum (see ConfirmLeadership).
 func (s *Shard) Leads(epoch uint64) bool {
+	if !s.running.Load() {
+		return false
+	}
 	l := s.leadership.load()
 	// The term too: a leader's term changes only when it steps down, so a
 	// newer term means this epoch ended even if its notification lags.

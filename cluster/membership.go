@@ -12,7 +12,7 @@ import (
 
 // How a node comes to belong to one cluster, and never to another:
 //
-//   - Before any shard's Raft runs on an empty data dir, NewNode asks the
+//   - Before any shard's Raft runs on an empty data dir, Start asks the
 //     seeds (prepare): a node whose id is a voter of their live cluster
 //     refuses to start (ErrEmptyDataDirVoter); one that finds a live
 //     cluster adopts its id and joins it instead of bootstrapping.
@@ -21,7 +21,7 @@ import (
 //     bootstrapped before ids existed (mintIfLowestVoter).
 //   - Gossip and the Raft mux refuse peers whose id differs.
 
-// initialMeta is the gossip meta NewNode starts memberlist with, before any
+// initialMeta is the gossip meta Start starts memberlist with, before any
 // shard's Raft runs. It has no bootstrap proposal: a fresh node records
 // its proposal in node.json only after checking its seeds, and gossips it
 // from its first refreshMeta on (a proposal without a view agrees to
@@ -38,11 +38,11 @@ func (n *Node) initialMeta() nodeMeta {
 	}
 }
 
-// prepare decides, in NewNode and before any shard's Raft runs, what this
+// prepare decides, in Start and before any shard's Raft runs, what this
 // node is to its cluster. On an initialised data dir there is nothing to
 // decide. On a fresh one with Join set, it waits for the seeds (at most
 // JoinTimeout) and checks their views: see checkSeeds. It reports whether
-// NewNode must bootstrap every shard alone (BootstrapExpect 1 and no live
+// Start must bootstrap every shard alone (BootstrapExpect 1 and no live
 // cluster found), and records in ident whether the data dir still awaits
 // its check against peers.
 func (n *Node) prepare(fresh bool) (bootstrapAlone bool, err error) {
@@ -69,7 +69,7 @@ func (n *Node) prepare(fresh bool) (bootstrapAlone bool, err error) {
 			}
 		}
 		// In memory first: leadership callbacks during the bootstrap see
-		// it; NewNode writes node.json after the bootstrap.
+		// it; Start writes node.json after the bootstrap.
 		if err := n.setClusterID(id, false); err != nil {
 			return false, err
 		}
@@ -111,7 +111,7 @@ func (n *Node) waitForSeeds() bool {
 // full (allAdvertiseVoters), so the wiped-voter check was done. It fails with ErrEmptyDataDirVoter
 // when a stateful peer lists this node id as a voter, and with
 // ErrAmbiguousJoin when stateful peers name different cluster ids; else it
-// adopts their id, if any (NewNode persists it).
+// adopts their id, if any (Start persists it).
 func (n *Node) checkSeeds() (found, verified bool, err error) {
 	stateful := statefulPeers(n.gossip.others())
 	if len(stateful) == 0 {
@@ -361,7 +361,7 @@ func (n *Node) emptyDataDirVoterError(listing []nodeMeta) error {
 
 // refreshMeta brings this node's gossip meta up to date (state, voters,
 // cluster id, bootstrap proposal and view) and re-gossips it when it
-// changed. Called by NewNode once its shards run, then by the cluster loop.
+// changed. Called by Start once its shards run, then by the cluster loop.
 func (n *Node) refreshMeta() {
 	g := n.gossip
 	state := n.hasState.Load() || n.holdsShards()

@@ -57,7 +57,12 @@ type Node struct {
 	// hubs coalesce the shards' heartbeats (unless HeartbeatReuse is
 	// off) and carry every shard's AppendEntries to a peer on one stream
 	// (unless Config.SeparateAppendStreams).
-	hubs   *raftnet.Hubs
+	hubs *raftnet.Hubs
+	// made are every shard Open made, meta first, then the group shards
+	// by id; Node.Shard hands them out before they run.
+	made []*Shard
+	// meta, shards and all are the shards once startShards started
+	// them (nil before): what the node's own loops and routing use.
 	meta   *Shard
 	shards []*Shard // group shards by id
 	all    []*Shard // meta first, then group shards
@@ -117,7 +122,7 @@ type Node struct {
 	// LogStoreShard (one raft-boltdb file per shard).
 	logStore  string
 	nodeStore *nodestore.Store
-	// opened are the shard stores NewNode opened and has not yet handed to
+	// opened are the shard stores Open opened and has not yet handed to
 	// a running shard; abort closes them.
 	opened []*shardStores
 
@@ -139,27 +144,45 @@ type Node struct {
 	// problems).
 	once sync.Map
 
+	// initialised is whether node.json existed when Open read it;
+	// gossipKeys are the gossip key file's keys (nil: no encryption);
+	// raftTLS is whether the Raft port speaks mutual TLS. Open sets
+	// them for Start.
+	initialised bool
+	gossipKeys  *gossipKeys
+	raftTLS     bool
+	starting    atomic.Bool // Start was called
+
 	closed       atomic.Bool
 	leaving      atomic.Bool // Leave ran: Brokers leaves this node out
 	shutdownOnce sync.Once
 	shutdownErr  error
 }
 
-// NewNode opens the Raft stores under cfg.DataDir, binds cfg.RaftAddr,
-// joins gossip, decides what the node is to its cluster, and starts a Raft
-// instance per shard plus MetaShard. It does not wait for leaders: see
-// WaitReady.
-//
-// On an empty DataDir (no node.json) with Join set, it first waits (at most
-// JoinTimeout) for a seed to answer, and only then starts Raft: it refuses
-// to start (ErrEmptyDataDirVoter) when its node id is a voter of the seeds'
-// live cluster, returns ErrAmbiguousJoin when the seeds belong to more than
-// one cluster, and adopts the cluster id of the seeds' cluster. With
-// BootstrapExpect 1 and no live cluster found, every shard is bootstrapped
-// as a single-voter cluster under a new cluster id. Once node.json records
-// the node, NewNode never bootstraps again; a multi-node bootstrap happens
-// later, in the cluster loop (see BootstrapExpect).
+// NewNode is Open followed by Start: a node that runs at once, for
+// callers that build nothing on its shards before they may lead.
 func NewNode(cfg Config) (*Node, error) {
+	n, err := Open(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := n.Start(); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// Open prepares a node without starting it: it loads the gossip key and
+// Raft TLS files, checks and (on an initialised data dir) upgrades
+// node.json, binds cfg.RaftAddr (the port admits no cluster's Raft
+// traffic yet, and no shard has a stream on it), opens every shard's
+// stores and makes every Shard, MetaShard included, with its FSM. Nothing
+// runs that can deliver leadership: no gossip, no Raft. Until Start has
+// started a Shard's Raft, the shard answers as one this node does not
+// lead (see Shard), so a caller can build on Node.Shard before Start,
+// and must call Start or Shutdown after. Open runs on the caller's
+// goroutine.
+func Open(cfg Config) (*Node, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -218,7 +241,7 @@ func NewNode(cfg Config) (*Node, error) {
 	// streams; the beat stream is one connection) after the check below
 	// closes the door.
 	mux.SetClusterPending(id.ClusterID == "")
-	n := &Node{cfg: cfg, logger: logger, leaderLog: &leaderChangeLog{logger: logger}, mux: mux, stop: make(chan struct{}), logStore: logStore, ident: id, routing: newSignal(), disk: newDiskFence(), diskWake: newSignal()}
+	n := &Node{cfg: cfg, logger: logger, initialised: initialised, gossipKeys: gossipKeys, raftTLS: raftTLS != nil, leaderLog: &leaderChangeLog{logger: logger}, mux: mux, stop: make(chan struct{}), logStore: logStore, ident: id, routing: newSignal(), disk: newDiskFence(), diskWake: newSignal()}
 	n.applies.own = cfg.PlayApplyLevel
 	n.fatal.done = make(chan struct{})
 	n.featureWake = newSignal()
@@ -269,6 +292,7 @@ func NewNode(cfg Config) (*Node, error) {
 		n.abort()
 		return nil, err
 	}
+	n.makeShards()
 	// Until it knows its cluster, a node without Raft state lets no
 	// cluster's Raft traffic reach its (empty) logs.
 	mux.SetClusterPending(id.ClusterID == "" && !n.hasState.Load())
@@ -292,17 +316,45 @@ func NewNode(cfg Config) (*Node, error) {
 			}
 		}
 	}
+	return n, nil
+}
+
+// Start runs what Open prepared: it joins gossip, decides what the node
+// is to its cluster, and starts a Raft instance per shard plus MetaShard.
+// It does not wait for leaders: see WaitReady.
+//
+// On an empty DataDir (no node.json) with Join set, it first waits (at most
+// JoinTimeout) for a seed to answer, and only then starts Raft: it refuses
+// to start (ErrEmptyDataDirVoter) when its node id is a voter of the seeds'
+// live cluster, returns ErrAmbiguousJoin when the seeds belong to more than
+// one cluster, and adopts the cluster id of the seeds' cluster. With
+// BootstrapExpect 1 and no live cluster found, every shard is bootstrapped
+// as a single-voter cluster under a new cluster id. Once node.json records
+// the node, Start never bootstraps again; a multi-node bootstrap happens
+// later, in the cluster loop (see BootstrapExpect).
+//
+// Start runs on the caller's goroutine, once; leadership is delivered
+// (Config.OnLeadership) from the moment a shard's Raft starts, before
+// Start returns. When it fails, the node is shut down.
+func (n *Node) Start() error {
+	if n.closed.Load() {
+		return ErrShutdown
+	}
+	if !n.starting.CompareAndSwap(false, true) {
+		return ErrStarted
+	}
+	cfg, logger, initialised := &n.cfg, n.logger, n.initialised
 	if cfg.GossipAddr != "" {
-		if err := n.startGossip(n.initialMeta(), gossipKeys); err != nil {
+		if err := n.startGossip(n.initialMeta(), n.gossipKeys); err != nil {
 			n.abort()
-			return nil, err
+			return err
 		}
 	}
 
 	bootstrapAlone, err := n.prepare(!initialised)
 	if err != nil {
 		n.abort()
-		return nil, err
+		return err
 	}
 	if n.ClusterID() != "" && n.boot.active {
 		// It joined the seeds' cluster: no bootstrap to take part in, and
@@ -316,13 +368,13 @@ func NewNode(cfg Config) (*Node, error) {
 		// seeds is still to be done.
 		if err := n.persistIdentity(); err != nil {
 			n.abort()
-			return nil, err
+			return err
 		}
 	}
 	start := time.Now()
 	if err := n.startShards(bootstrapAlone); err != nil {
 		n.abort()
-		return nil, err
+		return err
 	}
 	if !initialised && bootstrapAlone {
 		// Written after the bootstrap: a crash in between leaves no
@@ -330,7 +382,7 @@ func NewNode(cfg Config) (*Node, error) {
 		// hold state already are skipped).
 		if err := n.persistIdentity(); err != nil {
 			n.abort()
-			return nil, err
+			return err
 		}
 	}
 	bootstrapped := 0
@@ -358,9 +410,9 @@ func NewNode(cfg Config) (*Node, error) {
 	n.writeLevel.Store(int32(n.writeLevelFor(n.FinalizedLevel())))
 	go n.featureLoop()
 	logger.Info("node started", "node_id", cfg.NodeID, "cluster_id", cmp.Or(n.ClusterID(), "none yet"),
-		"raft_addr", mux.Advertise(), "raft_tls", raftTLS != nil, "gossip_encrypted", gossipKeys != nil, "kafka_addr", cfg.KafkaAddr, "shards", cfg.Shards,
+		"raft_addr", n.mux.Advertise(), "raft_tls", n.raftTLS, "gossip_encrypted", n.gossipKeys != nil, "kafka_addr", cfg.KafkaAddr, "shards", cfg.Shards,
 		"bootstrapped", bootstrapped, "elapsed", time.Since(start))
-	return n, nil
+	return nil
 }
 
 // shardStores are a shard's opened stores, before its Raft starts.
@@ -374,7 +426,7 @@ type shardStores struct {
 }
 
 // openShards opens the stores of every shard (MetaShard first) and records
-// whether any holds Raft state. Called by NewNode before gossip starts, so
+// whether any holds Raft state. Called by Open before gossip starts, so
 // the node's first gossip meta says whether it holds state.
 func (n *Node) openShards() error {
 	ids := []int32{MetaShard}
@@ -418,23 +470,50 @@ func (n *Node) openShard(id int32) (*shardStores, error) {
 	return st, nil
 }
 
-// startShards starts the Raft of every opened shard, bootstrapping each
-// one without state as a single-voter cluster when bootstrapAlone.
-func (n *Node) startShards(bootstrapAlone bool) error {
+// makeShards makes a Shard for each shard Open opened, with its FSM, in
+// n.made: not running until startShard. Called by Open.
+func (n *Node) makeShards() {
 	cfg := &n.cfg
-	stores := n.opened
-	fsms := make([]raft.FSM, len(stores))
-	for i, st := range stores {
+	n.made = make([]*Shard, len(n.opened))
+	for i, st := range n.opened {
+		var fsm raft.FSM
 		if st.id == MetaShard {
-			fsms[i] = cfg.NewMetaFSM()
-			if fn, ok := fsms[i].(finalizedNotifier); ok {
+			fsm = cfg.NewMetaFSM()
+			if fn, ok := fsm.(finalizedNotifier); ok {
 				fn.OnFinalized(n.featureWake.fire)
 			}
 		} else {
-			fsms[i] = cfg.NewShardFSM(st.id)
+			fsm = cfg.NewShardFSM(st.id)
+		}
+		rc := cfg.raftConfig(st.id)
+		n.made[i] = &Shard{
+			ID:              st.id,
+			FSM:             fsm,
+			logger:          n.logger,
+			localID:         rc.LocalID,
+			leaseTimeout:    rc.LeaderLeaseTimeout,
+			heartbeat:       rc.HeartbeatTimeout,
+			election:        rc.ElectionTimeout,
+			leaderHeartbeat: cfg.LeaderHeartbeatTimeout,
+			deaths:          n.mux.Deaths(),
+			disk:            n.disk,
+			writeLevel:      &n.writeLevel,
+			peers:           &n.members,
+			routing:         n.routing,
+			leaders:         &n.leaders,
+			notifyCh:        make(chan bool, notifyBuffer),
+			leaderDone:      make(chan struct{}),
+			hadState:        st.existing,
+			pending:         make(map[*shardFuture]struct{}),
 		}
 	}
-	n.all = make([]*Shard, len(stores))
+}
+
+// startShards starts the Raft of every opened shard, bootstrapping each
+// one without state as a single-voter cluster when bootstrapAlone.
+func (n *Node) startShards(bootstrapAlone bool) error {
+	stores := n.opened
+	started := make([]*Shard, len(stores))
 	errs := make([]error, len(stores))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, startParallelism)
@@ -444,14 +523,15 @@ func (n *Node) startShards(bootstrapAlone bool) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			n.all[i], errs[i] = n.startShard(stores[i], fsms[i], bootstrapAlone)
+			errs[i] = n.startShard(n.made[i], stores[i], bootstrapAlone)
 			if errs[i] == nil {
+				started[i] = n.made[i]
 				stores[i] = nil // the shard owns its store now
 			}
 		}()
 	}
 	wg.Wait()
-	n.all = slices.DeleteFunc(n.all, func(s *Shard) bool { return s == nil })
+	n.all = slices.DeleteFunc(started, func(s *Shard) bool { return s == nil })
 	n.opened = slices.DeleteFunc(stores, func(st *shardStores) bool { return st == nil })
 	if err := errors.Join(errs...); err != nil {
 		return err
@@ -461,9 +541,9 @@ func (n *Node) startShards(bootstrapAlone bool) error {
 	return nil
 }
 
-// startShard bootstraps a shard if allowed and it has no state, and starts
-// its Raft. On success the shard owns st's store.
-func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Shard, err error) {
+// startShard bootstraps shard s if allowed and it has no state, and
+// starts its Raft. On success s owns st's store and runs.
+func (n *Node) startShard(s *Shard, st *shardStores, bootstrap bool) (err error) {
 	cfg := &n.cfg
 	id := st.id
 	defer func() {
@@ -479,7 +559,7 @@ func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Sha
 		HeartbeatTimeout: cfg.HeartbeatTimeout,
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer func() {
 		if err != nil {
@@ -488,8 +568,7 @@ func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Sha
 	}()
 
 	rc := cfg.raftConfig(id)
-	notifyCh := make(chan bool, notifyBuffer)
-	rc.NotifyCh = notifyCh
+	rc.NotifyCh = s.notifyCh
 
 	bootstrapped := false
 	switch {
@@ -500,43 +579,22 @@ func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Sha
 			Address:  raft.ServerAddress(n.mux.Advertise()),
 		}}}
 		if err := raft.BootstrapCluster(rc, st.logs, st.store, st.snaps, trans, conf); err != nil {
-			return nil, fmt.Errorf("bootstrap: %w", err)
+			return fmt.Errorf("bootstrap: %w", err)
 		}
 		bootstrapped = true
 	case !st.existing:
 		n.logger.Debug("shard has no raft state; waiting for a bootstrap or a leader", "shard", id)
 	}
 
-	r, err := raft.NewRaft(rc, fsm, st.logs, st.store, st.snaps, trans)
+	r, err := raft.NewRaft(rc, s.FSM, st.logs, st.store, st.snaps, trans)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	trans.SetRaft(r)
-	s = &Shard{
-		ID:              id,
-		Raft:            r,
-		FSM:             fsm,
-		logger:          n.logger,
-		localID:         rc.LocalID,
-		leaseTimeout:    rc.LeaderLeaseTimeout,
-		heartbeat:       rc.HeartbeatTimeout,
-		election:        rc.ElectionTimeout,
-		leaderHeartbeat: cfg.LeaderHeartbeatTimeout,
-		deaths:          n.mux.Deaths(),
-		disk:            n.disk,
-		writeLevel:      &n.writeLevel,
-		peers:           &n.members,
-		routing:         n.routing,
-		leaders:         &n.leaders,
-		store:           st.store,
-		trans:           trans,
-		notifyCh:        notifyCh,
-		leaderDone:      make(chan struct{}),
-		bootstrapped:    bootstrapped,
-		hadState:        st.existing,
-		pending:         make(map[*shardFuture]struct{}),
-	}
+	s.Raft, s.store, s.trans, s.bootstrapped = r, st.store, trans, bootstrapped
 	s.stopObserver = s.registerLeaderObserver()
+	// From here on the shard's methods use its Raft (Shard.running).
+	s.running.Store(true)
 	go s.leadershipLoop(func(id int32, leader bool) {
 		n.leaderLog.note(id, leader, !leader && s.handedOffRecently())
 		n.localLeadership(s, leader)
@@ -547,7 +605,7 @@ func (n *Node) startShard(st *shardStores, fsm raft.FSM, bootstrap bool) (s *Sha
 	if !cfg.DisableElectionNudge {
 		s.nudgeElection()
 	}
-	return s, nil
+	return nil
 }
 
 // shardLogStore is what a shard's Raft keeps its log and term in.
@@ -582,7 +640,7 @@ type nopCloser struct{ *nodestore.ShardStore }
 
 func (nopCloser) Close() error { return nil }
 
-// abort stops whatever NewNode started: gossip, running shards, stores not
+// abort stops whatever Open and Start started: gossip, running shards, stores not
 // handed to a shard yet, the mux.
 func (n *Node) abort() {
 	n.closed.Store(true)
@@ -625,8 +683,21 @@ func (n *Node) Faults() *raftnet.Faults { return n.mux.Faults() }
 func (n *Node) ShardFor(groupID string) int32 { return PartitionFor(groupID, n.cfg.Shards) }
 
 // Shard returns group shard id, or the metadata shard for MetaShard; nil if
-// there is no such shard.
+// there is no such shard. It is there from Open on: before Start has
+// started its Raft, the shard leads nothing (see Shard). Any goroutine.
 func (n *Node) Shard(id int32) *Shard {
+	switch {
+	case id == MetaShard && len(n.made) > 0:
+		return n.made[0]
+	case id >= 0 && int(id)+1 < len(n.made):
+		return n.made[id+1]
+	}
+	return nil
+}
+
+// startedShard is Shard once startShards started the shards, nil
+// before: what routing and the node's loops look at.
+func (n *Node) startedShard(id int32) *Shard {
 	switch {
 	case id == MetaShard:
 		return n.meta
@@ -664,7 +735,7 @@ func (n *Node) Brokers() []Broker {
 // is not named at all. A replica that has heard from no leader since it
 // started (its leader not yet back to it) names the leader gossip reports.
 func (n *Node) LeaderOf(shard int32) (Broker, bool) {
-	s := n.Shard(shard)
+	s := n.startedShard(shard)
 	if s == nil || n.closed.Load() {
 		return Broker{}, false
 	}
@@ -852,6 +923,9 @@ func (n *Node) Shutdown() error {
 		}
 		wg.Wait()
 		n.hubs.Close()
+		for _, st := range n.opened {
+			_ = st.store.Close() // opened, never started: Start was not called
+		}
 		errs[len(n.all)] = n.mux.Close()
 		if n.nodeStore != nil {
 			errs = append(errs, n.nodeStore.Close())

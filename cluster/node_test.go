@@ -576,3 +576,82 @@ func TestStartingNodeAdmitsNoClusterStreams(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A node that Open made but did not start hands out its shards, and each
+// answers as a shard this node does not lead, from any goroutine, until
+// Start runs its Raft; then the same Shard value leads and applies.
+func TestAnOpenedShardLeadsNothingUntilStart(t *testing.T) {
+	n, err := Open(withFSMs(testConfig(t, t.TempDir(), 1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Shutdown() })
+	sh := n.Shard(0)
+	if sh == nil || n.Shard(1) == nil || n.Shard(MetaShard) == nil || n.Shard(2) != nil {
+		t.Fatal("Open did not make exactly the node's shards")
+	}
+	ctx := context.Background()
+	if err := sh.ApplyAsync([]byte("set a 1"), time.Second).Error(); !errors.Is(err, raft.ErrNotLeader) {
+		t.Errorf("ApplyAsync before Start: %v, want raft.ErrNotLeader", err)
+	}
+	if err := sh.Barrier(time.Second); !errors.Is(err, raft.ErrNotLeader) {
+		t.Errorf("Barrier before Start: %v, want raft.ErrNotLeader", err)
+	}
+	if err := sh.ConfirmLeadership(ctx, 1); !errors.Is(err, raft.ErrNotLeader) {
+		t.Errorf("ConfirmLeadership before Start: %v, want raft.ErrNotLeader", err)
+	}
+	if sh.Leads(sh.Leadership().Epoch) || sh.Settling() || sh.HandingOver() || sh.RoutingChanges() != nil {
+		t.Error("a shard not started leads, settles, hands over or signals routing changes")
+	}
+	if len(n.Shards()) != 0 {
+		t.Error("Shards lists shards before Start")
+	}
+
+	// A coordinator asks from its own goroutines while Start runs.
+	stop, asked := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(asked)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_ = sh.Leads(sh.Leadership().Epoch)
+			_, _ = sh.Settling(), sh.HandingOver()
+			_ = sh.RoutingChanges()
+			_ = sh.ApplyAsync([]byte("set b 1"), time.Millisecond).Error()
+		}
+	}()
+	if err := n.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitReady(t, n, 5*time.Second)
+	eventually(t, 5*time.Second, "shard 0 leads", func() bool { return sh.Leads(sh.Leadership().Epoch) })
+	close(stop)
+	<-asked
+	if _, err := sh.Apply(ctx, []byte("set a 1"), 5*time.Second); err != nil {
+		t.Fatalf("Apply once started: %v", err)
+	}
+	if err := n.Start(); !errors.Is(err, ErrStarted) {
+		t.Errorf("a second Start: %v, want ErrStarted", err)
+	}
+}
+
+// A node that Open made and Shutdown stopped, never started, lets go of
+// its data dir and port: the next node starts on them.
+func TestAnOpenedNodeShutsDownWithoutStarting(t *testing.T) {
+	cfg := withFSMs(testConfig(t, t.TempDir(), 1, 1))
+	n, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(); !errors.Is(err, ErrShutdown) {
+		t.Errorf("Start after Shutdown: %v, want ErrShutdown", err)
+	}
+	tn := startTestNode(t, cfg)
+	waitReady(t, tn.Node, 5*time.Second)
+}

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/kcoord/kcoord/cluster/raftnet"
 )
 
@@ -76,12 +78,16 @@ func (ri *readIndex) run(verify func() error) {
 // acknowledged before the call. It returns ErrNotLeading when the
 // leadership of epoch is gone (or is lost during the round: a paused leader
 // that resumes learns of the newer term from the first follower that
-// answers), or ctx's error.
+// answers), raft.ErrNotLeader before Start started the shard, or ctx's
+// error.
 //
 // Any goroutine may call it; it blocks for about one round trip (one
 // commit right after a pause), never holding a lock the leadership
 // goroutine or Raft needs.
 func (s *Shard) ConfirmLeadership(ctx context.Context, epoch uint64) error {
+	if !s.running.Load() {
+		return raft.ErrNotLeader
+	}
 	if !s.Leads(epoch) {
 		return ErrNotLeading
 	}

@@ -28,6 +28,9 @@ import (
 // coordinator holds the requests that reach it until the outcome. Cheap:
 // any goroutine may call it, on every request.
 func (s *Shard) Settling() bool {
+	if !s.running.Load() {
+		return false
+	}
 	if s.disk.fenced() {
 		// Nothing is served here until the disk answers; but a shard
 		// this node led settles until gossip names its successor.
@@ -105,7 +108,12 @@ func (s *Shard) leaderDead(addr raft.ServerAddress, last time.Time) bool {
 // leadership notification, or a peer's death proven or disproven. A request
 // held while a shard settles waits on it (and on a short recheck, since a
 // settling window also ends by time passing).
-func (s *Shard) RoutingChanges() <-chan struct{} { return s.routing.wait() }
+func (s *Shard) RoutingChanges() <-chan struct{} {
+	if !s.running.Load() {
+		return nil // nothing settles before Raft runs; a nil channel never fires
+	}
+	return s.routing.wait()
+}
 
 // signal is a broadcast to any number of waiters: wait returns a channel
 // that the next fire closes. Any goroutine may use it; fire never blocks.
@@ -177,7 +185,7 @@ func (h *handover) since() time.Duration {
 // itself for its disk and does not know yet, through gossip, which node
 // took it over (handingOver). Cheap; the group coordinator asks it before
 // it answers a request whose leadership was lost NOT_COORDINATOR.
-func (s *Shard) HandingOver() bool { return s.handingOver() }
+func (s *Shard) HandingOver() bool { return s.running.Load() && s.handingOver() }
 
 // handingOver reports whether this node led the shard when it fenced
 // itself for its disk and no node is known, through gossip, to lead it in

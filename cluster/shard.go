@@ -21,10 +21,22 @@ import (
 // Barrier rather than Raft.Apply/Raft.Barrier: their futures also complete
 // at shutdown. Raft is exposed for everything else (state, configuration,
 // stats, snapshots); do not shut it down directly, use Node.Shutdown.
+//
+// Open makes every Shard and Start starts its Raft. Before that, Raft is
+// nil, and what a group coordinator asks (groups.Log: ApplyAsync, Leads,
+// Settling, HandingOver, RoutingChanges, ConfirmLeadership, Barrier)
+// answers as a shard this node does not lead: raft.ErrNotLeader, false,
+// a nil channel. Those methods are safe from any goroutine at any time;
+// the others need a started shard (one Node.Shards lists once Start
+// returned).
 type Shard struct {
-	ID   int32
+	ID int32
+	// Raft is set by Start, before running; nil until then.
 	Raft *raft.Raft
 	FSM  raft.FSM
+	// running is set once Start has started Raft (and set Raft, store
+	// and trans): the groups.Log methods look at it first.
+	running atomic.Bool
 
 	logger       hclog.Logger
 	localID      raft.ServerID
@@ -123,6 +135,9 @@ func (s *Shard) Apply(ctx context.Context, cmd []byte, timeout time.Duration) (a
 // never answer it; such futures fail with raft.ErrRaftShutdown once the
 // shard has shut down.
 func (s *Shard) ApplyAsync(cmd []byte, timeout time.Duration) raft.ApplyFuture {
+	if !s.running.Load() {
+		return failedFuture(raft.ErrNotLeader)
+	}
 	if s.disk.fenced() {
 		return fencedFuture()
 	}
@@ -182,6 +197,9 @@ func WaitApply(ctx context.Context, f raft.ApplyFuture, timeout time.Duration) (
 // earlier terms. timeout bounds the enqueueing. Raft's errors pass through
 // unchanged.
 func (s *Shard) Barrier(timeout time.Duration) error {
+	if !s.running.Load() {
+		return raft.ErrNotLeader
+	}
 	if s.disk.fenced() {
 		return raft.ErrLeadershipLost
 	}

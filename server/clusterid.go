@@ -20,10 +20,7 @@ import (
 // while epoch lasts and the node has no id to give (before a multi-node
 // bootstrap has agreed on one); it never blocks serving.
 func (s *Server) stampClusterID(sh *cluster.Shard, epoch uint64, stamped func() string) {
-	node := s.raftNode.Load()
-	if node == nil {
-		return
-	}
+	node := s.opened // set before the node's Start delivered the leadership
 	backoff := 100 * time.Millisecond
 	for sh.Leads(epoch) && !s.stopping.Load() {
 		have, inFSM := node.ClusterID(), stamped()

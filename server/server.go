@@ -60,9 +60,14 @@ type Server struct {
 	// node, as its leader, applied every entry of earlier terms (the topic
 	// registry is complete); it counts only while that epoch lasts.
 	metaLoaded atomic.Uint64
-	// raftNode is the cluster node for the hot path (every request asks
-	// its shard whether it still leads); set once NewNode returned.
+	// raftNode is the cluster node for readers that do not take mu (the
+	// metrics, the HTTP handlers, the metadata reads); set once Start
+	// returned.
 	raftNode atomic.Pointer[cluster.Node]
+	// opened is the cluster node from the moment cluster.Open returned:
+	// written once, before the node's Start, which begins the leadership
+	// goroutines that read it (onLeadership).
+	opened *cluster.Node
 	// stopping is set when Shutdown or Kill begins.
 	stopping atomic.Bool
 	// events is this node's timeline for the status page.
@@ -167,7 +172,7 @@ func (s *Server) Start() error {
 		authorizer = s.authorizer
 	}
 	if err := s.startNode(advertised); err != nil {
-		s.stopping.Store(true) // ends the waits of leadership delivered meanwhile (waitShard)
+		s.stopping.Store(true) // ends the retries of leadership delivered meanwhile (retryWhileLeading)
 		return err
 	}
 	acls.node = s.node
@@ -196,8 +201,8 @@ func (s *Server) Start() error {
 	return nil
 }
 
-// startNode builds the FSMs and coordinators and starts the Raft node.
-// Called with s.mu held.
+// startNode builds the FSMs, opens the Raft node, builds a coordinator on
+// each of its shards and starts the node. Called with s.mu held.
 func (s *Server) startNode(advertised string) error {
 	n := s.cfg.OffsetsTopicNumPartitions
 	s.states = make([]*fsm.ShardFSM, n)
@@ -230,11 +235,6 @@ func (s *Server) startNode(advertised string) error {
 	}
 	for i := range s.states {
 		s.states[i] = fsm.NewShardFSM(int32(i), s.logger.Named("fsm"))
-		c, err := groups.NewCoordinator(gcfg, int32(i), &shardLog{s: s, shard: int32(i)}, s.states[i])
-		if err != nil {
-			return err
-		}
-		s.coords[i] = c
 	}
 	ccfg := cluster.DefaultConfig()
 	ccfg.NodeID, ccfg.DataDir = s.cfg.NodeID, s.cfg.DataDir
@@ -270,9 +270,23 @@ func (s *Server) startNode(advertised string) error {
 	ccfg.Inspect = s.inspect
 	ccfg.Logger = s.logger
 	ccfg.RaftLogger = quiet(s.logger.Named("raft"), hclog.Warn)
-	node, err := cluster.NewNode(ccfg)
+	node, err := cluster.Open(ccfg)
 	if err != nil {
 		return err // cluster's errors say "cluster: " already
+	}
+	// The shards lead nothing until Start: each coordinator uses its
+	// shard as its groups.Log from the start.
+	for i := range s.coords {
+		c, err := groups.NewCoordinator(gcfg, int32(i), node.Shard(int32(i)), s.states[i])
+		if err != nil {
+			_ = node.Shutdown()
+			return err
+		}
+		s.coords[i] = c
+	}
+	s.opened = node
+	if err := node.Start(); err != nil {
+		return err
 	}
 	s.node = node
 	s.raftNode.Store(node)
@@ -290,7 +304,7 @@ func (s *Server) apiShards() []api.Shard {
 }
 
 // onLeadership is cluster's leadership callback, on the shard's leadership
-// goroutine (possibly while cluster.NewNode still runs). A loss deactivates
+// goroutine (possibly while the node's Start still runs). A loss deactivates
 // the coordinator at once. A gain is served on a goroutine of its own
 // (activation waits on Raft): it reads the shard's Leadership, the one
 // fact every consumer compares against, and retries while that epoch
@@ -304,10 +318,7 @@ func (s *Server) onLeadership(shard int32, leader bool) {
 		return
 	}
 	go func() {
-		sh := s.waitShard(shard)
-		if sh == nil {
-			return
-		}
+		sh := s.opened.Shard(shard)
 		l := sh.Leadership()
 		if !l.Leader {
 			return // lost again already; that notification deactivated
@@ -321,19 +332,6 @@ func (s *Server) onLeadership(shard int32, leader bool) {
 		s.retryWhileLeading(sh, l.Epoch, "coordinator activation", func() error { return c.Activate(l.Epoch) })
 		s.stampClusterID(sh, l.Epoch, s.states[shard].ClusterID)
 	}()
-}
-
-// waitShard returns the cluster shard id once cluster.NewNode has returned,
-// or nil if the server stops first. Leadership can be delivered while
-// NewNode still runs.
-func (s *Server) waitShard(id int32) *cluster.Shard {
-	for !s.stopping.Load() {
-		if n := s.raftNode.Load(); n != nil {
-			return n.Shard(id)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	return nil
 }
 
 // loadMeta marks the topic registry current for the metadata leadership
@@ -551,77 +549,6 @@ func (s *Server) Node() *cluster.Node {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.node
-}
-
-// shardLog is a coordinator's Log over its shard's Raft. Coordinators exist
-// before cluster.NewNode returns (leadership can arrive during it), so the
-// node is looked up on use; until it exists this node leads nothing.
-type shardLog struct {
-	s     *Server
-	shard int32
-}
-
-func (l *shardLog) raftShard() (*cluster.Shard, error) {
-	node := l.s.raftNode.Load()
-	if node == nil {
-		return nil, raft.ErrNotLeader
-	}
-	return node.Shard(l.shard), nil
-}
-
-// ApplyAsync implements groups.Log.
-func (l *shardLog) ApplyAsync(cmd []byte, timeout time.Duration) raft.ApplyFuture {
-	sh, err := l.raftShard()
-	if err != nil {
-		return groups.FailedFuture(err)
-	}
-	return sh.ApplyAsync(cmd, timeout)
-}
-
-// Leads implements groups.Log.
-func (l *shardLog) Leads(epoch uint64) bool {
-	sh, err := l.raftShard()
-	return err == nil && sh.Leads(epoch)
-}
-
-// Settling implements groups.Log.
-func (l *shardLog) Settling() bool {
-	sh, err := l.raftShard()
-	return err == nil && sh.Settling()
-}
-
-// HandingOver implements groups.Log.
-func (l *shardLog) HandingOver() bool {
-	sh, err := l.raftShard()
-	return err == nil && sh.HandingOver()
-}
-
-// RoutingChanges implements groups.Log. Before the node exists nothing
-// settles, and the nil channel never fires.
-func (l *shardLog) RoutingChanges() <-chan struct{} {
-	sh, err := l.raftShard()
-	if err != nil {
-		return nil
-	}
-	return sh.RoutingChanges()
-}
-
-// ConfirmLeadership implements groups.Log.
-func (l *shardLog) ConfirmLeadership(ctx context.Context, epoch uint64) error {
-	sh, err := l.raftShard()
-	if err != nil {
-		return err
-	}
-	return sh.ConfirmLeadership(ctx, epoch)
-}
-
-// Barrier implements groups.Log.
-func (l *shardLog) Barrier(timeout time.Duration) error {
-	sh, err := l.raftShard()
-	if err != nil {
-		return err
-	}
-	return sh.Barrier(timeout)
 }
 
 // ReloadTLS reloads the Kafka listener's certificate and key from their
