@@ -39,7 +39,7 @@ type Hubs struct {
 }
 
 // StartHubs starts the hubs cfg turns on, listening on their streams of
-// mux (BeatStream, AppendStream). cluster.NewNode calls it once, before
+// mux (BeatStream, AppendStream). cluster.Open calls it once, before
 // any shard's transport.
 func StartHubs(mux *Mux, cfg HubConfig) (*Hubs, error) {
 	h := &Hubs{}

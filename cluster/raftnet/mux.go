@@ -131,7 +131,7 @@ func ListenMux(bindAddr, advertise string, logger hclog.Logger) (*Mux, error) {
 }
 
 // ListenMuxTLS is ListenMux speaking mutual TLS on every connection when
-// rt is set (LoadTLS; nil is plaintext). cluster.NewNode calls it.
+// rt is set (LoadTLS; nil is plaintext). cluster.Open calls it.
 func ListenMuxTLS(bindAddr, advertise string, rt *TLS, logger hclog.Logger) (*Mux, error) {
 	ln, err := net.Listen("tcp", bindAddr)
 	if err != nil {
@@ -295,7 +295,7 @@ func (m *Mux) admits(peer, peerCluster string, shard int32) bool {
 	return ok
 }
 
-// fence closes the connections of the mux that level shuts and refuses
+// Fence closes the connections of the mux that level shuts and refuses
 // new ones: at FenceInbound those peers dialed (no peer's RPC reaches this
 // node's Raft: a vote request would make a Raft whose disk failed store a
 // term, and it panics when it cannot), at FenceAll every one, dialed or

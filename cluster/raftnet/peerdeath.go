@@ -92,7 +92,7 @@ func (d *PeerDeaths) reprobeLoop() {
 	}
 }
 
-// watch installs the callbacks told of each newly proven death and of every
+// Watch installs the callbacks told of each newly proven death and of every
 // change of the record.
 func (d *PeerDeaths) Watch(onDeath func(addr string), onChange func()) {
 	d.mu.Lock()
@@ -100,13 +100,13 @@ func (d *PeerDeaths) Watch(onDeath func(addr string), onChange func()) {
 	d.mu.Unlock()
 }
 
-// isDead reports whether addr's death is proven and not disproven since.
+// IsDead reports whether addr's death is proven and not disproven since.
 func (d *PeerDeaths) IsDead(addr string) bool {
 	_, dead := d.DeadSince(addr)
 	return dead
 }
 
-// deadSince returns when addr's death was proven, if it is. Routing counts
+// DeadSince returns when addr's death was proven, if it is. Routing counts
 // a death only for a peer not heard from since (Raft's last contact): a
 // record is a hint that a newer contact overrides.
 func (d *PeerDeaths) DeadSince(addr string) (time.Time, bool) {
@@ -142,7 +142,7 @@ func (d *PeerDeaths) dialFailed(addr string, start time.Time, err error) {
 	}
 }
 
-// forget drops what is recorded about addr (the peer left the cluster).
+// Forget drops what is recorded about addr (the peer left the cluster).
 func (d *PeerDeaths) Forget(addr string) {
 	d.mu.Lock()
 	_, was := d.dead[addr]
@@ -155,7 +155,7 @@ func (d *PeerDeaths) Forget(addr string) {
 	}
 }
 
-// suspect starts a probe of addr (unless one is running): a connection
+// Suspect starts a probe of addr (unless one is running): a connection
 // with it ended from its side, or gossip says it died. The probe declares it
 // dead if its dial is refused, alive if it connects, and nothing if it
 // times out.

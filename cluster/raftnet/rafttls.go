@@ -59,7 +59,7 @@ type TLS struct {
 
 // LoadTLS loads the three files once, or returns nil when none is set
 // (cluster.Config.Validate checks they go together): a node does not start with a
-// certificate or CA it cannot read. Called by cluster.NewNode.
+// certificate or CA it cannot read. Called by cluster.Open.
 func LoadTLS(certFile, keyFile, caFile string, logger hclog.Logger) (*TLS, error) {
 	if certFile == "" {
 		return nil, nil
@@ -264,6 +264,8 @@ type WarnLimiter struct {
 // whose interval is over are forgotten.
 const maxWarnKeys = 1024
 
+// NewWarnLimiter lets a warning about a key through at most once per
+// interval.
 func NewWarnLimiter(interval time.Duration) *WarnLimiter {
 	return &WarnLimiter{interval: interval, last: make(map[string]time.Time), left: make(map[string]int)}
 }

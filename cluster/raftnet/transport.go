@@ -65,7 +65,7 @@ type TransportConfig struct {
 // NewTransport registers shard's stream on mux and returns its
 // transport, in hubs (nil: none). Give it to raft.NewRaft, then call
 // SetRaft. The caller closes it if the Raft does not start. Called by
-// cluster.NewNode's shard start goroutines.
+// the shard start goroutines of cluster's Node.Start.
 func NewTransport(mux *Mux, hubs *Hubs, shard int32, cfg TransportConfig) (*Transport, error) {
 	layer, err := mux.Listen(shard)
 	if err != nil {
