@@ -69,7 +69,7 @@
 //     and inspections that the Inspector answers.
 //   - Settling (settling.go): while a shard's leadership is being decided
 //     as this replica sees it, LeaderOf names this node and the group
-//     coordinator holds requests (groups.Coordinator, hold.go);
+//     coordinator holds requests (groups.Coordinator, groups/hold.go);
 //     RoutingChanges wakes the held requests. AwaitLeaderOf
 //     (awaitleader.go) is LeaderOf waiting for a leader this node does not
 //     know yet (FindCoordinator's hold).
