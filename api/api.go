@@ -1,6 +1,6 @@
 // Package api holds the Kafka API handlers: one file per API key, each
-// turning a kmsg request into calls on the group coordinator, the offsets
-// package or the topic registry, and their results into a kmsg response.
+// turning a kmsg request into calls on the group coordinator or the topic
+// registry, and their results into a kmsg response.
 // Kafka error codes exist only here, at the wire edge (errors.go).
 package api
 
@@ -86,11 +86,6 @@ type Shard struct {
 type Config struct {
 	// NodeID is this broker's id.
 	NodeID int32
-	// OffsetMetadataMaxBytes is offset.metadata.max.bytes, in bytes.
-	OffsetMetadataMaxBytes int32
-	// OffsetsRetention is offsets.retention.minutes as a duration; used for
-	// OffsetCommit v1's explicit timestamps.
-	OffsetsRetention time.Duration
 	// MaxFetchWait caps a Fetch's MaxWaitMillis, so an idle consumer's
 	// connection answers at least this often.
 	MaxFetchWait time.Duration

@@ -12,7 +12,6 @@ import (
 	"github.com/kcoord/kcoord/cluster"
 	"github.com/kcoord/kcoord/fsm"
 	"github.com/kcoord/kcoord/groups"
-	"github.com/kcoord/kcoord/offsets"
 )
 
 // This file is the one place kcoord errors become Kafka error codes.
@@ -71,9 +70,9 @@ var codes = []struct {
 	{cluster.ErrFeatureUnsupported, kerr.InvalidUpdateVersion, nil},
 	{fsm.ErrFeatureDowngrade, kerr.InvalidUpdateVersion, nil},
 	{context.DeadlineExceeded, kerr.RequestTimedOut, nil},
-	{offsets.ErrMetadataTooLarge, kerr.OffsetMetadataTooLarge, nil},
-	{offsets.ErrInvalidPartition, kerr.UnknownTopicOrPartition, nil},
-	{offsets.ErrInvalidTopic, kerr.UnknownTopicOrPartition, nil},
+	{groups.ErrOffsetMetadataTooLarge, kerr.OffsetMetadataTooLarge, nil},
+	{groups.ErrInvalidPartition, kerr.UnknownTopicOrPartition, nil},
+	{groups.ErrInvalidTopic, kerr.UnknownTopicOrPartition, nil},
 	{fsm.ErrTopicExists, kerr.TopicAlreadyExists, nil},
 	{fsm.ErrTopicNotFound, kerr.UnknownTopicOrPartition, nil},
 }

@@ -183,7 +183,7 @@ func newFuzzNode(t *testing.T) *fuzzNode {
 	if err := c.Activate(log.Epoch()); err != nil {
 		t.Fatal(err)
 	}
-	h := New(Config{NodeID: 1, OffsetMetadataMaxBytes: 4096, OffsetsRetention: 7 * 24 * time.Hour,
+	h := New(Config{NodeID: 1,
 		MaxFetchWait: time.Millisecond, Logger: logger},
 		fakeCluster{}, topics, []Shard{{Coordinator: c, State: log.FSM}})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -14,9 +14,9 @@ package api
 // UNKNOWN_TOPIC_OR_PARTITION (unless
 // kcoord.offsets.commit.unregistered.topics.enable takes unregistered
 // topics); when no partition is left the coordinator never sees the request,
-// so no group is checked or created. Then the coordinator: each remaining
-// partition is validated on its own, and the valid ones are committed
-// through Raft together and answered once on a quorum.
+// so no group is checked or created. Then the coordinator (groups.Commit):
+// each remaining partition is validated on its own, and the valid ones are
+// stamped, committed through Raft together and answered once on a quorum.
 // Authorization comes first, as in Kafka: without Group READ every
 // partition is GROUP_AUTHORIZATION_FAILED, and without Topic READ on a
 // topic its partitions are TOPIC_AUTHORIZATION_FAILED.
@@ -24,7 +24,6 @@ package api
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -32,7 +31,6 @@ import (
 	"github.com/kcoord/kcoord/auth"
 	"github.com/kcoord/kcoord/fsm"
 	"github.com/kcoord/kcoord/groups"
-	"github.com/kcoord/kcoord/offsets"
 	"github.com/kcoord/kcoord/transport"
 )
 
@@ -46,19 +44,22 @@ func (h *Handlers) offsetCommit(ctx context.Context, rc *transport.RequestContex
 	if req.Version == 0 {
 		generation = -1
 	}
-	retention := int64(-1)
-	if req.Version >= 2 && req.Version <= 4 {
-		retention = req.RetentionTimeMillis
+	commit := groups.CommitRequest{
+		Version:    req.Version,
+		GroupID:    req.Group,
+		MemberID:   req.MemberID,
+		InstanceID: deref(req.InstanceID),
+		Generation: generation,
 	}
-	now := time.Now().UnixMilli()
-	defaultRetention := h.cfg.OffsetsRetention.Milliseconds()
+	if req.Version >= 2 && req.Version <= 4 {
+		commit.RetentionMs = &req.RetentionTimeMillis
+	}
 
 	// codes[i][j] is the answer for req.Topics[i].Partitions[j]. The
-	// partitions that pass the registry check and offsets' validation go
-	// to the coordinator and wait for the commit's outcome (pending).
+	// partitions that pass the registry check go to the coordinator and
+	// get its answer (pending[k] is commit.Partitions[k]'s place).
 	type slot struct{ i, j int }
 	var (
-		valid   []fsm.OffsetCommitPartition
 		pending []slot
 		codes   = make([][]int16, len(req.Topics))
 	)
@@ -82,39 +83,32 @@ func (h *Handlers) offsetCommit(ctx context.Context, rc *transport.RequestContex
 				codes[i][j] = kerr.UnknownTopicOrPartition.Code
 				continue
 			}
-			op := offsets.Partition{Topic: t.Topic, Partition: p.Partition, Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata, Timestamp: -1}
+			cp := groups.CommitPartition{Topic: t.Topic, Partition: p.Partition, Offset: p.Offset, LeaderEpoch: p.LeaderEpoch, Metadata: p.Metadata}
 			if req.Version == 1 {
-				op.Timestamp = p.Timestamp
+				cp.Timestamp = &t.Partitions[j].Timestamp
 			}
 			if req.Version < 6 {
-				op.LeaderEpoch = -1
+				cp.LeaderEpoch = -1
 			}
-			if err := offsets.Validate(op, h.cfg.OffsetMetadataMaxBytes); err != nil {
-				codes[i][j] = h.errorCode(err)
-				continue
-			}
-			valid = append(valid, offsets.Record(op, now, retention, defaultRetention))
+			commit.Partitions = append(commit.Partitions, cp)
 			pending = append(pending, slot{i, j})
 		}
 	}
-	if len(valid) > 0 {
-		err := h.shardFor(req.Group).Coordinator.Commit(groups.CommitRequest{
-			Version:    req.Version,
-			GroupID:    req.Group,
-			MemberID:   req.MemberID,
-			InstanceID: deref(req.InstanceID),
-			Generation: generation,
-			Offsets:    valid,
-		})
-		if errors.Is(err, groups.ErrGroupIDNotFound) && req.Version < 9 {
-			// A generation for a group that does not exist: Kafka answers
-			// GROUP_ID_NOT_FOUND from v9 only, ILLEGAL_GENERATION before
-			// (OffsetMetadataManager.validateOffsetCommit).
-			err = groups.ErrIllegalGeneration
+	if len(commit.Partitions) > 0 {
+		results, err := h.shardFor(req.Group).Coordinator.Commit(ctx, commit)
+		if waitAborted(err) {
+			return nil, err
 		}
-		code := h.errorCode(err)
-		for _, s := range pending {
-			codes[s.i][s.j] = code
+		for k, s := range pending {
+			err := results[k]
+			if errors.Is(err, groups.ErrGroupIDNotFound) && req.Version < 9 {
+				// A generation for a group that does not exist: Kafka
+				// answers GROUP_ID_NOT_FOUND from v9 only,
+				// ILLEGAL_GENERATION before
+				// (OffsetMetadataManager.validateOffsetCommit).
+				err = groups.ErrIllegalGeneration
+			}
+			codes[s.i][s.j] = h.errorCode(err)
 		}
 	}
 	for i, t := range req.Topics {

@@ -59,7 +59,7 @@ func (h *Handlers) offsetDelete(ctx context.Context, rc *transport.RequestContex
 			partitions = append(partitions, tp)
 		}
 	}
-	results, err := shard.Coordinator.DeleteOffsets(req.Group, partitions)
+	results, err := shard.Coordinator.DeleteOffsets(ctx, req.Group, partitions)
 	if err != nil {
 		resp.ErrorCode = h.errorCode(err)
 		return resp, nil

@@ -29,7 +29,6 @@ import (
 
 	"github.com/kcoord/kcoord/auth"
 	"github.com/kcoord/kcoord/groups"
-	"github.com/kcoord/kcoord/offsets"
 	"github.com/kcoord/kcoord/transport"
 )
 
@@ -38,14 +37,14 @@ func (h *Handlers) offsetFetch(ctx context.Context, rc *transport.RequestContext
 	if err != nil {
 		return nil, err
 	}
-	ctx = groups.OneHold(ctx) // one hold for all the request's groups
+	ctx = groups.OneHold(ctx)         // one hold for all the request's groups
+	ctx = groups.OneConfirmation(ctx) // one leadership confirmation per shard
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version >= 8 {
-		confirmed := make(map[int32]error) // one leadership confirmation per shard and request
 		for _, g := range distinctFetchGroups(req.Groups) {
 			rg := kmsg.NewOffsetFetchResponseGroup()
 			rg.Group = g.group
-			fetched, denied, err := h.fetchAuthorized(ctx, rc, g, confirmed)
+			fetched, denied, err := h.fetchAuthorized(ctx, rc, g)
 			rg.ErrorCode = h.errorCode(err)
 			for _, ft := range fetched {
 				rt := kmsg.NewOffsetFetchResponseGroupTopic()
@@ -62,18 +61,18 @@ func (h *Handlers) offsetFetch(ctx context.Context, rc *transport.RequestContext
 		}
 		return resp, nil
 	}
-	var topics []offsets.FetchTopic
+	var topics []groups.FetchTopic
 	if req.Topics != nil || req.Version < 2 {
-		topics = make([]offsets.FetchTopic, 0, len(req.Topics))
+		topics = make([]groups.FetchTopic, 0, len(req.Topics))
 		for _, t := range req.Topics {
-			topics = append(topics, offsets.FetchTopic{Topic: t.Topic, Partitions: t.Partitions})
+			topics = append(topics, groups.FetchTopic{Topic: t.Topic, Partitions: t.Partitions})
 		}
 	}
-	fetched, denied, err := h.fetchAuthorized(ctx, rc, fetchGroup{group: req.Group, topics: topics, memberEpoch: -1}, nil)
+	fetched, denied, err := h.fetchAuthorized(ctx, rc, fetchGroup{group: req.Group, topics: topics, memberEpoch: -1})
 	code := h.errorCode(err)
 	if err != nil && req.Version < 2 {
 		// v0–v1 have no top-level error: report it on every partition.
-		fetched = unknownOffsets(topics)
+		fetched = groups.UnknownOffsets(topics)
 	}
 	resp.ErrorCode = code
 	for _, ft := range fetched {
@@ -98,12 +97,12 @@ func (h *Handlers) offsetFetch(ctx context.Context, rc *transport.RequestContext
 // fetchAuthorized is fetchOffsets for what rc's principal may see (see
 // the top of the file): denied maps each topic asked for without Topic
 // DESCRIBE to TOPIC_AUTHORIZATION_FAILED, answered with no offsets.
-func (h *Handlers) fetchAuthorized(ctx context.Context, rc *transport.RequestContext, g fetchGroup, confirmed map[int32]error) (fetched []offsets.FetchedTopic, denied map[string]int16, err error) {
+func (h *Handlers) fetchAuthorized(ctx context.Context, rc *transport.RequestContext, g fetchGroup) (fetched []groups.FetchedTopic, denied map[string]int16, err error) {
 	if err := h.groupDenied(rc, auth.OpDescribe, g.group); err != nil {
 		return nil, nil, err
 	}
 	if g.topics == nil {
-		all, err := h.fetchOffsets(ctx, g, confirmed)
+		all, err := h.fetchOffsets(ctx, g)
 		for _, ft := range all {
 			if h.allowed(rc, auth.OpDescribe, auth.ResourceTopic, ft.Topic) {
 				fetched = append(fetched, ft)
@@ -111,7 +110,7 @@ func (h *Handlers) fetchAuthorized(ctx context.Context, rc *transport.RequestCon
 		}
 		return fetched, nil, err
 	}
-	var allowed, refused []offsets.FetchTopic
+	var allowed, refused []groups.FetchTopic
 	for _, t := range g.topics {
 		if h.allowed(rc, auth.OpDescribe, auth.ResourceTopic, t.Topic) {
 			allowed = append(allowed, t)
@@ -120,64 +119,33 @@ func (h *Handlers) fetchAuthorized(ctx context.Context, rc *transport.RequestCon
 		}
 	}
 	if len(refused) == 0 {
-		fetched, err := h.fetchOffsets(ctx, g, confirmed)
+		fetched, err := h.fetchOffsets(ctx, g)
 		return fetched, nil, err
 	}
 	g.topics = allowed
 	if allowed == nil {
-		g.topics = []offsets.FetchTopic{} // none, not all
+		g.topics = []groups.FetchTopic{} // none, not all
 	}
-	fetched, err = h.fetchOffsets(ctx, g, confirmed)
+	fetched, err = h.fetchOffsets(ctx, g)
 	denied = make(map[string]int16, len(refused))
 	for _, t := range refused {
 		denied[t.Topic] = kerr.TopicAuthorizationFailed.Code
 	}
-	return append(fetched, unknownOffsets(refused)...), denied, err
+	return append(fetched, groups.UnknownOffsets(refused)...), denied, err
 }
 
-// fetchOffsets reads one group's offsets once a quorum confirmed that this
-// node coordinates its shard. confirmed, when not nil, remembers each
-// shard's confirmation for the rest of the request: a confirmation made
-// after the request arrived serves every group of the shard (the FSM read
-// after it holds every commit acknowledged before the request, and never
-// moves back).
-func (h *Handlers) fetchOffsets(ctx context.Context, g fetchGroup, confirmed map[int32]error) ([]offsets.FetchedTopic, error) {
-	id := h.cluster.ShardFor(g.group)
-	s := h.shards[id]
-	err, done := confirmed[id]
-	if !done {
-		err = s.Coordinator.Check(ctx)
-		if confirmed != nil {
-			confirmed[id] = err
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	if err := s.Coordinator.CheckFetchMember(g.group, g.memberID, g.memberEpoch); err != nil {
-		return nil, err
-	}
-	return offsets.Fetch(s.State, g.group, g.topics), nil
-}
-
-// unknownOffsets answers every requested partition with no offset.
-func unknownOffsets(topics []offsets.FetchTopic) []offsets.FetchedTopic {
-	out := make([]offsets.FetchedTopic, 0, len(topics))
-	for _, t := range topics {
-		ft := offsets.FetchedTopic{Topic: t.Topic}
-		for _, p := range t.Partitions {
-			ft.Partitions = append(ft.Partitions, offsets.Fetched{Partition: p, Offset: offsets.Unknown, LeaderEpoch: -1})
-		}
-		out = append(out, ft)
-	}
-	return out
+// fetchOffsets asks the group's coordinator for its offsets
+// (groups.FetchOffsets).
+func (h *Handlers) fetchOffsets(ctx context.Context, g fetchGroup) ([]groups.FetchedTopic, error) {
+	return h.shardFor(g.group).Coordinator.FetchOffsets(ctx, groups.FetchRequest{
+		GroupID: g.group, Topics: g.topics, MemberID: g.memberID, MemberEpoch: g.memberEpoch})
 }
 
 // fetchGroup is one distinct group of a v8+ OffsetFetch and what is asked of
 // it: nil topics mean every committed partition.
 type fetchGroup struct {
 	group  string
-	topics []offsets.FetchTopic
+	topics []groups.FetchTopic
 	// memberID and memberEpoch are the v9 member the fetch comes from (nil
 	// and -1 for none), checked against a consumer group.
 	memberID    *string
@@ -187,22 +155,22 @@ type fetchGroup struct {
 // distinctFetchGroups lists each group of a v8+ OffsetFetch once, in the
 // order of first appearance, with the topics of all its entries one after
 // the other; an entry with null topics (all) makes the group's answer all.
-func distinctFetchGroups(groups []kmsg.OffsetFetchRequestGroup) []fetchGroup {
-	out := make([]fetchGroup, 0, len(groups))
-	at := make(map[string]int, len(groups))
+func distinctFetchGroups(entries []kmsg.OffsetFetchRequestGroup) []fetchGroup {
+	out := make([]fetchGroup, 0, len(entries))
+	at := make(map[string]int, len(entries))
 	all := make(map[string]bool)
-	for _, g := range groups {
+	for _, g := range entries {
 		i, seen := at[g.Group]
 		if !seen {
 			i = len(out)
 			at[g.Group] = i
-			out = append(out, fetchGroup{group: g.Group, topics: make([]offsets.FetchTopic, 0, len(g.Topics)), memberID: g.MemberID, memberEpoch: g.MemberEpoch})
+			out = append(out, fetchGroup{group: g.Group, topics: make([]groups.FetchTopic, 0, len(g.Topics)), memberID: g.MemberID, memberEpoch: g.MemberEpoch})
 		}
 		if g.Topics == nil {
 			all[g.Group] = true
 		}
 		for _, t := range g.Topics {
-			out[i].topics = append(out[i].topics, offsets.FetchTopic{Topic: t.Topic, Partitions: t.Partitions})
+			out[i].topics = append(out[i].topics, groups.FetchTopic{Topic: t.Topic, Partitions: t.Partitions})
 		}
 	}
 	for i := range out {

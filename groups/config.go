@@ -33,6 +33,14 @@ type Config struct {
 	// queued waits for its commit; it fails with NOT_COORDINATOR if the
 	// leader loses its quorum, which the leader lease bounds.
 	WriteTimeout time.Duration
+	// OffsetMetadataMaxBytes is offset.metadata.max.bytes: the longest
+	// metadata string a commit may store, in UTF-16 code units as Kafka
+	// counts them.
+	OffsetMetadataMaxBytes int32
+	// OffsetsRetention is offsets.retention.minutes: how long offsets
+	// outlive their group's last member (or their commit, outside group
+	// management), and the expiry an OffsetCommit v1 timestamp gets.
+	OffsetsRetention time.Duration
 	// ElectionHold is kcoord.group.election.hold.ms: how long a request
 	// that reaches this node while its shard's leadership settles (see
 	// Log.Settling) waits for the outcome before it is answered
@@ -100,13 +108,15 @@ type Config struct {
 // DefaultConfig returns Kafka's defaults.
 func DefaultConfig() Config {
 	return Config{
-		InitialRebalanceDelay: 3 * time.Second,
-		MinSessionTimeout:     6 * time.Second,
-		MaxSessionTimeout:     30 * time.Minute,
-		MaxSize:               2147483647,
-		NewMemberJoinTimeout:  5 * time.Minute,
-		WriteTimeout:          5 * time.Second,
-		ElectionHold:          2 * time.Second,
+		InitialRebalanceDelay:  3 * time.Second,
+		MinSessionTimeout:      6 * time.Second,
+		MaxSessionTimeout:      30 * time.Minute,
+		MaxSize:                2147483647,
+		NewMemberJoinTimeout:   5 * time.Minute,
+		WriteTimeout:           5 * time.Second,
+		OffsetMetadataMaxBytes: 4096,
+		OffsetsRetention:       10080 * time.Minute,
+		ElectionHold:           2 * time.Second,
 
 		ConsumerSessionTimeout:       45 * time.Second,
 		ConsumerMinSessionTimeout:    45 * time.Second,
@@ -144,6 +154,10 @@ func (c *Config) Validate() error {
 		return errors.New("groups: new member join timeout must be positive")
 	case c.WriteTimeout <= 0:
 		return errors.New("groups: write timeout must be positive")
+	case c.OffsetMetadataMaxBytes < 0:
+		return errors.New("groups: offset metadata max bytes must not be negative")
+	case c.OffsetsRetention <= 0:
+		return errors.New("groups: offsets retention must be positive")
 	case c.ElectionHold < 0:
 		return errors.New("groups: election hold must not be negative")
 	}

@@ -329,9 +329,9 @@ func TestConsumerGroupCommitsNeedTheMembersEpoch(t *testing.T) {
 	topics.Put("orders", 2)
 	a := newConsumerClient(t, c, "g", "a", "orders")
 	converge(t, c, "g", a)
-	offsets := []fsm.OffsetCommitPartition{{Topic: "orders", Partition: 0, Offset: fsm.Offset{Offset: 7, LeaderEpoch: -1}}}
+	offsets := []CommitPartition{{Topic: "orders", Partition: 0, Offset: 7, LeaderEpoch: -1}}
 	commit := func(version int16, member string, epoch int32) error {
-		return c.Commit(CommitRequest{Version: version, GroupID: "g", MemberID: member, Generation: epoch, Offsets: offsets})
+		return commitOffsets(c, CommitRequest{Version: version, GroupID: "g", MemberID: member, Generation: epoch, Partitions: offsets})
 	}
 	wantErr(t, commit(9, "a", a.epoch-1), ErrStaleMemberEpoch)
 	wantErr(t, commit(9, "nobody", a.epoch), ErrUnknownMemberID)
@@ -441,11 +441,11 @@ func TestConsumerGroupOffsetsExpireUnlessSubscribed(t *testing.T) {
 	topics.Put("old", 1)
 	a := newConsumerClient(t, c, "g", "a", "orders")
 	converge(t, c, "g", a)
-	offsets := []fsm.OffsetCommitPartition{
-		{Topic: "orders", Partition: 0, Offset: fsm.Offset{Offset: 1, LeaderEpoch: -1, ExpireTimestamp: -1}},
-		{Topic: "old", Partition: 0, Offset: fsm.Offset{Offset: 2, LeaderEpoch: -1, ExpireTimestamp: -1}},
+	offsets := []CommitPartition{
+		{Topic: "orders", Partition: 0, Offset: 1, LeaderEpoch: -1},
+		{Topic: "old", Partition: 0, Offset: 2, LeaderEpoch: -1},
 	}
-	if err := c.Commit(CommitRequest{Version: 9, GroupID: "g", MemberID: "a", Generation: a.epoch, Offsets: offsets}); err != nil {
+	if err := commitOffsets(c, CommitRequest{Version: 9, GroupID: "g", MemberID: "a", Generation: a.epoch, Partitions: offsets}); err != nil {
 		t.Fatal(err)
 	}
 	const retention = int64(60_000)
@@ -625,11 +625,11 @@ func TestClassicMemberJoinsAConsumerGroup(t *testing.T) {
 	if classics != 1 {
 		t.Fatalf("described %d classic members, want 1", classics)
 	}
-	if err := c.Commit(CommitRequest{Version: 5, GroupID: "g", MemberID: s.id, Generation: s.generation,
-		Offsets: []fsm.OffsetCommitPartition{{Topic: "orders", Partition: s.owned["orders"][0], Offset: fsm.Offset{Offset: 3, LeaderEpoch: -1}}}}); err != nil {
+	if err := commitOffsets(c, CommitRequest{Version: 5, GroupID: "g", MemberID: s.id, Generation: s.generation,
+		Partitions: []CommitPartition{{Topic: "orders", Partition: s.owned["orders"][0], Offset: 3, LeaderEpoch: -1}}}); err != nil {
 		t.Fatalf("the classic member's commit: %v", err)
 	}
-	wantErr(t, c.Commit(CommitRequest{Version: 5, GroupID: "g", MemberID: s.id, Generation: s.generation - 1}), ErrIllegalGeneration)
+	wantErr(t, commitOffsets(c, CommitRequest{Version: 5, GroupID: "g", MemberID: s.id, Generation: s.generation - 1}), ErrIllegalGeneration)
 
 	a.mustLeave(leaveMemberEpoch)
 	counts = settle([]*consumerClient{b})

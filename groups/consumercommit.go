@@ -1,6 +1,7 @@
 package groups
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/kcoord/kcoord/fsm"
@@ -8,10 +9,10 @@ import (
 
 // commitToConsumerGroup serves an OffsetCommit to the id of a consumer
 // group.
-func (c *Coordinator) commitToConsumerGroup(req CommitRequest) error {
+func (c *Coordinator) commitToConsumerGroup(req CommitRequest, w commitWrite) error {
 	g, err := c.lockConsumer(req.GroupID, false)
 	if isClassicGroup(err) {
-		return c.Commit(req) // downgraded meanwhile: a classic group now
+		return c.commit(context.Background(), req, w) // downgraded meanwhile: a classic group now
 	}
 	if err != nil {
 		return err
@@ -19,7 +20,7 @@ func (c *Coordinator) commitToConsumerGroup(req CommitRequest) error {
 	if g == nil {
 		return ErrGroupIDNotFound // deleted meanwhile
 	}
-	return c.commitConsumer(g, req)
+	return c.commitConsumer(g, req, w)
 }
 
 // commitConsumer serves an OffsetCommit to a consumer group (Kafka 4.x's
@@ -30,26 +31,26 @@ func (c *Coordinator) commitToConsumerGroup(req CommitRequest) error {
 // version, at its epoch as its generation (else ErrIllegalGeneration).
 // Called from a handler
 // goroutine with g.mu held; unlocks it and waits for the write.
-func (c *Coordinator) commitConsumer(g *consumerGroup, req CommitRequest) error {
+func (c *Coordinator) commitConsumer(g *consumerGroup, req CommitRequest, w commitWrite) error {
 	if err := g.validateCommit(req); err != nil {
 		g.mu.Unlock()
 		return err
 	}
-	if len(req.Offsets) == 0 {
+	if len(w.offsets) == 0 {
 		g.mu.Unlock()
 		return nil
 	}
-	f := c.write(&fsm.OffsetCommit{GroupID: g.id, Timestamp: c.now(), Offsets: req.Offsets})
-	g.trackCommits(req.Offsets, 1)
+	f := c.write(&fsm.OffsetCommit{GroupID: g.id, Timestamp: w.now, Offsets: w.offsets})
+	g.trackCommits(w.offsets, 1)
 	g.mu.Unlock()
 	err := waitWrite(f)
 	g.mu.Lock()
-	g.trackCommits(req.Offsets, -1)
+	g.trackCommits(w.offsets, -1)
 	g.mu.Unlock()
 	if err != nil {
 		return err
 	}
-	c.committed.Add(uint64(len(req.Offsets)))
+	c.committed.Add(uint64(len(w.offsets)))
 	return nil
 }
 

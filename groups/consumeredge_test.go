@@ -5,8 +5,6 @@ import (
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/kcoord/kcoord/fsm"
 )
 
 // This file holds the consumer-group cases found in review: each failed
@@ -115,8 +113,8 @@ func TestARefusedJoinMakesNoGroup(t *testing.T) {
 	if listed, _ := c.List(context.Background()); len(listed) != 0 {
 		t.Fatalf("listed after a refused join: %+v", listed)
 	}
-	if err := c.Commit(CommitRequest{Version: 9, GroupID: "old", Generation: -1,
-		Offsets: []fsm.OffsetCommitPartition{{Topic: "orders", Partition: 0, Offset: fsm.Offset{Offset: 5, LeaderEpoch: -1, ExpireTimestamp: -1}}}}); err != nil {
+	if err := commitOffsets(c, CommitRequest{Version: 9, GroupID: "old", Generation: -1,
+		Partitions: []CommitPartition{{Topic: "orders", Partition: 0, Offset: 5, LeaderEpoch: -1}}}); err != nil {
 		t.Fatal(err)
 	}
 	join.GroupID = "old"

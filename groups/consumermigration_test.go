@@ -213,8 +213,8 @@ func TestClassicRequestsDuringTheDowngradeFindTheClassicGroup(t *testing.T) {
 	go func() { hb <- c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: s.id, Generation: s.generation}) }()
 	cm := make(chan error, 1)
 	go func() {
-		cm <- c.Commit(CommitRequest{Version: 5, GroupID: "g", MemberID: s.id, Generation: s.generation,
-			Offsets: []fsm.OffsetCommitPartition{{Topic: "orders", Partition: 0, Offset: fsm.Offset{Offset: 1, LeaderEpoch: -1}}}})
+		cm <- commitOffsets(c, CommitRequest{Version: 5, GroupID: "g", MemberID: s.id, Generation: s.generation,
+			Partitions: []CommitPartition{{Topic: "orders", Partition: 0, Offset: 1, LeaderEpoch: -1}}})
 	}()
 	time.Sleep(50 * time.Millisecond)
 	pw := g.fenceAndEnqueue(g.members[a.id]) // a leaves: the downgrade

@@ -188,23 +188,23 @@ func TestInitialDelayWaitsForMoreMembers(t *testing.T) {
 
 func TestCommitValidation(t *testing.T) {
 	c, log := newTestCoordinator(t, nil)
-	off := []fsm.OffsetCommitPartition{{Topic: "t", Partition: 0, Offset: fsm.Offset{Offset: 5, ExpireTimestamp: -1}}}
+	off := []CommitPartition{{Topic: "t", Partition: 0, Offset: 5}}
 	// Admin commit (generation -1) creates an Empty group.
-	if err := c.Commit(CommitRequest{GroupID: "simple", Generation: -1, Offsets: off}); err != nil {
+	if err := commitOffsets(c, CommitRequest{GroupID: "simple", Generation: -1, Partitions: off}); err != nil {
 		t.Fatal(err)
 	}
 	if o, ok := log.FSM.Offset("simple", fsm.TopicPartition{Topic: "t"}); !ok || o.Offset != 5 || o.CommitTimestamp == 0 {
 		t.Fatalf("stored offset %+v %v", o, ok)
 	}
-	wantErr(t, c.Commit(CommitRequest{GroupID: "missing", Generation: 3, MemberID: "m", Offsets: off}), ErrGroupIDNotFound)
+	wantErr(t, commitOffsets(c, CommitRequest{GroupID: "missing", Generation: 3, MemberID: "m", Partitions: off}), ErrGroupIDNotFound)
 
 	ids, gen := stableGroup(t, c, "g", 2)
-	if err := c.Commit(CommitRequest{GroupID: "g", MemberID: ids[1], Generation: gen, Offsets: off}); err != nil {
+	if err := commitOffsets(c, CommitRequest{GroupID: "g", MemberID: ids[1], Generation: gen, Partitions: off}); err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, c.Commit(CommitRequest{GroupID: "g", Generation: -1, Offsets: off}), ErrUnknownMemberID)
-	wantErr(t, c.Commit(CommitRequest{GroupID: "g", MemberID: ids[1], Generation: gen + 1, Offsets: off}), ErrIllegalGeneration)
-	wantErr(t, c.Commit(CommitRequest{GroupID: "g", MemberID: "x", Generation: gen, Offsets: off}), ErrUnknownMemberID)
+	wantErr(t, commitOffsets(c, CommitRequest{GroupID: "g", Generation: -1, Partitions: off}), ErrUnknownMemberID)
+	wantErr(t, commitOffsets(c, CommitRequest{GroupID: "g", MemberID: ids[1], Generation: gen + 1, Partitions: off}), ErrIllegalGeneration)
+	wantErr(t, commitOffsets(c, CommitRequest{GroupID: "g", MemberID: "x", Generation: gen, Partitions: off}), ErrUnknownMemberID)
 
 	// During CompletingRebalance commits are refused.
 	j0 := joinAsync(c, joinReq("g", ids[0]))
@@ -212,14 +212,14 @@ func TestCommitValidation(t *testing.T) {
 	j1 := joinAsync(c, joinReq("g", ids[1]))
 	recv(t, j0)
 	recv(t, j1)
-	wantErr(t, c.Commit(CommitRequest{GroupID: "g", MemberID: ids[1], Generation: gen + 1, Offsets: off}), ErrRebalanceInProgress)
+	wantErr(t, commitOffsets(c, CommitRequest{GroupID: "g", MemberID: ids[1], Generation: gen + 1, Partitions: off}), ErrRebalanceInProgress)
 	// ... after the member and generation checks (Kafka 3.7).
-	wantErr(t, c.Commit(CommitRequest{GroupID: "g", MemberID: ids[1], Generation: gen, Offsets: off}), ErrIllegalGeneration)
-	wantErr(t, c.Commit(CommitRequest{GroupID: "g", MemberID: "bogus", Generation: gen + 1, Offsets: off}), ErrUnknownMemberID)
+	wantErr(t, commitOffsets(c, CommitRequest{GroupID: "g", MemberID: ids[1], Generation: gen, Partitions: off}), ErrIllegalGeneration)
+	wantErr(t, commitOffsets(c, CommitRequest{GroupID: "g", MemberID: "bogus", Generation: gen + 1, Partitions: off}), ErrUnknownMemberID)
 
 	// A failed write is reported, not acknowledged.
 	log.SetFault(raft.ErrNotLeader)
-	wantErr(t, c.Commit(CommitRequest{GroupID: "simple", Generation: -1, Offsets: off}), ErrNotCoordinator)
+	wantErr(t, commitOffsets(c, CommitRequest{GroupID: "simple", Generation: -1, Partitions: off}), ErrNotCoordinator)
 }
 
 func TestSyncWriteFailureFailsTheRebalance(t *testing.T) {
@@ -274,8 +274,8 @@ func TestDeleteGroups(t *testing.T) {
 	ids, _ := stableGroup(t, c, "g", 1)
 	wantErr(t, c.Delete(context.Background(), "g"), ErrNonEmptyGroup)
 	wantErr(t, c.Delete(context.Background(), "nope"), ErrGroupIDNotFound)
-	off := []fsm.OffsetCommitPartition{{Topic: "t", Offset: fsm.Offset{Offset: 1}}}
-	if err := c.Commit(CommitRequest{GroupID: "e", Generation: -1, Offsets: off}); err != nil {
+	off := []CommitPartition{{Topic: "t", Offset: 1}}
+	if err := commitOffsets(c, CommitRequest{GroupID: "e", Generation: -1, Partitions: off}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Delete(context.Background(), "e"); err != nil {
@@ -421,11 +421,11 @@ func TestDeleteOffsets(t *testing.T) {
 	c, log := newTestCoordinator(t, nil)
 	commit := func(group string, gen int32, member string, topics ...string) {
 		t.Helper()
-		var offs []fsm.OffsetCommitPartition
+		var offs []CommitPartition
 		for _, tp := range topics {
-			offs = append(offs, fsm.OffsetCommitPartition{Topic: tp, Offset: fsm.Offset{Offset: 1, ExpireTimestamp: -1}})
+			offs = append(offs, CommitPartition{Topic: tp, Offset: 1})
 		}
-		if err := c.Commit(CommitRequest{GroupID: group, Generation: gen, MemberID: member, Offsets: offs}); err != nil {
+		if err := commitOffsets(c, CommitRequest{GroupID: group, Generation: gen, MemberID: member, Partitions: offs}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -436,7 +436,7 @@ func TestDeleteOffsets(t *testing.T) {
 	j := recv(t, joinAsync(c, req))
 	recv(t, syncAsync(c, SyncRequest{GroupID: "g", MemberID: j.MemberID, Generation: j.Generation, Assignments: map[string][]byte{j.MemberID: nil}}))
 	commit("g", j.Generation, j.MemberID, "a", "b")
-	res, err := c.DeleteOffsets("g", []fsm.TopicPartition{{Topic: "a"}, {Topic: "b"}})
+	res, err := c.DeleteOffsets(context.Background(), "g", []fsm.TopicPartition{{Topic: "a"}, {Topic: "b"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -452,10 +452,10 @@ func TestDeleteOffsets(t *testing.T) {
 	}
 	// An Empty group loses any partition; unknown groups are not found.
 	commit("e", -1, "", "a")
-	if res, err := c.DeleteOffsets("e", []fsm.TopicPartition{{Topic: "a"}}); err != nil || res[fsm.TopicPartition{Topic: "a"}] != nil {
+	if res, err := c.DeleteOffsets(context.Background(), "e", []fsm.TopicPartition{{Topic: "a"}}); err != nil || res[fsm.TopicPartition{Topic: "a"}] != nil {
 		t.Fatal(res, err)
 	}
-	_, err = c.DeleteOffsets("nope", nil)
+	_, err = c.DeleteOffsets(context.Background(), "nope", nil)
 	wantErr(t, err, ErrGroupIDNotFound)
 }
 
@@ -465,7 +465,7 @@ func TestExpireOffsets(t *testing.T) {
 	c.now = func() int64 { return now }
 	const retention = 1000
 	// A simple consumer's offsets expire by commit time, then the group goes.
-	if err := c.Commit(CommitRequest{GroupID: "simple", Generation: -1, Offsets: []fsm.OffsetCommitPartition{{Topic: "t", Offset: fsm.Offset{Offset: 1, ExpireTimestamp: -1}}}}); err != nil {
+	if err := commitOffsets(c, CommitRequest{GroupID: "simple", Generation: -1, Partitions: []CommitPartition{{Topic: "t", Offset: 1}}}); err != nil {
 		t.Fatal(err)
 	}
 	if n, g := c.ExpireOffsets(now+retention-1, retention); n != 0 || g != 0 {
@@ -483,8 +483,8 @@ func TestExpireOffsets(t *testing.T) {
 	req.Protocols = []fsm.Protocol{{Name: "range", Metadata: meta.AppendTo(nil)}}
 	j := recv(t, joinAsync(c, req))
 	recv(t, syncAsync(c, SyncRequest{GroupID: "g", MemberID: j.MemberID, Generation: j.Generation, Assignments: map[string][]byte{j.MemberID: nil}}))
-	offs := []fsm.OffsetCommitPartition{{Topic: "a", Offset: fsm.Offset{Offset: 1, ExpireTimestamp: -1}}, {Topic: "b", Offset: fsm.Offset{Offset: 2, ExpireTimestamp: -1}}}
-	if err := c.Commit(CommitRequest{GroupID: "g", Generation: j.Generation, MemberID: j.MemberID, Offsets: offs}); err != nil {
+	offs := []CommitPartition{{Topic: "a", Offset: 1}, {Topic: "b", Offset: 2}}
+	if err := commitOffsets(c, CommitRequest{GroupID: "g", Generation: j.Generation, MemberID: j.MemberID, Partitions: offs}); err != nil {
 		t.Fatal(err)
 	}
 	if n, _ := c.ExpireOffsets(now+10*retention, retention); n != 1 {
@@ -570,8 +570,8 @@ func TestStatsCountCommitsRebalancesAndExpiries(t *testing.T) {
 		cfg.ObserveRebalance = func(r Rebalance) { rebalances = append(rebalances, r.Took) }
 	})
 	stableGroup(t, c, "g", 2)
-	off := []fsm.OffsetCommitPartition{{Topic: "t", Offset: fsm.Offset{Offset: 1}}, {Topic: "t", Partition: 1, Offset: fsm.Offset{Offset: 1}}}
-	if err := c.Commit(CommitRequest{GroupID: "x", Generation: -1, Offsets: off}); err != nil {
+	off := []CommitPartition{{Topic: "t", Offset: 1}, {Topic: "t", Partition: 1, Offset: 1}}
+	if err := commitOffsets(c, CommitRequest{GroupID: "x", Generation: -1, Partitions: off}); err != nil {
 		t.Fatal(err)
 	}
 	st := c.Stats()
@@ -603,8 +603,9 @@ func TestOffsetsExpiredCountOnlyCommittedDeletions(t *testing.T) {
 	// Partition 0 committed two weeks before partition 1: only it expires,
 	// and the group stays.
 	for p, at := range []int64{now - 2*week, now} {
-		off := []fsm.OffsetCommitPartition{{Topic: "t", Partition: int32(p), Offset: fsm.Offset{Offset: 1, CommitTimestamp: at, ExpireTimestamp: -1}}}
-		if err := c.Commit(CommitRequest{GroupID: "x", Generation: -1, Offsets: off}); err != nil {
+		c.now = func() int64 { return at }
+		off := []CommitPartition{{Topic: "t", Partition: int32(p), Offset: 1}}
+		if err := commitOffsets(c, CommitRequest{GroupID: "x", Generation: -1, Partitions: off}); err != nil {
 			t.Fatal(err)
 		}
 	}

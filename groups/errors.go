@@ -82,6 +82,15 @@ var (
 	// a target; the group keeps the target it has. Kafka:
 	// UNKNOWN_SERVER_ERROR.
 	ErrAssignmentFailed = errors.New("target assignment failed")
+	// ErrOffsetMetadataTooLarge means a commit's metadata string is longer
+	// than offset.metadata.max.bytes. Kafka: OFFSET_METADATA_TOO_LARGE.
+	ErrOffsetMetadataTooLarge = errors.New("offset metadata too large")
+	// ErrInvalidPartition means a commit names a negative partition. Kafka
+	// answers UNKNOWN_TOPIC_OR_PARTITION.
+	ErrInvalidPartition = errors.New("invalid partition")
+	// ErrInvalidTopic means a commit names an empty topic. Kafka answers
+	// UNKNOWN_TOPIC_OR_PARTITION.
+	ErrInvalidTopic = errors.New("invalid topic")
 	// ErrTimeout means a Raft write did not commit within
 	// offsets.commit.timeout.ms. Kafka: REQUEST_TIMED_OUT.
 	ErrTimeout = errors.New("write timed out")

@@ -138,3 +138,9 @@ func stableGroup(t *testing.T, c *Coordinator, group string, n int) ([]string, i
 	}
 	return ids, gen
 }
+
+// commitOffsets is Coordinator.Commit's outcome for the whole commit.
+func commitOffsets(c *Coordinator, req CommitRequest) error {
+	_, err := c.Commit(context.Background(), req)
+	return err
+}

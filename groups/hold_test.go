@@ -5,8 +5,6 @@ import (
 	"errors"
 	"testing"
 	"time"
-
-	"github.com/kcoord/kcoord/fsm"
 )
 
 // TestRequestsDuringAnElectionWaitForItsOutcome: a heartbeat that reaches a
@@ -73,8 +71,8 @@ func TestARequestIsHeldOnce(t *testing.T) {
 	c.Deactivate()
 	log.SetSettling(true)
 	start := time.Now()
-	err := c.Commit(CommitRequest{GroupID: "g", MemberID: ids[0], Generation: gen,
-		Offsets: []fsm.OffsetCommitPartition{{Topic: "t", Partition: 0, Offset: fsm.Offset{Offset: 1}}}})
+	err := commitOffsets(c, CommitRequest{GroupID: "g", MemberID: ids[0], Generation: gen,
+		Partitions: []CommitPartition{{Topic: "t", Partition: 0, Offset: 1}}})
 	wantErr(t, err, ErrNotCoordinator)
 	if waited := time.Since(start); waited >= 600*time.Millisecond {
 		t.Fatalf("commit answered after %v: held more than once (hold 300ms)", waited)

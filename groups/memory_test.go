@@ -2,8 +2,6 @@ package groups
 
 import (
 	"testing"
-
-	"github.com/kcoord/kcoord/fsm"
 )
 
 // A group that only holds offsets (committed to as an admin does, with no
@@ -11,12 +9,12 @@ import (
 // are answered: at 100 k such groups they were 77 MB of empty maps.
 func TestAnOffsetsOnlyGroupHoldsNoEmptyMaps(t *testing.T) {
 	c, _ := newTestCoordinator(t, nil)
-	var off []fsm.OffsetCommitPartition
+	var off []CommitPartition
 	for p := range int32(10) {
-		off = append(off, fsm.OffsetCommitPartition{Topic: "t", Partition: p, Offset: fsm.Offset{Offset: 5}})
+		off = append(off, CommitPartition{Topic: "t", Partition: p, Offset: 5})
 	}
 	for range 3 {
-		if err := c.Commit(CommitRequest{GroupID: "offsets-only", Generation: -1, Offsets: off}); err != nil {
+		if err := commitOffsets(c, CommitRequest{GroupID: "offsets-only", Generation: -1, Partitions: off}); err != nil {
 			t.Fatal(err)
 		}
 	}

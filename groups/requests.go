@@ -150,8 +150,9 @@ type GroupListing struct {
 	LastRebalance time.Time
 }
 
-// CommitRequest is an OffsetCommit for one group. The offsets package has
-// already validated each partition; Offsets holds only the valid ones.
+// CommitRequest is an OffsetCommit for one group as the client sent it,
+// less the partitions the api refused (authorization, the topic registry).
+// The coordinator validates, stamps and stores the partitions (Commit).
 type CommitRequest struct {
 	// Version is the OffsetCommit version (a consumer-protocol member
 	// needs v9).
@@ -162,5 +163,22 @@ type CommitRequest struct {
 	// Generation is -1 for commits outside group management (admin tools,
 	// simple consumers).
 	Generation int32
-	Offsets    []fsm.OffsetCommitPartition
+	// RetentionMs is OffsetCommit v2–v4's RetentionTimeMillis, an explicit
+	// expiry; nil (other versions) or -1 keeps the offsets as long as the
+	// group (KIP-211).
+	RetentionMs *int64
+	Partitions  []CommitPartition
+}
+
+// CommitPartition is one partition of an OffsetCommit as the client sent it.
+type CommitPartition struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+	// LeaderEpoch is -1 when unknown (OffsetCommit below v6).
+	LeaderEpoch int32
+	Metadata    *string
+	// Timestamp is OffsetCommit v1's per-partition commit time, Unix ms;
+	// nil (other versions) or -1 when not given.
+	Timestamp *int64
 }

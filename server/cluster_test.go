@@ -126,8 +126,8 @@ func TestRestartingAllNodesLosesNothing(t *testing.T) {
 		}
 		owner := servers[leader.NodeID-1]
 		c := owner.coords[owner.Node().ShardFor(group)]
-		err := c.Commit(groups.CommitRequest{GroupID: group, Generation: -1, Offsets: []fsm.OffsetCommitPartition{
-			{Topic: "t", Partition: int32(g), Offset: fsm.Offset{Offset: int64(100 + g), ExpireTimestamp: -1}},
+		_, err := c.Commit(context.Background(), groups.CommitRequest{GroupID: group, Generation: -1, Partitions: []groups.CommitPartition{
+			{Topic: "t", Partition: int32(g), Offset: int64(100 + g)},
 		}})
 		if err != nil {
 			t.Fatal(err)

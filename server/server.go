@@ -178,8 +178,6 @@ func (s *Server) Start() error {
 	acls.node = s.node
 	h := api.New(api.Config{
 		NodeID:                   s.cfg.NodeID,
-		OffsetMetadataMaxBytes:   s.cfg.OffsetMetadataMaxBytes,
-		OffsetsRetention:         s.cfg.OffsetsRetention,
 		MaxPartitionsPerTopic:    s.cfg.MaxPartitionsPerTopic,
 		MaxTopics:                s.cfg.MaxTopics,
 		MaxPartitions:            s.cfg.MaxPartitions,
@@ -196,7 +194,7 @@ func (s *Server) Start() error {
 	kafka.Open()
 	s.stopRetention = make(chan struct{})
 	s.retentionDone = make(chan struct{})
-	go s.retentionLoop(s.stopRetention, s.retentionDone)
+	go groups.RunRetention(s.stopRetention, s.retentionDone, s.coords, s.cfg.OffsetsRetentionCheckInterval, s.cfg.OffsetsRetention, s.logger)
 	s.logger.Debug("serving", "kafka", kafka.Addr().String(), "advertised", advertised, "raft", s.node.RaftAddr(), "shards", s.cfg.OffsetsTopicNumPartitions)
 	return nil
 }
@@ -212,6 +210,7 @@ func (s *Server) startNode(advertised string) error {
 	gcfg.MinSessionTimeout, gcfg.MaxSessionTimeout = s.cfg.GroupMinSessionTimeout, s.cfg.GroupMaxSessionTimeout
 	gcfg.MaxSize, gcfg.WriteTimeout = s.cfg.GroupMaxSize, s.cfg.OffsetsCommitTimeout
 	gcfg.ElectionHold = s.cfg.GroupElectionHold
+	gcfg.OffsetMetadataMaxBytes, gcfg.OffsetsRetention = s.cfg.OffsetMetadataMaxBytes, s.cfg.OffsetsRetention
 	if err := s.cfg.consumerGroupConfig(&gcfg); err != nil {
 		return err
 	}

@@ -2,92 +2,16 @@ package groups
 
 import (
 	"context"
+
 	"github.com/hashicorp/raft"
 
 	"github.com/kcoord/kcoord/fsm"
 )
 
-// Offset deletion and expiry. Both decide under the group lock and enqueue
-// their OffsetDelete there, so they are ordered with the group's commits;
-// partitions with a commit in flight are never expired.
-
-// DeleteOffsets serves OffsetDelete (KIP-496) for one group. An Empty group
-// loses any partition; a consumer group that is rebalancing or Stable keeps
-// the partitions of topics its members subscribe to
-// (ErrGroupSubscribedToTopic); other groups with members refuse
-// (ErrNonEmptyGroup). The map holds each partition's outcome when err is
-// nil. Called from a connection's handler goroutine; waits for Raft.
-func (c *Coordinator) DeleteOffsets(groupID string, partitions []fsm.TopicPartition) (map[fsm.TopicPartition]error, error) {
-	if groupID == "" {
-		return nil, ErrInvalidGroupID
-	}
-	if _, err := c.serving(context.Background()); err != nil {
-		return nil, err
-	}
-	g, err := c.lockGroup(groupID, false)
-	if err == errConsumerGroup {
-		cg, err := c.lockConsumer(groupID, false)
-		if isClassicGroup(err) {
-			return c.DeleteOffsets(groupID, partitions) // downgraded meanwhile
-		}
-		if err != nil {
-			return nil, err
-		}
-		if cg == nil {
-			return nil, ErrGroupIDNotFound
-		}
-		return c.deleteConsumerOffsets(cg, partitions), nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if g == nil {
-		return nil, ErrGroupIDNotFound
-	}
-	out := make(map[fsm.TopicPartition]error, len(partitions))
-	var eligible []fsm.TopicPartition
-	switch {
-	case g.state == Dead:
-		g.mu.Unlock()
-		return nil, ErrGroupIDNotFound
-	case g.state == Empty:
-		eligible = partitions
-	case g.protocolType == consumerProtocolType:
-		subscribed, known := g.subscribedTopics()
-		for _, tp := range partitions {
-			if !known || subscribed[tp.Topic] {
-				out[tp] = ErrGroupSubscribedToTopic
-			} else {
-				eligible = append(eligible, tp)
-			}
-		}
-	default:
-		g.mu.Unlock()
-		return nil, ErrNonEmptyGroup
-	}
-	f := doneFuture
-	if len(eligible) > 0 {
-		f = c.write(&fsm.OffsetDelete{GroupID: g.id, Partitions: eligible})
-		g.removeIfEmpty(remainingAfter(c.state.Offsets(g.id), eligible))
-	}
-	g.mu.Unlock()
-	err = waitWrite(f)
-	for _, tp := range eligible {
-		out[tp] = err
-	}
-	return out, nil
-}
-
-// remainingAfter counts the stored offsets that deleting partitions leaves.
-func remainingAfter(stored map[fsm.TopicPartition]fsm.Offset, partitions []fsm.TopicPartition) int {
-	n := len(stored)
-	for _, tp := range partitions {
-		if _, ok := stored[tp]; ok {
-			n--
-		}
-	}
-	return n
-}
+// Offset expiry (KIP-211, Kafka's cleanupGroupMetadata) and the removal of
+// Empty groups left with no offsets. Expiry decides under the group lock
+// and enqueues its OffsetDelete there, so it is ordered with the group's
+// commits; partitions with a commit in flight are never expired.
 
 // removeIfEmpty deletes an Empty group that has no offsets left (remaining
 // stored, no commit in flight, no pending member), as Kafka's
@@ -110,10 +34,11 @@ func (g *group) removeIfEmpty(remaining int) bool {
 // ExpireOffsets removes the offsets whose retention ran out, by KIP-211's
 // rules, and Empty groups left with no offsets (Kafka's
 // cleanupGroupMetadata). now is the leader's clock in Unix milliseconds and
-// retention is offsets.retention.minutes in milliseconds. The server's
-// retention loop calls it every offsets.retention.check.interval.ms on the
+// retention is offsets.retention.minutes in milliseconds. The retention
+// sweep (RunRetention) calls it every offsets.retention.check.interval.ms on the
 // shard leader; the deletions go through Raft without being waited for.
-// It returns how many offsets and groups it removed.
+// It returns how many offsets and groups it removed. Called from the
+// retention sweep's goroutine (RunRetention); it does not wait for Raft.
 func (c *Coordinator) ExpireOffsets(now, retention int64) (offsets, groups int) {
 	if !c.Active() || c.Check(context.Background()) != nil { // a shard led elsewhere: no hold, no round trip
 		return 0, 0

@@ -2,27 +2,65 @@ package groups
 
 import (
 	"context"
+
 	"github.com/hashicorp/raft"
 
 	"github.com/kcoord/kcoord/fsm"
 )
 
-// Commit serves an OffsetCommit for one group: it checks the member and
-// generation as Kafka does, writes the offsets through Raft and returns once
-// they are committed on a quorum (or the write failed). The empty group id
-// is a group like any other here, as Kafka keeps it for backwards
-// compatibility (GroupCoordinatorService.commitOffsets). Called from a
-// connection's handler goroutine.
-func (c *Coordinator) Commit(req CommitRequest) error {
-	if _, err := c.serving(context.Background()); err != nil {
+// Commit serves an OffsetCommit for one group. It validates each
+// partition on its own (offset.metadata.max.bytes, an empty topic, a
+// negative partition), stamps the valid ones with the leader's clock and
+// their expiry (KIP-211), checks the member and generation as Kafka does,
+// writes the offsets through Raft and returns once they are committed on a
+// quorum (or the write failed). results holds one answer per
+// req.Partitions entry: its validation error, or err, the commit's
+// outcome. When no partition is valid nothing else is checked and err is
+// nil. The empty group id is a group like any other here, as Kafka keeps
+// it for backwards compatibility (GroupCoordinatorService.commitOffsets).
+// Called from a connection's handler goroutine; a hold for a settling
+// shard ends with ctx.
+func (c *Coordinator) Commit(ctx context.Context, req CommitRequest) (results []error, err error) {
+	results = make([]error, len(req.Partitions))
+	now := c.now()
+	var (
+		records []fsm.OffsetCommitPartition
+		valid   []int
+	)
+	for i, p := range req.Partitions {
+		if results[i] = validateOffset(p, c.cfg.OffsetMetadataMaxBytes); results[i] == nil {
+			records = append(records, offsetRecord(p, now, req.RetentionMs, c.cfg.OffsetsRetention.Milliseconds()))
+			valid = append(valid, i)
+		}
+	}
+	if len(req.Partitions) > 0 && len(records) == 0 {
+		return results, nil // the coordinator is not asked, as in Kafka
+	}
+	err = c.commit(ctx, req, commitWrite{offsets: records, now: now})
+	for _, i := range valid {
+		results[i] = err
+	}
+	return results, err
+}
+
+// commitWrite is a commit's validated records and the leader's time
+// stamped on them.
+type commitWrite struct {
+	offsets []fsm.OffsetCommitPartition
+	now     int64
+}
+
+// commit checks the group and writes w (Commit without the validation).
+func (c *Coordinator) commit(ctx context.Context, req CommitRequest, w commitWrite) error {
+	if _, err := c.serving(ctx); err != nil {
 		return err
 	}
 	if c.consumerOf(req.GroupID) != nil {
-		return c.commitToConsumerGroup(req)
+		return c.commitToConsumerGroup(req, w)
 	}
 	g, err := c.lockGroup(req.GroupID, req.Generation < 0)
 	if err == errConsumerGroup {
-		return c.commitToConsumerGroup(req)
+		return c.commitToConsumerGroup(req, w)
 	}
 	if err != nil {
 		return err
@@ -33,30 +71,30 @@ func (c *Coordinator) Commit(req CommitRequest) error {
 		// answers it ILLEGAL_GENERATION below OffsetCommit v9.
 		return ErrGroupIDNotFound
 	}
-	f, err := g.commit(req)
+	f, err := g.commit(req, w)
 	if err != nil {
 		g.mu.Unlock()
 		return err
 	}
-	g.trackCommits(req.Offsets, 1)
+	g.trackCommits(w.offsets, 1)
 	g.mu.Unlock()
 	if c.cfg.UnsafeAckBeforeCommit {
-		go c.finishCommit(g, req, f)
+		go c.finishCommit(g, w.offsets, f)
 		return nil
 	}
-	return c.finishCommit(g, req, f)
+	return c.finishCommit(g, w.offsets, f)
 }
 
 // finishCommit waits for a commit's write and counts it. Called from the
 // commit's handler goroutine (or, with the planted UnsafeAckBeforeCommit
 // bug, from a goroutine of its own after the commit was answered).
-func (c *Coordinator) finishCommit(g *group, req CommitRequest, f raft.ApplyFuture) error {
+func (c *Coordinator) finishCommit(g *group, offsets []fsm.OffsetCommitPartition, f raft.ApplyFuture) error {
 	err := waitWrite(f)
 	g.mu.Lock()
-	g.trackCommits(req.Offsets, -1)
+	g.trackCommits(offsets, -1)
 	g.mu.Unlock()
 	if err == nil {
-		c.committed.Add(uint64(len(req.Offsets)))
+		c.committed.Add(uint64(len(offsets)))
 	}
 	return err
 }
@@ -94,7 +132,7 @@ func trackCommits(pending map[fsm.TopicPartition]int, offsets []fsm.OffsetCommit
 // current generation, and an anonymous one is refused (only members commit
 // to a group with members); a valid member of a group still assigning is
 // told to wait.
-func (g *group) commit(req CommitRequest) (raft.ApplyFuture, error) {
+func (g *group) commit(req CommitRequest, w commitWrite) (raft.ApplyFuture, error) {
 	switch {
 	case g.state == Dead:
 		return nil, ErrCoordinatorNotAvailable
@@ -115,12 +153,12 @@ func (g *group) commit(req CommitRequest) (raft.ApplyFuture, error) {
 	case Stable, PreparingRebalance:
 		g.startSession(g.members[req.MemberID])
 	}
-	if len(req.Offsets) == 0 {
+	if len(w.offsets) == 0 {
 		return doneFuture, nil
 	}
 	return g.c.write(&fsm.OffsetCommit{
 		GroupID:   g.id,
-		Timestamp: g.c.now(),
-		Offsets:   req.Offsets,
+		Timestamp: w.now,
+		Offsets:   w.offsets,
 	}), nil
 }
