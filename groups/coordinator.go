@@ -2,7 +2,6 @@ package groups
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -416,15 +415,10 @@ func (c *Coordinator) write(cmd fsm.Command) raft.ApplyFuture {
 }
 
 // waitWrite waits for a write and folds the FSM's response into the error.
+// Raft's errors come back as this package's sentinels (ApplyError).
 func waitWrite(f raft.ApplyFuture) error {
 	if err := f.Error(); err != nil {
-		if errors.Is(err, raft.ErrEnqueueTimeout) {
-			return ErrTimeout
-		}
-		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrRaftShutdown) {
-			return ErrNotCoordinator
-		}
-		return err
+		return ApplyError(err)
 	}
 	if err, ok := f.Response().(error); ok {
 		return err
