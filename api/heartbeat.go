@@ -15,7 +15,7 @@ import (
 	"github.com/kcoord/kcoord/transport"
 )
 
-func (h *Handlers) heartbeat(_ context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (h *Handlers) heartbeat(ctx context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.HeartbeatRequest](kreq)
 	if err != nil {
 		return nil, err
@@ -25,12 +25,15 @@ func (h *Handlers) heartbeat(_ context.Context, rc *transport.RequestContext, kr
 		resp.ErrorCode = h.errorCode(err)
 		return resp, nil
 	}
-	err = h.shardFor(req.Group).Coordinator.Heartbeat(groups.HeartbeatRequest{
+	err = h.shardFor(req.Group).Coordinator.Heartbeat(ctx, groups.HeartbeatRequest{
 		GroupID:    req.Group,
 		MemberID:   req.MemberID,
 		InstanceID: deref(req.InstanceID),
 		Generation: req.Generation,
 	})
+	if waitAborted(err) {
+		return nil, err
+	}
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
 	resp.ErrorCode = h.errorCode(err)
 	return resp, nil

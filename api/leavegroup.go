@@ -15,7 +15,7 @@ import (
 	"github.com/kcoord/kcoord/transport"
 )
 
-func (h *Handlers) leaveGroup(_ context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
+func (h *Handlers) leaveGroup(ctx context.Context, rc *transport.RequestContext, kreq kmsg.Request) (kmsg.Response, error) {
 	req, err := typed[*kmsg.LeaveGroupRequest](kreq)
 	if err != nil {
 		return nil, err
@@ -32,7 +32,10 @@ func (h *Handlers) leaveGroup(_ context.Context, rc *transport.RequestContext, k
 			leaving = append(leaving, groups.LeaveMember{MemberID: m.MemberID, InstanceID: deref(m.InstanceID)})
 		}
 	}
-	results, err := h.shardFor(req.Group).Coordinator.Leave(req.Group, leaving)
+	results, err := h.shardFor(req.Group).Coordinator.Leave(ctx, req.Group, leaving)
+	if waitAborted(err) {
+		return nil, err
+	}
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
 	if err != nil {
 		resp.ErrorCode = h.errorCode(err)

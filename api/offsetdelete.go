@@ -60,6 +60,9 @@ func (h *Handlers) offsetDelete(ctx context.Context, rc *transport.RequestContex
 		}
 	}
 	results, err := shard.Coordinator.DeleteOffsets(ctx, req.Group, partitions)
+	if waitAborted(err) {
+		return nil, err
+	}
 	if err != nil {
 		resp.ErrorCode = h.errorCode(err)
 		return resp, nil

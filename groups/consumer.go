@@ -31,7 +31,7 @@ func (c *Coordinator) lookupConsumer(id string, create bool) (*consumerGroup, er
 	for {
 		c.mu.RLock()
 		g, ok := c.consumers[id]
-		classic := c.groups[id]
+		classic := c.classics[id]
 		active, loading, epoch := c.active, c.loading, c.epoch
 		c.mu.RUnlock()
 		switch {
@@ -68,7 +68,7 @@ func (c *Coordinator) lookupConsumer(id string, create bool) (*consumerGroup, er
 			c.mu.Unlock()
 			return nil, ErrNotCoordinator
 		}
-		if _, taken := c.groups[id]; taken {
+		if _, taken := c.classics[id]; taken {
 			c.mu.Unlock()
 			continue // a classic group was created meanwhile
 		}
@@ -95,7 +95,7 @@ func (c *Coordinator) lookupConsumer(id string, create bool) (*consumerGroup, er
 // group can be made in its place (the FSM replaces it when the join's
 // write applies, keeping its offsets). Takes the classic group's lock;
 // called without c.mu.
-func (c *Coordinator) takeOverClassic(classic *group, take bool) error {
+func (c *Coordinator) takeOverClassic(classic *classicGroup, take bool) error {
 	classic.mu.Lock()
 	defer classic.mu.Unlock()
 	if classic.closed {
@@ -107,7 +107,7 @@ func (c *Coordinator) takeOverClassic(classic *group, take bool) error {
 	if take {
 		classic.close()
 		classic.closed = true
-		c.forget(classic)
+		c.forgetClassic(classic)
 	}
 	return nil
 }
@@ -153,14 +153,14 @@ func (g *consumerGroup) dropIfUnstored() {
 	}
 	g.close()
 	c := g.c
-	var restored *group
+	var restored *classicGroup
 	c.mu.Lock()
 	if c.consumers[g.id] == g {
 		delete(c.consumers, g.id)
-		if r, ok := c.state.Group(g.id); ok && c.groups[g.id] == nil {
-			restored = groupFromRecord(c, r)
+		if r, ok := c.state.Group(g.id); ok && c.classics[g.id] == nil {
+			restored = classicGroupFromRecord(c, r)
 			restored.mu.Lock()
-			c.groups[g.id] = restored
+			c.classics[g.id] = restored
 		}
 	}
 	c.mu.Unlock()

@@ -535,7 +535,7 @@ func (cl *classicClient) joinAndSync() {
 // rejoined.
 func (cl *classicClient) heartbeat() bool {
 	cl.t.Helper()
-	err := cl.c.Heartbeat(HeartbeatRequest{GroupID: cl.group, MemberID: cl.id, Generation: cl.generation})
+	err := cl.c.Heartbeat(context.Background(), HeartbeatRequest{GroupID: cl.group, MemberID: cl.id, Generation: cl.generation})
 	switch {
 	case errors.Is(err, ErrRebalanceInProgress):
 		cl.joinAndSync()
@@ -638,7 +638,7 @@ func TestClassicMemberJoinsAConsumerGroup(t *testing.T) {
 	}
 
 	// The classic member leaves through LeaveGroup.
-	res, err := c.Leave("g", []LeaveMember{{MemberID: s.id}})
+	res, err := c.Leave(context.Background(), "g", []LeaveMember{{MemberID: s.id}})
 	if err != nil || res[0].Err != nil {
 		t.Fatalf("classic leave: %+v %v", res, err)
 	}

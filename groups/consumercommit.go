@@ -1,27 +1,10 @@
 package groups
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/kcoord/kcoord/fsm"
 )
-
-// commitToConsumerGroup serves an OffsetCommit to the id of a consumer
-// group.
-func (c *Coordinator) commitToConsumerGroup(req CommitRequest, w commitWrite) error {
-	g, err := c.lockConsumer(req.GroupID, false)
-	if isClassicGroup(err) {
-		return c.commit(context.Background(), req, w) // downgraded meanwhile: a classic group now
-	}
-	if err != nil {
-		return err
-	}
-	if g == nil {
-		return ErrGroupIDNotFound // deleted meanwhile
-	}
-	return c.commitConsumer(g, req, w)
-}
 
 // commitConsumer serves an OffsetCommit to a consumer group (Kafka 4.x's
 // ConsumerGroup.validateOffsetCommit): a commit outside group management
@@ -29,29 +12,17 @@ func (c *Coordinator) commitToConsumerGroup(req CommitRequest, w commitWrite) er
 // come from a member, at OffsetCommit v9 or later, at the member's current
 // epoch (an older one is ErrStaleMemberEpoch); a classic member's, at any
 // version, at its epoch as its generation (else ErrIllegalGeneration).
-// Called from a handler
-// goroutine with g.mu held; unlocks it and waits for the write.
+// nil is a group deleted meanwhile. Called from a handler goroutine with
+// g.mu held; unlocks it and waits for the write.
 func (c *Coordinator) commitConsumer(g *consumerGroup, req CommitRequest, w commitWrite) error {
+	if g == nil {
+		return ErrGroupIDNotFound // deleted meanwhile
+	}
 	if err := g.validateCommit(req); err != nil {
 		g.mu.Unlock()
 		return err
 	}
-	if len(w.offsets) == 0 {
-		g.mu.Unlock()
-		return nil
-	}
-	f := c.write(&fsm.OffsetCommit{GroupID: g.id, Timestamp: w.now, Offsets: w.offsets})
-	g.trackCommits(w.offsets, 1)
-	g.mu.Unlock()
-	err := waitWrite(f)
-	g.mu.Lock()
-	g.trackCommits(w.offsets, -1)
-	g.mu.Unlock()
-	if err != nil {
-		return err
-	}
-	c.committed.Add(uint64(len(w.offsets)))
-	return nil
+	return c.writeCommit(&g.mu, &g.inflight, g.id, w, false)
 }
 
 // validateCommit checks a commit against the members. Called with g.mu
@@ -111,10 +82,14 @@ func (c *Coordinator) CheckFetchMember(groupID string, memberID *string, memberE
 	return nil
 }
 
-// deleteConsumer serves DeleteGroups for a consumer group: only an empty
+// deleteConsumer serves DeleteGroups for a consumer group (nil: deleted
+// meanwhile, done): only an empty
 // one can go (Kafka's validateDeleteGroup), with its offsets. Called with
 // g.mu held; unlocks it and waits for the write.
 func (c *Coordinator) deleteConsumer(g *consumerGroup) error {
+	if g == nil {
+		return nil // deleted meanwhile
+	}
 	if len(g.members) > 0 {
 		g.mu.Unlock()
 		return ErrNonEmptyGroup
@@ -136,41 +111,4 @@ func (c *Coordinator) deleteConsumer(g *consumerGroup) error {
 	g.close()
 	c.forgetConsumer(g)
 	return nil
-}
-
-// deleteConsumerOffsets serves OffsetDelete for a consumer group: offsets
-// of a topic a member subscribes to are ErrGroupSubscribedToTopic, the
-// rest are deleted (Kafka's validateOffsetDelete checks nothing more).
-// Called with g.mu held; unlocks it and waits for the write.
-func (c *Coordinator) deleteConsumerOffsets(g *consumerGroup, partitions []fsm.TopicPartition) map[fsm.TopicPartition]error {
-	topics := c.topicsView()
-	subscribed := make(map[string]bool)
-	for _, m := range g.members {
-		tm := m.targetMember(m.sub, m.regex, g.c.cfg.AuthorizeTopic)
-		for _, t := range subscribedTopics(&tm, topics.byName) {
-			subscribed[t] = true
-		}
-		for _, t := range m.sub.Topics {
-			subscribed[t] = true // named, registered or not
-		}
-	}
-	out := make(map[fsm.TopicPartition]error, len(partitions))
-	var eligible []fsm.TopicPartition
-	for _, tp := range partitions {
-		if subscribed[tp.Topic] {
-			out[tp] = ErrGroupSubscribedToTopic
-		} else {
-			eligible = append(eligible, tp)
-		}
-	}
-	f := doneFuture
-	if len(eligible) > 0 {
-		f = c.write(&fsm.OffsetDelete{GroupID: g.id, Partitions: eligible})
-	}
-	g.mu.Unlock()
-	err := waitWrite(f)
-	for _, tp := range eligible {
-		out[tp] = err
-	}
-	return out
 }

@@ -57,24 +57,26 @@ func (c *Coordinator) DescribeConsumer(ctx context.Context, groupID string) (Con
 	if err := c.confirmRead(ctx); err != nil {
 		return ConsumerGroupDescription{}, err
 	}
-	if c.consumerOf(groupID) == nil {
-		if g, err := c.lockGroup(groupID, false); err == nil && g != nil {
-			dead := g.state == Dead
-			g.mu.Unlock()
-			if !dead {
-				return ConsumerGroupDescription{}, fmt.Errorf("%w: Group %s is not a consumer group.", ErrGroupIDNotFound, groupID)
+	return dispatch(c, groupID, lookupMode{consumerFirst: true}, kindHandlers[ConsumerGroupDescription]{
+		classic: func(g *classicGroup) (ConsumerGroupDescription, error) {
+			if g == nil {
+				return ConsumerGroupDescription{}, fmt.Errorf("%w: Group %s not found.", ErrGroupIDNotFound, groupID)
 			}
-		} else if err != nil && err != errConsumerGroup {
-			return ConsumerGroupDescription{}, err
-		}
-	}
-	g, err := c.lockConsumer(groupID, false)
-	if err != nil {
-		return ConsumerGroupDescription{}, err
-	}
-	if g == nil {
-		return ConsumerGroupDescription{}, fmt.Errorf("%w: Group %s not found.", ErrGroupIDNotFound, groupID)
-	}
+			g.mu.Unlock()
+			return ConsumerGroupDescription{}, classicGroupError{groupID}
+		},
+		consumer: func(g *consumerGroup) (ConsumerGroupDescription, error) {
+			if g == nil {
+				return ConsumerGroupDescription{}, fmt.Errorf("%w: Group %s not found.", ErrGroupIDNotFound, groupID)
+			}
+			return c.describeConsumer(ctx, g)
+		},
+	})
+}
+
+// describeConsumer describes a consumer group once the write its answer
+// shows has committed. Called with g.mu held; unlocks it.
+func (c *Coordinator) describeConsumer(ctx context.Context, g *consumerGroup) (ConsumerGroupDescription, error) {
 	d := g.describe(c.topicsView())
 	pw := g.last
 	g.mu.Unlock()
@@ -128,6 +130,6 @@ func (v *topicsView) named(tp topicPartitions) []NamedTopicPartitions {
 // listing is the group as ListGroups and the status page show it. Called
 // with g.mu held.
 func (g *consumerGroup) listing() GroupListing {
-	return GroupListing{GroupID: g.id, Type: GroupTypeConsumer, ProtocolType: consumerProtocolType, State: string(g.state()),
+	return GroupListing{GroupID: g.id, Type: GroupTypeConsumer, ProtocolType: clientProtocolType, State: string(g.state()),
 		Members: len(g.members), Generation: g.epoch, StateSince: time.UnixMilli(g.stateTimestamp)}
 }

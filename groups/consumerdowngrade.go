@@ -62,7 +62,7 @@ func (g *consumerGroup) downgrade(leaving []*consumerMember) *pendingWrite {
 	c := g.c
 	topics := c.topicsView()
 	now := c.now()
-	rec := fsm.Group{ID: g.id, ProtocolType: consumerProtocolType, Generation: g.epoch, State: fsm.StateStable, StateTimestamp: now}
+	rec := fsm.Group{ID: g.id, ProtocolType: clientProtocolType, Generation: g.epoch, State: fsm.StateStable, StateTimestamp: now}
 	for _, m := range g.sortedMembers() {
 		if slices.Contains(leaving, m) {
 			continue
@@ -75,7 +75,7 @@ func (g *consumerGroup) downgrade(leaving []*consumerMember) *pendingWrite {
 		})
 	}
 	rec.Leader = rec.Members[0].ID
-	classic := groupFromRecord(c, rec)
+	classic := classicGroupFromRecord(c, rec)
 	classic.protocol = classic.selectProtocol()
 	classic.subscribed, classic.subscribedKnown = classic.computeSubscribedTopics()
 	rec.Protocol = classic.protocol
@@ -87,7 +87,7 @@ func (g *consumerGroup) downgrade(leaving []*consumerMember) *pendingWrite {
 		return nil
 	}
 	delete(c.consumers, g.id)
-	c.groups[g.id] = classic
+	c.classics[g.id] = classic
 	c.mu.Unlock()
 	for _, m := range leaving {
 		g.remove(m)
@@ -115,7 +115,7 @@ func (g *consumerGroup) downgrade(leaving []*consumerMember) *pendingWrite {
 // failed and puts a stale consumer group in its place, which the next
 // request reloads from the FSM (reloadConsumer). Runs on the write's
 // goroutine.
-func (c *Coordinator) undoDowngrade(classic *group) {
+func (c *Coordinator) undoDowngrade(classic *classicGroup) {
 	classic.mu.Lock()
 	defer classic.mu.Unlock()
 	if classic.closed {
@@ -124,8 +124,8 @@ func (c *Coordinator) undoDowngrade(classic *group) {
 	placeholder := newConsumerGroup(c, classic.id)
 	placeholder.stale = true
 	c.mu.Lock()
-	if c.groups[classic.id] == classic {
-		delete(c.groups, classic.id)
+	if c.classics[classic.id] == classic {
+		delete(c.classics, classic.id)
 		c.consumers[classic.id] = placeholder
 	}
 	c.mu.Unlock()

@@ -37,9 +37,8 @@ type consumerGroup struct {
 	stale, reloading bool
 	// deleting is set while a DeleteGroups of the group commits.
 	deleting bool
-	// pendingCommits counts commits in flight per partition; retention
-	// leaves those partitions alone.
-	pendingCommits map[fsm.TopicPartition]int
+	// inflight counts commits in flight per partition (writeCommit).
+	inflight inflightCommits
 	// epoch is the group epoch and targetEpoch the epoch of the target
 	// assignment; metadataHash goes with epoch.
 	epoch, targetEpoch int32

@@ -147,7 +147,7 @@ func TestAFailedUpgradeWriteKeepsTheClassicGroup(t *testing.T) {
 	var err error
 	for range 50 {
 		time.Sleep(20 * time.Millisecond)
-		err = c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: rs[0].MemberID, Generation: rs[0].Generation})
+		err = c.Heartbeat(context.Background(), HeartbeatRequest{GroupID: "g", MemberID: rs[0].MemberID, Generation: rs[0].Generation})
 		if !errors.Is(err, ErrLoadInProgress) {
 			break
 		}
@@ -210,7 +210,9 @@ func TestClassicRequestsDuringTheDowngradeFindTheClassicGroup(t *testing.T) {
 	g := c.consumerOf("g")
 	g.mu.Lock() // the downgrade is being computed
 	hb := make(chan error, 1)
-	go func() { hb <- c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: s.id, Generation: s.generation}) }()
+	go func() {
+		hb <- c.Heartbeat(context.Background(), HeartbeatRequest{GroupID: "g", MemberID: s.id, Generation: s.generation})
+	}()
 	cm := make(chan error, 1)
 	go func() {
 		cm <- commitOffsets(c, CommitRequest{Version: 5, GroupID: "g", MemberID: s.id, Generation: s.generation,

@@ -40,7 +40,7 @@ func (g *consumerGroup) expire(now, retention int64) (n int, removed bool) {
 	stored := g.c.state.Offsets(g.id)
 	var expired []fsm.TopicPartition
 	for tp, o := range stored {
-		if subscribed[tp.Topic] || g.pendingCommits[tp] > 0 {
+		if subscribed[tp.Topic] || g.inflight.pendingCommits[tp] > 0 {
 			continue
 		}
 		if o.ExpireTimestamp >= 0 && now >= o.ExpireTimestamp || o.ExpireTimestamp < 0 && now-o.CommitTimestamp >= retention {
@@ -54,7 +54,7 @@ func (g *consumerGroup) expire(now, retention int64) (n int, removed bool) {
 		})
 		g.c.logger.Info("offsets expired", "group", g.id, "partitions", len(expired))
 	}
-	if len(g.members) > 0 || len(stored) > len(expired) || len(g.pendingCommits) > 0 {
+	if len(g.members) > 0 || len(stored) > len(expired) || len(g.inflight.pendingCommits) > 0 {
 		return len(expired), false
 	}
 	// The group stays, being deleted, until its delete commits, so a join
@@ -92,10 +92,4 @@ func (g *consumerGroup) subscribedTopicNames(topics *topicsView) map[string]bool
 		}
 	}
 	return out
-}
-
-// trackCommits counts commits in flight per partition, as the classic
-// group does. Called with g.mu held.
-func (g *consumerGroup) trackCommits(offsets []fsm.OffsetCommitPartition, delta int) {
-	g.pendingCommits = trackCommits(g.pendingCommits, offsets, delta)
 }

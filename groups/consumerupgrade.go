@@ -25,7 +25,7 @@ import (
 // when it has more members than group.consumer.max.size. Takes the
 // classic group's lock, then the new group's (private until installed),
 // then c.mu; called without any.
-func (c *Coordinator) upgradeClassic(classic *group) error {
+func (c *Coordinator) upgradeClassic(classic *classicGroup) error {
 	classic.mu.Lock()
 	defer classic.mu.Unlock()
 	if classic.closed {
@@ -39,7 +39,7 @@ func (c *Coordinator) upgradeClassic(classic *group) error {
 		return fmt.Errorf("%w: group %s is being deleted", ErrCoordinatorNotAvailable, classic.id)
 	case c.cfg.MigrationPolicy != MigrationUpgrade && c.cfg.MigrationPolicy != MigrationBidirectional:
 		return refuse("online upgrade is disabled")
-	case classic.protocolType != consumerProtocolType:
+	case classic.protocolType != clientProtocolType:
 		return refuse("the group does not use the consumer embedded protocol")
 	case len(classic.members) > int(c.cfg.ConsumerMaxSize):
 		return refuse("the group size exceeds the consumer group maximum size")
@@ -51,11 +51,11 @@ func (c *Coordinator) upgradeClassic(classic *group) error {
 	g.mu.Lock() // private until its write is enqueued and its sessions run
 	defer g.mu.Unlock()
 	c.mu.Lock()
-	if !c.active || c.groups[classic.id] != classic {
+	if !c.active || c.classics[classic.id] != classic {
 		c.mu.Unlock()
 		return nil // no longer this coordinator's to upgrade: look again
 	}
-	delete(c.groups, classic.id)
+	delete(c.classics, classic.id)
 	c.consumers[g.id] = g
 	c.mu.Unlock()
 	// Waiting joins and syncs are told to join again, now of the consumer
@@ -76,7 +76,7 @@ func (c *Coordinator) upgradeClassic(classic *group) error {
 // assignment (and target) from its last SyncGroup, all at the group's
 // generation as their epoch. It returns the group and the write that
 // stores it. Called with the classic group's lock held.
-func consumerGroupFromClassic(c *Coordinator, classic *group, topics *topicsView) (*consumerGroup, *fsm.ConsumerGroupWrite, error) {
+func consumerGroupFromClassic(c *Coordinator, classic *classicGroup, topics *topicsView) (*consumerGroup, *fsm.ConsumerGroupWrite, error) {
 	g := newConsumerGroup(c, classic.id)
 	g.epoch, g.targetEpoch = classic.generation, classic.generation
 	w := &fsm.ConsumerGroupWrite{Upgrade: true, Epoch: g.epoch, TargetEpoch: g.targetEpoch}

@@ -119,7 +119,7 @@ func (c *Coordinator) reloadConsumer(g *consumerGroup) {
 		return
 	}
 	var fresh *consumerGroup
-	var classic *group
+	var classic *classicGroup
 	if r, ok := c.state.ConsumerGroup(g.id); ok {
 		fresh = consumerGroupFromRecord(c, r)
 		fresh.mu.Lock() // private until its sessions run
@@ -127,7 +127,7 @@ func (c *Coordinator) reloadConsumer(g *consumerGroup) {
 	} else if r, ok := c.state.Group(g.id); ok {
 		// The group is stored as a classic group (an upgrade or a
 		// downgrade whose write failed): serve that again.
-		classic = groupFromRecord(c, r)
+		classic = classicGroupFromRecord(c, r)
 		classic.mu.Lock()
 		defer classic.mu.Unlock()
 	}
@@ -137,8 +137,8 @@ func (c *Coordinator) reloadConsumer(g *consumerGroup) {
 		delete(c.consumers, g.id)
 		if fresh != nil {
 			c.consumers[g.id] = fresh
-		} else if classic != nil && c.groups[g.id] == nil {
-			c.groups[g.id] = classic
+		} else if classic != nil && c.classics[g.id] == nil {
+			c.classics[g.id] = classic
 		} else {
 			classic = nil
 		}

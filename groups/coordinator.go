@@ -91,7 +91,7 @@ type Coordinator struct {
 	// offsetsExpired counts the partitions' offsets removed for retention.
 	offsetsExpired atomic.Uint64
 	holdStats
-	groups map[string]*group
+	classics map[string]*classicGroup
 	// consumerGroups are the consumer-protocol groups (consumer.go); an id
 	// is in groups or in consumers, never both.
 	consumerGroups
@@ -108,13 +108,13 @@ func NewCoordinator(cfg Config, shard int32, log Log, state *fsm.ShardFSM) (*Coo
 		logger = hclog.NewNullLogger()
 	}
 	return &Coordinator{
-		cfg:    cfg,
-		shard:  shard,
-		log:    log,
-		state:  state,
-		logger: logger.With("shard", shard),
-		now:    func() int64 { return time.Now().UnixMilli() },
-		groups: make(map[string]*group),
+		cfg:      cfg,
+		shard:    shard,
+		log:      log,
+		state:    state,
+		logger:   logger.With("shard", shard),
+		now:      func() int64 { return time.Now().UnixMilli() },
+		classics: make(map[string]*classicGroup),
 		consumerGroups: consumerGroups{
 			consumers: make(map[string]*consumerGroup),
 		},
@@ -160,10 +160,10 @@ func (c *Coordinator) Activate(epoch uint64) error {
 	// no request reaches one before its members' sessions have started.
 	// (Iterate the slice afterwards: once installed, the map is shared.)
 	records := c.state.Groups()
-	loaded := make([]*group, 0, len(records))
-	groups := make(map[string]*group, len(records))
+	loaded := make([]*classicGroup, 0, len(records))
+	groups := make(map[string]*classicGroup, len(records))
 	for _, r := range records {
-		g := groupFromRecord(c, r)
+		g := classicGroupFromRecord(c, r)
 		g.mu.Lock()
 		loaded = append(loaded, g)
 		groups[g.id] = g
@@ -191,8 +191,8 @@ func (c *Coordinator) Activate(epoch uint64) error {
 		unlockAll()
 		return ErrNotCoordinator
 	}
-	superseded, supersededConsumers := c.groups, c.consumers
-	c.groups, c.consumers, c.active, c.epoch, c.loading = groups, consumers, true, epoch, 0
+	superseded, supersededConsumers := c.classics, c.consumers
+	c.classics, c.consumers, c.active, c.epoch, c.loading = groups, consumers, true, epoch, 0
 	c.changed.fire()
 	c.mu.Unlock()
 	now := time.Now()
@@ -220,8 +220,8 @@ func (c *Coordinator) Activate(epoch uint64) error {
 // goroutine (and at shutdown).
 func (c *Coordinator) Deactivate() {
 	c.mu.Lock()
-	groups, consumers, wasActive := c.groups, c.consumers, c.active
-	c.groups, c.consumers, c.active, c.loading = make(map[string]*group), make(map[string]*consumerGroup), false, 0
+	groups, consumers, wasActive := c.classics, c.consumers, c.active
+	c.classics, c.consumers, c.active, c.loading = make(map[string]*classicGroup), make(map[string]*consumerGroup), false, 0
 	c.changed.fire()
 	c.mu.Unlock()
 	closeGroups(groups, consumers)
@@ -231,7 +231,7 @@ func (c *Coordinator) Deactivate() {
 }
 
 // closeGroups closes groups no longer served, each under its lock.
-func closeGroups(groups map[string]*group, consumers map[string]*consumerGroup) {
+func closeGroups(groups map[string]*classicGroup, consumers map[string]*consumerGroup) {
 	for _, g := range groups {
 		g.mu.Lock()
 		g.close()
@@ -319,25 +319,25 @@ func (c *Coordinator) Active() bool {
 	return c.active
 }
 
-// lookup returns the live classic group, creating an Empty one when create
+// lookupClassic returns the live classic group, creating an Empty one when create
 // is set. It returns ErrNotCoordinator or ErrLoadInProgress when not
 // serving, and errConsumerGroup for the id of a consumer group (an empty
 // one is taken over when create is set: Kafka turns an empty consumer
 // group into a classic one on a classic join); a nil group with a nil
 // error means the group does not exist.
-func (c *Coordinator) lookup(id string, create bool) (*group, error) {
+func (c *Coordinator) lookupClassic(id string, create bool) (*classicGroup, error) {
 	for {
-		g, err := c.lookupOnce(id, create)
+		g, err := c.lookupClassicOnce(id, create)
 		if err != errLookAgain {
 			return g, err
 		}
 	}
 }
 
-// lookupOnce is one try of lookup; errLookAgain asks for another.
-func (c *Coordinator) lookupOnce(id string, create bool) (*group, error) {
+// lookupClassicOnce is one try of lookup; errLookAgain asks for another.
+func (c *Coordinator) lookupClassicOnce(id string, create bool) (*classicGroup, error) {
 	c.mu.RLock()
-	g, ok := c.groups[id]
+	g, ok := c.classics[id]
 	active, loading, epoch := c.active, c.loading, c.epoch
 	c.mu.RUnlock()
 	switch {
@@ -364,18 +364,18 @@ func (c *Coordinator) lookupOnce(id string, create bool) (*group, error) {
 	if _, taken := c.consumers[id]; taken {
 		return nil, errConsumerGroup // a consumer group was made meanwhile
 	}
-	if g, ok = c.groups[id]; !ok {
-		g = newGroup(c, id)
-		c.groups[id] = g
+	if g, ok = c.classics[id]; !ok {
+		g = newClassicGroup(c, id)
+		c.classics[id] = g
 	}
 	return g, nil
 }
 
-// lockGroup looks a group up and locks it. On success the caller must
+// lockClassic looks a group up and locks it. On success the caller must
 // unlock g.mu. A nil group with a nil error means it does not exist.
-func (c *Coordinator) lockGroup(id string, create bool) (*group, error) {
+func (c *Coordinator) lockClassic(id string, create bool) (*classicGroup, error) {
 	for {
-		g, err := c.lookup(id, create)
+		g, err := c.lookupClassic(id, create)
 		if err != nil || g == nil {
 			return nil, err
 		}
@@ -392,13 +392,13 @@ func (c *Coordinator) lockGroup(id string, create bool) (*group, error) {
 	}
 }
 
-// forget drops a deleted group from the map if it is still the one there.
+// forgetClassic drops a deleted group from the map if it is still the one there.
 // It may be called with the group's lock held: nothing takes a group lock
 // while holding c.mu.
-func (c *Coordinator) forget(g *group) {
+func (c *Coordinator) forgetClassic(g *classicGroup) {
 	c.mu.Lock()
-	if c.groups[g.id] == g {
-		delete(c.groups, g.id)
+	if c.classics[g.id] == g {
+		delete(c.classics, g.id)
 	}
 	c.mu.Unlock()
 }

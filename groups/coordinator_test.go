@@ -82,16 +82,16 @@ func TestProtocolVote(t *testing.T) {
 func TestHeartbeatErrors(t *testing.T) {
 	c, _ := newTestCoordinator(t, nil)
 	ids, gen := stableGroup(t, c, "g", 2)
-	if err := c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}); err != nil {
+	if err := c.Heartbeat(context.Background(), HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}); err != nil {
 		t.Fatal(err)
 	}
-	wantErr(t, c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: "nobody", Generation: gen}), ErrUnknownMemberID)
-	wantErr(t, c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen + 1}), ErrIllegalGeneration)
-	wantErr(t, c.Heartbeat(HeartbeatRequest{GroupID: "nogroup", MemberID: ids[0], Generation: gen}), ErrUnknownMemberID)
+	wantErr(t, c.Heartbeat(context.Background(), HeartbeatRequest{GroupID: "g", MemberID: "nobody", Generation: gen}), ErrUnknownMemberID)
+	wantErr(t, c.Heartbeat(context.Background(), HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen + 1}), ErrIllegalGeneration)
+	wantErr(t, c.Heartbeat(context.Background(), HeartbeatRequest{GroupID: "nogroup", MemberID: ids[0], Generation: gen}), ErrUnknownMemberID)
 	// A rejoin by the leader starts a rebalance: the other member is told.
 	pending := joinAsync(c, joinReq("g", ids[0]))
 	assertPending(t, pending)
-	wantErr(t, c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: ids[1], Generation: gen}), ErrRebalanceInProgress)
+	wantErr(t, c.Heartbeat(context.Background(), HeartbeatRequest{GroupID: "g", MemberID: ids[1], Generation: gen}), ErrRebalanceInProgress)
 	// Its sync for the old generation is refused too.
 	wantErr(t, c.Sync(context.Background(), SyncRequest{GroupID: "g", MemberID: ids[1], Generation: gen}).Err, ErrRebalanceInProgress)
 	other := recv(t, joinAsync(c, joinReq("g", ids[1])))
@@ -105,16 +105,16 @@ func TestHeartbeatErrors(t *testing.T) {
 func TestLeaderLeavesAndOtherLeads(t *testing.T) {
 	c, _ := newTestCoordinator(t, nil)
 	ids, gen := stableGroup(t, c, "g", 2)
-	res, err := c.Leave("g", []LeaveMember{{MemberID: ids[0]}})
+	res, err := c.Leave(context.Background(), "g", []LeaveMember{{MemberID: ids[0]}})
 	if err != nil || res[0].Err != nil {
 		t.Fatal(err, res)
 	}
-	wantErr(t, c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: ids[1], Generation: gen}), ErrRebalanceInProgress)
+	wantErr(t, c.Heartbeat(context.Background(), HeartbeatRequest{GroupID: "g", MemberID: ids[1], Generation: gen}), ErrRebalanceInProgress)
 	r := recv(t, joinAsync(c, joinReq("g", ids[1])))
 	if r.Err != nil || r.Leader != ids[1] || r.Generation != gen+1 || len(r.Members) != 1 {
 		t.Fatalf("after leader left: %+v", r)
 	}
-	res, _ = c.Leave("g", []LeaveMember{{MemberID: ids[0]}})
+	res, _ = c.Leave(context.Background(), "g", []LeaveMember{{MemberID: ids[0]}})
 	wantErr(t, res[0].Err, ErrUnknownMemberID)
 }
 
@@ -141,7 +141,7 @@ func TestSessionExpiryRemovesMember(t *testing.T) {
 	// b never heartbeats: it expires and a is told to rejoin.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		err := c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: ja.MemberID, Generation: ja.Generation})
+		err := c.Heartbeat(context.Background(), HeartbeatRequest{GroupID: "g", MemberID: ja.MemberID, Generation: ja.Generation})
 		if err == ErrRebalanceInProgress {
 			break
 		}
@@ -170,7 +170,7 @@ func TestRebalanceTimeoutRemovesMembersThatDoNotRejoin(t *testing.T) {
 	if waited := time.Since(start); waited < time.Second {
 		t.Fatalf("join completed after %v, before the rebalance timeout", waited)
 	}
-	wantErr(t, c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: ids[1], Generation: gen}), ErrUnknownMemberID)
+	wantErr(t, c.Heartbeat(context.Background(), HeartbeatRequest{GroupID: "g", MemberID: ids[1], Generation: gen}), ErrUnknownMemberID)
 }
 
 func TestInitialDelayWaitsForMoreMembers(t *testing.T) {
@@ -243,7 +243,7 @@ func TestFailoverKeepsGenerationAndAssignment(t *testing.T) {
 	pending := joinAsync(c, joinReq("other", ""))
 	c.Deactivate()
 	wantErr(t, recv(t, pending).Err, ErrNotCoordinator)
-	wantErr(t, c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}), ErrNotCoordinator)
+	wantErr(t, c.Heartbeat(context.Background(), HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}), ErrNotCoordinator)
 
 	// A new leader with the same FSM: members keep their generation.
 	c2, err := NewCoordinator(c.cfg, 0, log, log.FSM)
@@ -255,7 +255,7 @@ func TestFailoverKeepsGenerationAndAssignment(t *testing.T) {
 	}
 	defer c2.Deactivate()
 	for _, id := range ids {
-		if err := c2.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: id, Generation: gen}); err != nil {
+		if err := c2.Heartbeat(context.Background(), HeartbeatRequest{GroupID: "g", MemberID: id, Generation: gen}); err != nil {
 			t.Fatalf("heartbeat after failover: %v", err)
 		}
 	}
@@ -288,7 +288,7 @@ func TestDeleteGroups(t *testing.T) {
 		t.Fatalf("deleted group: %+v", d)
 	}
 	// After the last member leaves, the group is Empty and can go.
-	if _, err := c.Leave("g", []LeaveMember{{MemberID: ids[0]}}); err != nil {
+	if _, err := c.Leave(context.Background(), "g", []LeaveMember{{MemberID: ids[0]}}); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, c, "g", "Empty")
@@ -331,7 +331,7 @@ func TestStaticMemberReplacementFencesOldID(t *testing.T) {
 	if second.Err != nil || second.MemberID == first.MemberID || second.Generation != first.Generation || second.Leader != first.MemberID || second.SkipAssignment {
 		t.Fatalf("rejoin of the static member: %+v", second)
 	}
-	wantErr(t, c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: first.MemberID, InstanceID: "instance-1", Generation: first.Generation}), ErrFencedInstanceID)
+	wantErr(t, c.Heartbeat(context.Background(), HeartbeatRequest{GroupID: "g", MemberID: first.MemberID, InstanceID: "instance-1", Generation: first.Generation}), ErrFencedInstanceID)
 	s := c.Sync(context.Background(), SyncRequest{GroupID: "g", MemberID: second.MemberID, InstanceID: "instance-1", Generation: second.Generation})
 	if s.Err != nil || string(s.Assignment) != "a" {
 		t.Fatalf("the new member id keeps the assignment: %+v", s)
@@ -354,11 +354,11 @@ func TestStaticMemberReplacementFencesOldID(t *testing.T) {
 	log.SetFault(raft.ErrNotLeader)
 	wantErr(t, recv(t, joinAsync(c, req)).Err, ErrNotCoordinator)
 	log.SetFault(nil)
-	if err := c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: third.MemberID, InstanceID: "instance-1", Generation: first.Generation}); err != nil {
+	if err := c.Heartbeat(context.Background(), HeartbeatRequest{GroupID: "g", MemberID: third.MemberID, InstanceID: "instance-1", Generation: first.Generation}); err != nil {
 		t.Fatalf("the previous member id must stay valid after a failed replacement: %v", err)
 	}
 
-	res, _ := c.Leave("g", []LeaveMember{{InstanceID: "instance-1"}})
+	res, _ := c.Leave(context.Background(), "g", []LeaveMember{{InstanceID: "instance-1"}})
 	if res[0].Err != nil {
 		t.Fatalf("leave by instance id: %v", res[0].Err)
 	}
@@ -398,7 +398,7 @@ func TestLeaderThatNeverSyncsIsRemoved(t *testing.T) {
 	// Only the follower syncs; the leader goes silent.
 	s := recv(t, syncAsync(c, SyncRequest{GroupID: "g", MemberID: follower.MemberID, Generation: follower.Generation}))
 	wantErr(t, s.Err, ErrRebalanceInProgress)
-	wantErr(t, c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: leader.MemberID, Generation: leader.Generation}), ErrUnknownMemberID)
+	wantErr(t, c.Heartbeat(context.Background(), HeartbeatRequest{GroupID: "g", MemberID: leader.MemberID, Generation: leader.Generation}), ErrUnknownMemberID)
 	r := recv(t, joinAsync(c, JoinRequest{GroupID: "g", MemberID: follower.MemberID, ProtocolType: "consumer", Protocols: b.Protocols, SessionTimeoutMs: 10000, RebalanceTimeoutMs: 300}))
 	if r.Err != nil || r.Leader != follower.MemberID || len(r.Members) != 1 || r.Generation != leader.Generation+1 {
 		t.Fatalf("after the leader was dropped: %+v", r)
@@ -494,7 +494,7 @@ func TestExpireOffsets(t *testing.T) {
 
 	// Once Empty, the rest expire retention after the group became Empty.
 	now += 5 * retention
-	if _, err := c.Leave("g", []LeaveMember{{MemberID: j.MemberID}}); err != nil {
+	if _, err := c.Leave(context.Background(), "g", []LeaveMember{{MemberID: j.MemberID}}); err != nil {
 		t.Fatal(err)
 	}
 	waitState(t, c, "g", "Empty")
@@ -525,7 +525,7 @@ func TestNoServingOnceRaftSteppedDown(t *testing.T) {
 	ids, gen := stableGroup(t, c, "g", 1)
 	// Raft stepped down; Deactivate has not run yet.
 	log.StepDown()
-	wantErr(t, c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}), ErrNotCoordinator)
+	wantErr(t, c.Heartbeat(context.Background(), HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}), ErrNotCoordinator)
 	wantErr(t, c.Check(context.Background()), ErrNotCoordinator)
 	_, err := c.Describe(context.Background(), "g")
 	wantErr(t, err, ErrNotCoordinator)
@@ -550,7 +550,7 @@ func TestSlowAssignmentWriteDoesNotBlockTheNextGeneration(t *testing.T) {
 	pending := syncAsync(c, SyncRequest{GroupID: "g", MemberID: leader.MemberID, Generation: 1, Assignments: map[string][]byte{leader.MemberID: []byte("x")}})
 	time.Sleep(20 * time.Millisecond)
 	// The follower leaves: generation 2 starts for the leader alone.
-	if _, err := c.Leave("g", []LeaveMember{{MemberID: follower.MemberID}}); err != nil {
+	if _, err := c.Leave(context.Background(), "g", []LeaveMember{{MemberID: follower.MemberID}}); err != nil {
 		t.Fatal(err)
 	}
 	wantErr(t, recv(t, pending).Err, ErrRebalanceInProgress)
@@ -579,7 +579,7 @@ func TestStatsCountCommitsRebalancesAndExpiries(t *testing.T) {
 		t.Fatalf("stats: %+v", st)
 	}
 	c.mu.RLock()
-	g := c.groups["g"]
+	g := c.classics["g"]
 	c.mu.RUnlock()
 	g.mu.Lock()
 	n := len(rebalances)
@@ -631,7 +631,7 @@ func TestObservedRebalanceStartsAfterAnEmptyGroup(t *testing.T) {
 		cfg.ObserveRebalance = func(r Rebalance) { mu.Lock(); lengths = append(lengths, r.Took); mu.Unlock() }
 	})
 	ids, _ := stableGroup(t, c, "g", 1)
-	if _, err := c.Leave("g", []LeaveMember{{MemberID: ids[0]}}); err != nil {
+	if _, err := c.Leave(context.Background(), "g", []LeaveMember{{MemberID: ids[0]}}); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, func() bool {

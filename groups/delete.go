@@ -1,8 +1,10 @@
 package groups
 
-import "context"
+import (
+	"context"
 
-import "github.com/kcoord/kcoord/fsm"
+	"github.com/kcoord/kcoord/fsm"
+)
 
 // Delete serves DeleteGroups for one group: only an Empty group (or one that
 // only has offsets) can go, and it goes with its offsets. The empty group id
@@ -13,20 +15,17 @@ func (c *Coordinator) Delete(ctx context.Context, groupID string) error {
 	if _, err := c.serving(ctx); err != nil {
 		return err
 	}
-	g, err := c.lockGroup(groupID, false)
-	if err == errConsumerGroup {
-		cg, err := c.lockConsumer(groupID, false)
-		if isClassicGroup(err) {
-			return c.Delete(ctx, groupID) // downgraded meanwhile
-		}
-		if err != nil || cg == nil {
-			return err
-		}
-		return c.deleteConsumer(cg)
-	}
-	if err != nil {
-		return err
-	}
+	_, err := dispatch(c, groupID, lookupMode{}, kindHandlers[struct{}]{
+		classic:  func(g *classicGroup) (struct{}, error) { return struct{}{}, c.deleteClassic(g, groupID) },
+		consumer: func(g *consumerGroup) (struct{}, error) { return struct{}{}, c.deleteConsumer(g) },
+	})
+	return err
+}
+
+// deleteClassic serves DeleteGroups for a classic group (nil: none, though
+// its offsets may be stored). Called with g.mu held; unlocks it and waits
+// for the write.
+func (c *Coordinator) deleteClassic(g *classicGroup, groupID string) error {
 	if g == nil {
 		if c.state.HasOffsets(groupID) {
 			return c.deleteStored(groupID)
@@ -44,7 +43,7 @@ func (c *Coordinator) Delete(ctx context.Context, groupID string) error {
 	g.transition(Dead)
 	f := c.write(&fsm.GroupDelete{GroupID: groupID})
 	g.mu.Unlock()
-	err = waitWrite(f)
+	err := waitWrite(f)
 	g.mu.Lock()
 	if err != nil && err != fsm.ErrGroupNotFound {
 		// The group is still stored: serve it again.
@@ -53,7 +52,7 @@ func (c *Coordinator) Delete(ctx context.Context, groupID string) error {
 		return err
 	}
 	g.closed = true
-	c.forget(g)
+	c.forgetClassic(g)
 	g.mu.Unlock()
 	return nil
 }

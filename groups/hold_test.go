@@ -18,7 +18,7 @@ func TestRequestsDuringAnElectionWaitForItsOutcome(t *testing.T) {
 	hb := HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}
 	heartbeat := func() <-chan error {
 		ch := make(chan error, 1)
-		go func() { ch <- c.Heartbeat(hb) }()
+		go func() { ch <- c.Heartbeat(context.Background(), hb) }()
 		return ch
 	}
 
@@ -97,7 +97,9 @@ func TestAWinnerStillLoadingHoldsRequests(t *testing.T) {
 	won := log.SetLeader(true)
 	log.SetSettling(true) // Raft leads: the shard settles here
 	done := make(chan error, 1)
-	go func() { done <- c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}) }()
+	go func() {
+		done <- c.Heartbeat(context.Background(), HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen})
+	}()
 	assertPending(t, done)
 	if err := c.Activate(won); err != nil {
 		t.Fatal(err)
@@ -119,12 +121,12 @@ func TestHeldRequestsEndWithTheCoordinator(t *testing.T) {
 	log.SetSettling(true)
 	hb := HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}
 	done := make(chan error, 1)
-	go func() { done <- c.Heartbeat(hb) }()
+	go func() { done <- c.Heartbeat(context.Background(), hb) }()
 	assertPending(t, done)
 	start := time.Now()
 	c.Stop()
 	wantErr(t, recv(t, done), ErrNotCoordinator)
-	wantErr(t, c.Heartbeat(hb), ErrNotCoordinator)
+	wantErr(t, c.Heartbeat(context.Background(), hb), ErrNotCoordinator)
 	if waited := time.Since(start); waited > time.Second {
 		t.Fatalf("held requests answered %v after Stop", waited)
 	}

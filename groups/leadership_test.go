@@ -22,7 +22,7 @@ func TestDeposedLeaderServesNoStaleReads(t *testing.T) {
 
 	log.SetConfirmFault(errors.New("a newer term exists"))
 	wantErr(t, c.Check(context.Background()), ErrNotCoordinator)
-	wantErr(t, c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}), ErrNotCoordinator)
+	wantErr(t, c.Heartbeat(context.Background(), HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}), ErrNotCoordinator)
 	_, err := c.Describe(context.Background(), "g")
 	wantErr(t, err, ErrNotCoordinator)
 	_, err = c.List(context.Background())
@@ -31,7 +31,7 @@ func TestDeposedLeaderServesNoStaleReads(t *testing.T) {
 	wantErr(t, s.Err, ErrNotCoordinator)
 
 	log.SetConfirmFault(nil)
-	if err := c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}); err != nil {
+	if err := c.Heartbeat(context.Background(), HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}); err != nil {
 		t.Fatalf("heartbeat once confirmed again: %v", err)
 	}
 	if d, err := c.Describe(context.Background(), "g"); err != nil || d.State != Stable.String() {
@@ -74,7 +74,7 @@ func TestStaleActivationAfterLeadershipFlapChangesNothing(t *testing.T) {
 
 	// The late activations of the earlier epochs install nothing: the live
 	// group stays the one its member talks to.
-	live := c.groups["g"]
+	live := c.classics["g"]
 	wantErr(t, c.Activate(first), ErrNotCoordinator)
 	if err := c.Activate(current); err != nil { // served already: a no-op
 		t.Fatalf("activating the served epoch again: %v", err)
@@ -82,14 +82,14 @@ func TestStaleActivationAfterLeadershipFlapChangesNothing(t *testing.T) {
 	if !c.Active() {
 		t.Fatal("a stale activation deactivated the coordinator")
 	}
-	if c.groups["g"] != live {
+	if c.classics["g"] != live {
 		t.Fatal("a late activation replaced the live group")
 	}
 
 	// The member keeps heartbeating the live coordinator for several
 	// session timeouts; nothing may expire it.
 	for end := time.Now().Add(3 * session); time.Now().Before(end); time.Sleep(session / 10) {
-		if err := c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: j.MemberID, Generation: j.Generation}); err != nil {
+		if err := c.Heartbeat(context.Background(), HeartbeatRequest{GroupID: "g", MemberID: j.MemberID, Generation: j.Generation}); err != nil {
 			t.Fatalf("heartbeat after the stale activation: %v", err)
 		}
 	}
@@ -112,5 +112,5 @@ func TestActivationOfAPassedEpochInstallsNothing(t *testing.T) {
 	if c.Active() {
 		t.Fatal("an activation of a passed epoch serves")
 	}
-	wantErr(t, c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}), ErrNotCoordinator)
+	wantErr(t, c.Heartbeat(context.Background(), HeartbeatRequest{GroupID: "g", MemberID: ids[0], Generation: gen}), ErrNotCoordinator)
 }

@@ -18,14 +18,14 @@ func TestAnOffsetsOnlyGroupHoldsNoEmptyMaps(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	g, err := c.lookup("offsets-only", false)
+	g, err := c.lookupClassic("offsets-only", false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.pendingCommits != nil {
-		t.Errorf("%d partitions counted in flight after every commit was answered (map kept: %v)", len(g.pendingCommits), g.pendingCommits != nil)
+	if g.inflight.pendingCommits != nil {
+		t.Errorf("%d partitions counted in flight after every commit was answered (map kept: %v)", len(g.inflight.pendingCommits), g.inflight.pendingCommits != nil)
 	}
 	if g.members != nil || g.static != nil || g.pending != nil || g.pendingSync != nil {
 		t.Error("a group that never had a member holds member maps")

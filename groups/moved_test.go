@@ -43,7 +43,7 @@ func TestMembersRejoiningAfterAMoveKeepTheGeneration(t *testing.T) {
 		if s.Err != nil || string(s.Assignment) != "assignment-of-"+id {
 			t.Fatalf("%s synced after the move: %q, %v; want its stored assignment", id, s.Assignment, s.Err)
 		}
-		if err := c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: id, Generation: gen}); err != nil {
+		if err := c.Heartbeat(context.Background(), HeartbeatRequest{GroupID: "g", MemberID: id, Generation: gen}); err != nil {
 			t.Fatalf("%s heartbeat in the kept generation: %v", id, err)
 		}
 	}
@@ -55,7 +55,7 @@ func TestMembersRejoiningAfterAMoveKeepTheGeneration(t *testing.T) {
 	}
 	done := joinAsync(c, joinReq("g", leader))
 	assertPending(t, done)
-	if err := c.Heartbeat(HeartbeatRequest{GroupID: "g", MemberID: follower, Generation: gen}); err != ErrRebalanceInProgress {
+	if err := c.Heartbeat(context.Background(), HeartbeatRequest{GroupID: "g", MemberID: follower, Generation: gen}); err != ErrRebalanceInProgress {
 		t.Fatalf("heartbeat after the settled leader rejoined: %v, want REBALANCE_IN_PROGRESS", err)
 	}
 }

@@ -2,8 +2,7 @@ package groups
 
 import (
 	"context"
-
-	"github.com/hashicorp/raft"
+	"sync"
 
 	"github.com/kcoord/kcoord/fsm"
 )
@@ -51,114 +50,120 @@ type commitWrite struct {
 }
 
 // commit checks the group and writes w (Commit without the validation).
+// A live consumer group is served first, so that a commit never takes an
+// empty one over.
 func (c *Coordinator) commit(ctx context.Context, req CommitRequest, w commitWrite) error {
 	if _, err := c.serving(ctx); err != nil {
 		return err
 	}
-	if c.consumerOf(req.GroupID) != nil {
-		return c.commitToConsumerGroup(req, w)
-	}
-	g, err := c.lockGroup(req.GroupID, req.Generation < 0)
-	if err == errConsumerGroup {
-		return c.commitToConsumerGroup(req, w)
-	}
-	if err != nil {
-		return err
-	}
+	_, err := dispatch(c, req.GroupID, lookupMode{create: req.Generation < 0, consumerFirst: true}, kindHandlers[struct{}]{
+		classic:  func(g *classicGroup) (struct{}, error) { return struct{}{}, c.commitClassic(g, req, w) },
+		consumer: func(g *consumerGroup) (struct{}, error) { return struct{}{}, c.commitConsumer(g, req, w) },
+	})
+	return err
+}
+
+// commitClassic serves an OffsetCommit to a classic group. Called with
+// g.mu held; unlocks it and waits for the write.
+func (c *Coordinator) commitClassic(g *classicGroup, req CommitRequest, w commitWrite) error {
 	if g == nil {
 		// A commit with a generation for a group that does not exist
 		// (Kafka 4.x OffsetMetadataManager.validateOffsetCommit); the api
 		// answers it ILLEGAL_GENERATION below OffsetCommit v9.
 		return ErrGroupIDNotFound
 	}
-	f, err := g.commit(req, w)
-	if err != nil {
+	if err := g.validateCommit(req); err != nil {
 		g.mu.Unlock()
 		return err
 	}
-	g.trackCommits(w.offsets, 1)
-	g.mu.Unlock()
-	if c.cfg.UnsafeAckBeforeCommit {
-		go c.finishCommit(g, w.offsets, f)
+	return c.writeCommit(&g.mu, &g.inflight, g.id, w, c.cfg.UnsafeAckBeforeCommit)
+}
+
+// writeCommit is the commit write of either kind: it enqueues a validated
+// commit of group id, counts its partitions in flight (under mu, which
+// the caller holds and writeCommit unlocks), waits for the write without
+// the lock and counts the committed partitions. ackEarly (the planted
+// UnsafeAckBeforeCommit bug, classic groups only) answers at once and
+// lets the write finish on a goroutine of its own. Called from a handler
+// goroutine.
+func (c *Coordinator) writeCommit(mu *sync.Mutex, inflight *inflightCommits, id string, w commitWrite, ackEarly bool) error {
+	if len(w.offsets) == 0 {
+		mu.Unlock()
 		return nil
 	}
-	return c.finishCommit(g, w.offsets, f)
-}
-
-// finishCommit waits for a commit's write and counts it. Called from the
-// commit's handler goroutine (or, with the planted UnsafeAckBeforeCommit
-// bug, from a goroutine of its own after the commit was answered).
-func (c *Coordinator) finishCommit(g *group, offsets []fsm.OffsetCommitPartition, f raft.ApplyFuture) error {
-	err := waitWrite(f)
-	g.mu.Lock()
-	g.trackCommits(offsets, -1)
-	g.mu.Unlock()
-	if err == nil {
-		c.committed.Add(uint64(len(offsets)))
+	f := c.write(&fsm.OffsetCommit{GroupID: id, Timestamp: w.now, Offsets: w.offsets})
+	inflight.track(w.offsets, 1)
+	mu.Unlock()
+	finish := func() error {
+		err := waitWrite(f)
+		mu.Lock()
+		inflight.track(w.offsets, -1)
+		mu.Unlock()
+		if err == nil {
+			c.committed.Add(uint64(len(w.offsets)))
+		}
+		return err
 	}
-	return err
+	if ackEarly {
+		go finish()
+		return nil
+	}
+	return finish()
 }
 
-// trackCommits counts commits in flight per partition. The map goes when
-// nothing is in flight: a Go map keeps its size after deletes, and a map
-// per group of the largest commit it saw was 54 MB at 100 k groups of 10
-// partitions. Called with g.mu held.
-func (g *group) trackCommits(offsets []fsm.OffsetCommitPartition, delta int) {
-	g.pendingCommits = trackCommits(g.pendingCommits, offsets, delta)
+// inflightCommits counts a group's commits in flight per partition (both
+// kinds keep one): expiry leaves those partitions alone, and a group is
+// not removed while any is in flight. Guarded by the group's lock.
+type inflightCommits struct {
+	pendingCommits map[fsm.TopicPartition]int
 }
 
-// trackCommits adds delta to each partition's count of commits in flight
-// and returns the counts, nil when none is left.
-func trackCommits(pending map[fsm.TopicPartition]int, offsets []fsm.OffsetCommitPartition, delta int) map[fsm.TopicPartition]int {
-	if pending == nil {
-		pending = make(map[fsm.TopicPartition]int, len(offsets))
+// track adds delta to each partition's count of commits in flight. The
+// map goes when nothing is in flight: a Go map keeps its size after
+// deletes, and a map per group of the largest commit it saw was 54 MB at
+// 100 k groups of 10 partitions. Called with the group's lock held.
+func (ic *inflightCommits) track(offsets []fsm.OffsetCommitPartition, delta int) {
+	if ic.pendingCommits == nil {
+		ic.pendingCommits = make(map[fsm.TopicPartition]int, len(offsets))
 	}
 	for _, o := range offsets {
 		tp := fsm.TopicPartition{Topic: o.Topic, Partition: o.Partition}
-		if pending[tp] += delta; pending[tp] <= 0 {
-			delete(pending, tp)
+		if ic.pendingCommits[tp] += delta; ic.pendingCommits[tp] <= 0 {
+			delete(ic.pendingCommits, tp)
 		}
 	}
-	if len(pending) == 0 {
-		return nil
+	if len(ic.pendingCommits) == 0 {
+		ic.pendingCommits = nil
 	}
-	return pending
 }
 
-// commit validates under g.mu and enqueues the write (Kafka 3.7's
+// validateCommit checks a commit under g.mu (Kafka 3.7's
 // validateOffsetCommit and doCommitOffsets): generation -1 commits to an
 // Empty group are offsets outside group management; otherwise a commit
 // naming a member or a generation must come from a current member in the
 // current generation, and an anonymous one is refused (only members commit
 // to a group with members); a valid member of a group still assigning is
-// told to wait.
-func (g *group) commit(req CommitRequest, w commitWrite) (raft.ApplyFuture, error) {
+// told to wait. A valid commit renews the member's session.
+func (g *classicGroup) validateCommit(req CommitRequest) error {
 	switch {
 	case g.state == Dead:
-		return nil, ErrCoordinatorNotAvailable
+		return ErrCoordinatorNotAvailable
 	case req.Generation < 0 && g.state == Empty:
 	case req.Generation >= 0 || req.MemberID != "" || req.InstanceID != "":
 		if err := g.validateMember(req.MemberID, req.InstanceID); err != nil {
-			return nil, err
+			return err
 		}
 		if req.Generation != g.generation {
-			return nil, ErrIllegalGeneration
+			return ErrIllegalGeneration
 		}
 	default:
-		return nil, ErrUnknownMemberID
+		return ErrUnknownMemberID
 	}
 	switch g.state {
 	case CompletingRebalance:
-		return nil, ErrRebalanceInProgress
+		return ErrRebalanceInProgress
 	case Stable, PreparingRebalance:
 		g.startSession(g.members[req.MemberID])
 	}
-	if len(w.offsets) == 0 {
-		return doneFuture, nil
-	}
-	return g.c.write(&fsm.OffsetCommit{
-		GroupID:   g.id,
-		Timestamp: w.now,
-		Offsets:   w.offsets,
-	}), nil
+	return nil
 }

@@ -2,6 +2,7 @@ package groups
 
 import (
 	"context"
+	"sync"
 
 	"github.com/kcoord/kcoord/fsm"
 )
@@ -10,8 +11,9 @@ import (
 // its OffsetDelete there, so it is ordered with the group's commits.
 
 // DeleteOffsets serves OffsetDelete (KIP-496) for one group. An Empty group
-// loses any partition; a consumer group that is rebalancing or Stable keeps
-// the partitions of topics its members subscribe to
+// loses any partition; a group of Kafka consumers (a classic group of
+// protocol type "consumer", rebalancing or Stable, or a KIP-848 consumer
+// group) keeps the partitions of topics its members subscribe to
 // (ErrGroupSubscribedToTopic); other groups with members refuse
 // (ErrNonEmptyGroup). The map holds each partition's outcome when err is
 // nil. Called from a connection's handler goroutine; waits for Raft, and a
@@ -23,58 +25,84 @@ func (c *Coordinator) DeleteOffsets(ctx context.Context, groupID string, partiti
 	if _, err := c.serving(ctx); err != nil {
 		return nil, err
 	}
-	g, err := c.lockGroup(groupID, false)
-	if err == errConsumerGroup {
-		cg, err := c.lockConsumer(groupID, false)
-		if isClassicGroup(err) {
-			return c.DeleteOffsets(ctx, groupID, partitions) // downgraded meanwhile
-		}
-		if err != nil {
-			return nil, err
-		}
-		if cg == nil {
-			return nil, ErrGroupIDNotFound
-		}
-		return c.deleteConsumerOffsets(cg, partitions), nil
-	}
-	if err != nil {
-		return nil, err
-	}
+	return dispatch(c, groupID, lookupMode{}, kindHandlers[map[fsm.TopicPartition]error]{
+		classic: func(g *classicGroup) (map[fsm.TopicPartition]error, error) {
+			return c.deleteClassicOffsets(g, partitions)
+		},
+		consumer: func(g *consumerGroup) (map[fsm.TopicPartition]error, error) {
+			return c.deleteConsumerOffsets(g, partitions)
+		},
+	})
+}
+
+// deleteClassicOffsets serves OffsetDelete for a classic group (nil:
+// none): an Empty group loses any partition, a group of Kafka consumers
+// keeps its members' topics, any other group with members refuses. Called
+// with g.mu held; unlocks it and waits for the write.
+func (c *Coordinator) deleteClassicOffsets(g *classicGroup, partitions []fsm.TopicPartition) (map[fsm.TopicPartition]error, error) {
 	if g == nil {
 		return nil, ErrGroupIDNotFound
 	}
-	out := make(map[fsm.TopicPartition]error, len(partitions))
-	var eligible []fsm.TopicPartition
+	var subscribed func(topic string) bool
 	switch {
 	case g.state == Dead:
 		g.mu.Unlock()
 		return nil, ErrGroupIDNotFound
 	case g.state == Empty:
-		eligible = partitions
-	case g.protocolType == consumerProtocolType:
-		subscribed, known := g.subscribedTopics()
-		for _, tp := range partitions {
-			if !known || subscribed[tp.Topic] {
-				out[tp] = ErrGroupSubscribedToTopic
-			} else {
-				eligible = append(eligible, tp)
-			}
-		}
+	case g.protocolType == clientProtocolType:
+		topics, known := g.subscribedTopics()
+		subscribed = func(topic string) bool { return !known || topics[topic] }
 	default:
 		g.mu.Unlock()
 		return nil, ErrNonEmptyGroup
 	}
+	return c.deleteOffsets(&g.mu, g.id, partitions, subscribed, func(eligible []fsm.TopicPartition) {
+		g.removeIfEmpty(remainingAfter(c.state.Offsets(g.id), eligible))
+	}), nil
+}
+
+// deleteConsumerOffsets serves OffsetDelete for a consumer group (nil: it
+// went meanwhile): offsets of a topic a member subscribes to are
+// ErrGroupSubscribedToTopic, the rest are deleted (Kafka's
+// validateOffsetDelete checks nothing more). Called with g.mu held;
+// unlocks it and waits for the write.
+func (c *Coordinator) deleteConsumerOffsets(g *consumerGroup, partitions []fsm.TopicPartition) (map[fsm.TopicPartition]error, error) {
+	if g == nil {
+		return nil, ErrGroupIDNotFound
+	}
+	subscribed := g.subscribedTopicNames(c.topicsView())
+	return c.deleteOffsets(&g.mu, g.id, partitions, func(topic string) bool { return subscribed[topic] }, nil), nil
+}
+
+// deleteOffsets is the offset deletion of either kind: partitions of a
+// topic subscribed reports (nil: none) are ErrGroupSubscribedToTopic, and
+// the others are deleted in one OffsetDelete enqueued under mu (held by
+// the caller), after which enqueued (if set) runs with them, still under
+// mu. It unlocks mu, waits for the write and returns each partition's
+// outcome. Called from a handler goroutine.
+func (c *Coordinator) deleteOffsets(mu *sync.Mutex, id string, partitions []fsm.TopicPartition, subscribed func(topic string) bool, enqueued func(eligible []fsm.TopicPartition)) map[fsm.TopicPartition]error {
+	out := make(map[fsm.TopicPartition]error, len(partitions))
+	var eligible []fsm.TopicPartition
+	for _, tp := range partitions {
+		if subscribed != nil && subscribed(tp.Topic) {
+			out[tp] = ErrGroupSubscribedToTopic
+		} else {
+			eligible = append(eligible, tp)
+		}
+	}
 	f := doneFuture
 	if len(eligible) > 0 {
-		f = c.write(&fsm.OffsetDelete{GroupID: g.id, Partitions: eligible})
-		g.removeIfEmpty(remainingAfter(c.state.Offsets(g.id), eligible))
+		f = c.write(&fsm.OffsetDelete{GroupID: id, Partitions: eligible})
+		if enqueued != nil {
+			enqueued(eligible)
+		}
 	}
-	g.mu.Unlock()
-	err = waitWrite(f)
+	mu.Unlock()
+	err := waitWrite(f)
 	for _, tp := range eligible {
 		out[tp] = err
 	}
-	return out, nil
+	return out
 }
 
 // remainingAfter counts the stored offsets that deleting partitions leaves.

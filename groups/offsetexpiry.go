@@ -17,8 +17,8 @@ import (
 // stored, no commit in flight, no pending member), as Kafka's
 // cleanupGroupMetadata does; it reports whether it did. Called with g.mu
 // held, after the offsets' deletion was enqueued.
-func (g *group) removeIfEmpty(remaining int) bool {
-	if g.state != Empty || remaining > 0 || len(g.pending) > 0 || len(g.pendingCommits) > 0 {
+func (g *classicGroup) removeIfEmpty(remaining int) bool {
+	if g.state != Empty || remaining > 0 || len(g.pending) > 0 || len(g.inflight.pendingCommits) > 0 {
 		return false
 	}
 	g.transition(Dead)
@@ -26,7 +26,7 @@ func (g *group) removeIfEmpty(remaining int) bool {
 	if _, stored := g.c.state.Group(g.id); stored || g.c.state.HasOffsets(g.id) {
 		g.logWrite(g.c.write(&fsm.GroupDelete{GroupID: g.id}), "removing an empty group", nil)
 	}
-	g.c.forget(g)
+	g.c.forgetClassic(g)
 	g.c.logger.Info("empty group removed", "group", g.id)
 	return true
 }
@@ -44,8 +44,8 @@ func (c *Coordinator) ExpireOffsets(now, retention int64) (offsets, groups int) 
 		return 0, 0
 	}
 	c.mu.RLock()
-	all := make([]*group, 0, len(c.groups))
-	for _, g := range c.groups {
+	all := make([]*classicGroup, 0, len(c.classics))
+	for _, g := range c.classics {
 		all = append(all, g)
 	}
 	c.mu.RUnlock()
@@ -62,7 +62,7 @@ func (c *Coordinator) ExpireOffsets(now, retention int64) (offsets, groups int) 
 
 // expire runs the retention rules for one group; removed reports that the
 // group itself was deleted.
-func (g *group) expire(now, retention int64) (n int, removed bool) {
+func (g *classicGroup) expire(now, retention int64) (n int, removed bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed || g.state == Dead {
@@ -86,13 +86,13 @@ func (g *group) expire(now, retention int64) (n int, removed bool) {
 // partitions of topics nobody subscribes to, by their commit time; in a
 // group without a protocol type (offsets only), by commit time. An explicit
 // expiry time (OffsetCommit v1–v4) wins. Called with g.mu held.
-func (g *group) expiredOffsets(stored map[fsm.TopicPartition]fsm.Offset, now, retention int64) []fsm.TopicPartition {
+func (g *classicGroup) expiredOffsets(stored map[fsm.TopicPartition]fsm.Offset, now, retention int64) []fsm.TopicPartition {
 	var base func(fsm.Offset) int64
 	var subscribed map[string]bool
 	switch {
 	case g.protocolType != "" && g.state == Empty:
 		base = func(fsm.Offset) int64 { return g.stateTimestamp }
-	case g.protocolType == consumerProtocolType && g.state == Stable:
+	case g.protocolType == clientProtocolType && g.state == Stable:
 		topics, ok := g.subscribedTopics()
 		if !ok {
 			return nil
@@ -106,7 +106,7 @@ func (g *group) expiredOffsets(stored map[fsm.TopicPartition]fsm.Offset, now, re
 	}
 	var out []fsm.TopicPartition
 	for tp, o := range stored {
-		if subscribed[tp.Topic] || g.pendingCommits[tp] > 0 {
+		if subscribed[tp.Topic] || g.inflight.pendingCommits[tp] > 0 {
 			continue
 		}
 		if o.ExpireTimestamp >= 0 && now >= o.ExpireTimestamp || o.ExpireTimestamp < 0 && now-base(o) >= retention {
@@ -119,7 +119,7 @@ func (g *group) expiredOffsets(stored map[fsm.TopicPartition]fsm.Offset, now, re
 // logWrite waits for a background write on a goroutine of its own, logs
 // a failure and calls committed (if set) after a success. Called with g.mu
 // held; it does not wait.
-func (g *group) logWrite(f raft.ApplyFuture, what string, committed func()) {
+func (g *classicGroup) logWrite(f raft.ApplyFuture, what string, committed func()) {
 	logWrite(g.c, f, g.id, what, committed)
 }
 

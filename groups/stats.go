@@ -33,8 +33,8 @@ func (c *Coordinator) Stats() Stats {
 	st := Stats{Active: c.active, GroupsByState: make(map[string]int),
 		Committed: c.committed.Load(), Rebalances: c.rebalances.Load(), Expired: c.expired.Load(), OffsetsExpired: c.offsetsExpired.Load(),
 		Held: c.held.Load(), HoldsExpired: c.holdExpired.Load(), HeldFor: time.Duration(c.heldFor.Load())}
-	groups := make([]*group, 0, len(c.groups))
-	for _, g := range c.groups {
+	groups := make([]*classicGroup, 0, len(c.classics))
+	for _, g := range c.classics {
 		groups = append(groups, g)
 	}
 	consumers := make([]*consumerGroup, 0, len(c.consumers))

@@ -16,22 +16,32 @@ func (c *Coordinator) Join(ctx context.Context, req JoinRequest) JoinResult {
 	if req.GroupID == "" {
 		return JoinResult{Err: ErrInvalidGroupID, MemberID: req.MemberID}
 	}
-	if err := c.Check(ctx); err != nil {
+	epoch, err := c.serving(ctx)
+	if err == nil {
+		err = c.confirm(ctx, epoch)
+	}
+	if err != nil {
 		return JoinResult{Err: err, MemberID: req.MemberID}
 	}
 	session := time.Duration(req.SessionTimeoutMs) * time.Millisecond
 	if session < c.cfg.MinSessionTimeout || session > c.cfg.MaxSessionTimeout {
 		return JoinResult{Err: ErrInvalidSessionTimeout, MemberID: req.MemberID}
 	}
-	g, err := c.lockGroup(req.GroupID, req.MemberID == "")
-	if err == errConsumerGroup {
-		return c.joinConsumerAsClassic(ctx, req)
-	}
+	res, err := dispatch(c, req.GroupID, lookupMode{create: req.MemberID == ""}, kindHandlers[JoinResult]{
+		classic:  func(g *classicGroup) (JoinResult, error) { return c.joinClassic(ctx, g, req), nil },
+		consumer: func(g *consumerGroup) (JoinResult, error) { return c.joinToConsumer(ctx, epoch, g, req) },
+	})
 	if err != nil {
 		return JoinResult{Err: err, MemberID: req.MemberID}
 	}
+	return res
+}
+
+// joinClassic serves a JoinGroup to a classic group; nil is a known member
+// id for a group that does not exist. Called with g.mu held; unlocks it
+// and waits as Join does.
+func (c *Coordinator) joinClassic(ctx context.Context, g *classicGroup, req JoinRequest) JoinResult {
 	if g == nil {
-		// A known member id for a group that does not exist.
 		return JoinResult{Err: ErrUnknownMemberID, MemberID: req.MemberID}
 	}
 	ch, res := g.join(req)
@@ -49,7 +59,7 @@ func (c *Coordinator) Join(ctx context.Context, req JoinRequest) JoinResult {
 
 // join runs the JoinGroup logic under g.mu. It returns either a channel the
 // answer will arrive on or an immediate answer.
-func (g *group) join(req JoinRequest) (chan JoinResult, JoinResult) {
+func (g *classicGroup) join(req JoinRequest) (chan JoinResult, JoinResult) {
 	if !g.acceptJoiningMember(req.MemberID) {
 		g.removePending(req.MemberID)
 		if m, ok := g.members[req.MemberID]; ok {
@@ -78,7 +88,7 @@ func (g *group) join(req JoinRequest) (chan JoinResult, JoinResult) {
 // Empty group takes anyone; during the join phase the members already
 // waiting count, so the last to rejoin an oversized group are turned away;
 // otherwise existing members are always accepted.
-func (g *group) acceptJoiningMember(id string) bool {
+func (g *classicGroup) acceptJoiningMember(id string) bool {
 	m, known := g.members[id]
 	switch g.state {
 	case Empty, Dead:
@@ -90,7 +100,7 @@ func (g *group) acceptJoiningMember(id string) bool {
 	}
 }
 
-func (g *group) numAwaitingJoin() int {
+func (g *classicGroup) numAwaitingJoin() int {
 	n := 0
 	for _, m := range g.members {
 		if m.awaitingJoin() {
@@ -101,7 +111,7 @@ func (g *group) numAwaitingJoin() int {
 }
 
 // joinUnknown serves a member joining without a member id.
-func (g *group) joinUnknown(req JoinRequest) (chan JoinResult, JoinResult) {
+func (g *classicGroup) joinUnknown(req JoinRequest) (chan JoinResult, JoinResult) {
 	id := newMemberID(req.ClientID, req.InstanceID)
 	if req.InstanceID != "" {
 		if old, ok := g.static[req.InstanceID]; ok {
@@ -115,7 +125,7 @@ func (g *group) joinUnknown(req JoinRequest) (chan JoinResult, JoinResult) {
 }
 
 // joinKnown serves a member that joins with its member id.
-func (g *group) joinKnown(req JoinRequest) (chan JoinResult, JoinResult) {
+func (g *classicGroup) joinKnown(req JoinRequest) (chan JoinResult, JoinResult) {
 	if g.removePending(req.MemberID) {
 		return g.addMemberAndRebalance(req.MemberID, req), JoinResult{}
 	}
@@ -167,7 +177,7 @@ func (g *group) joinKnown(req JoinRequest) (chan JoinResult, JoinResult) {
 }
 
 // currentJoinResult is the JoinGroup answer for the current generation.
-func (g *group) currentJoinResult(m *member) JoinResult {
+func (g *classicGroup) currentJoinResult(m *classicMember) JoinResult {
 	r := JoinResult{MemberID: m.id, Generation: g.generation, ProtocolType: g.protocolType, Protocol: g.protocol, Leader: g.leader}
 	if m.id == g.leader {
 		r.Members = g.joinMembers()
@@ -181,7 +191,7 @@ func (g *group) currentJoinResult(m *member) JoinResult {
 // Stable group whose chosen protocol stays the same does not rebalance: the
 // new member id is stored and the member gets the current generation
 // (Kafka's updateStaticMemberAndRebalance).
-func (g *group) replaceStatic(m *member, id string, req JoinRequest) (chan JoinResult, JoinResult) {
+func (g *classicGroup) replaceStatic(m *classicMember, id string, req JoinRequest) (chan JoinResult, JoinResult) {
 	m.respondJoin(JoinResult{Err: ErrFencedInstanceID, MemberID: m.id})
 	m.respondSync(SyncResult{Err: ErrFencedInstanceID})
 	oldID, oldProtocols, currentLeader := m.id, m.protocols, g.leader
@@ -211,7 +221,7 @@ func (g *group) replaceStatic(m *member, id string, req JoinRequest) (chan JoinR
 // is told to skip the assignment (KIP-814, JoinGroup v9), older clients are
 // given the previous leader id so they do not assign. If the write fails,
 // the replacement is undone. Called with g.mu held.
-func (g *group) storeStaticReplacement(m *member, ch chan JoinResult, oldID string, oldProtocols []fsm.Protocol, currentLeader string, skip bool) {
+func (g *classicGroup) storeStaticReplacement(m *classicMember, ch chan JoinResult, oldID string, oldProtocols []fsm.Protocol, currentLeader string, skip bool) {
 	f := g.c.write(&fsm.GroupPut{Group: g.record()})
 	go func() {
 		err := waitWrite(f)
@@ -243,8 +253,8 @@ func (g *group) storeStaticReplacement(m *member, ch chan JoinResult, oldID stri
 
 // addMemberAndRebalance adds a new member waiting in JoinGroup and starts or
 // joins a rebalance.
-func (g *group) addMemberAndRebalance(id string, req JoinRequest) chan JoinResult {
-	m := &member{
+func (g *classicGroup) addMemberAndRebalance(id string, req JoinRequest) chan JoinResult {
+	m := &classicMember{
 		id:               id,
 		instanceID:       req.InstanceID,
 		clientID:         req.ClientID,
@@ -269,7 +279,7 @@ func (g *group) addMemberAndRebalance(id string, req JoinRequest) chan JoinResul
 
 // updateMemberAndRebalance records a rejoining member's protocols and starts
 // or joins a rebalance.
-func (g *group) updateMemberAndRebalance(m *member, req JoinRequest) chan JoinResult {
+func (g *classicGroup) updateMemberAndRebalance(m *classicMember, req JoinRequest) chan JoinResult {
 	g.updateMember(m, req)
 	m.inherited = time.Time{} // it takes part in a rebalance here: no longer just moved
 	if m.joinCh != nil {
@@ -283,7 +293,7 @@ func (g *group) updateMemberAndRebalance(m *member, req JoinRequest) chan JoinRe
 }
 
 // updateMember records what a rejoining member sent. Called with g.mu held.
-func (g *group) updateMember(m *member, req JoinRequest) {
+func (g *classicGroup) updateMember(m *classicMember, req JoinRequest) {
 	m.protocols = req.Protocols
 	m.sessionTimeout = time.Duration(req.SessionTimeoutMs) * time.Millisecond
 	m.rebalanceTimeout = time.Duration(req.RebalanceTimeoutMs) * time.Millisecond
@@ -293,7 +303,7 @@ func (g *group) updateMember(m *member, req JoinRequest) {
 
 // afterJoin starts a rebalance, or completes the one under way if everyone
 // is now in.
-func (g *group) afterJoin(reason string) {
+func (g *classicGroup) afterJoin(reason string) {
 	if g.state == PreparingRebalance {
 		g.tryCompleteJoin()
 		return

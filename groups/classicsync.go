@@ -21,13 +21,19 @@ func (c *Coordinator) Sync(ctx context.Context, req SyncRequest) SyncResult {
 	if err != nil {
 		return SyncResult{Err: err}
 	}
-	g, err := c.lockGroup(req.GroupID, false)
-	if err == errConsumerGroup {
-		return c.syncConsumerAsClassic(ctx, req)
-	}
+	res, err := dispatch(c, req.GroupID, lookupMode{}, kindHandlers[SyncResult]{
+		classic:  func(g *classicGroup) (SyncResult, error) { return c.syncClassic(ctx, epoch, g, req), nil },
+		consumer: func(g *consumerGroup) (SyncResult, error) { return c.syncToConsumer(ctx, epoch, g, req), nil },
+	})
 	if err != nil {
 		return SyncResult{Err: err}
 	}
+	return res
+}
+
+// syncClassic serves a SyncGroup to a classic group (nil: none), served
+// under epoch. Called with g.mu held; unlocks it and waits as Sync does.
+func (c *Coordinator) syncClassic(ctx context.Context, epoch uint64, g *classicGroup, req SyncRequest) SyncResult {
 	if g == nil {
 		return SyncResult{Err: ErrUnknownMemberID}
 	}
@@ -52,7 +58,7 @@ func (c *Coordinator) Sync(ctx context.Context, req SyncRequest) SyncResult {
 }
 
 // sync runs the SyncGroup logic under g.mu.
-func (g *group) sync(req SyncRequest) (chan SyncResult, SyncResult) {
+func (g *classicGroup) sync(req SyncRequest) (chan SyncResult, SyncResult) {
 	fail := func(err error) (chan SyncResult, SyncResult) { return nil, SyncResult{Err: err} }
 	if g.state == Dead {
 		return fail(ErrCoordinatorNotAvailable)
@@ -92,7 +98,7 @@ func (g *group) sync(req SyncRequest) (chan SyncResult, SyncResult) {
 	return ch, SyncResult{}
 }
 
-func (g *group) syncResult(m *member) SyncResult {
+func (g *classicGroup) syncResult(m *classicMember) SyncResult {
 	return SyncResult{ProtocolType: g.protocolType, Protocol: g.protocol, Assignment: m.assignment}
 }
 
@@ -100,7 +106,7 @@ func (g *group) syncResult(m *member) SyncResult {
 // group's metadata and, once it committed, hands it out and makes the group
 // Stable. A member missing from the assignment gets an empty one, as in
 // Kafka. Called with g.mu held.
-func (g *group) storeAssignment(assignments map[string][]byte) {
+func (g *classicGroup) storeAssignment(assignments map[string][]byte) {
 	rec := g.record()
 	rec.State = fsm.StateStable
 	for i := range rec.Members {
@@ -120,7 +126,7 @@ func (g *group) storeAssignment(assignments map[string][]byte) {
 // assignmentStored finishes storeAssignment on the write's goroutine, with
 // g.mu held. If the group moved on meanwhile (a member left, a new
 // generation began) the stored assignment is already superseded.
-func (g *group) assignmentStored(generation int32, assignments map[string][]byte, err error) {
+func (g *classicGroup) assignmentStored(generation int32, assignments map[string][]byte, err error) {
 	if g.assigning == generation {
 		g.assigning = 0
 	}

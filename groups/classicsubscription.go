@@ -2,14 +2,14 @@ package groups
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
-// consumerProtocolType is the embedded protocol of Kafka consumers; only its
+// clientProtocolType is the embedded protocol of Kafka consumers; only its
 // member metadata has a known layout (the subscription).
-const consumerProtocolType = "consumer"
+const clientProtocolType = "consumer"
 
 // subscribedTopics returns the topics the current generation's members
 // subscribe to, computed when the generation started (as Kafka does in
 // initNextGeneration); ok is false when unknown. Called with g.mu held.
-func (g *group) subscribedTopics() (topics map[string]bool, ok bool) {
+func (g *classicGroup) subscribedTopics() (topics map[string]bool, ok bool) {
 	return g.subscribed, g.subscribedKnown
 }
 
@@ -18,8 +18,8 @@ func (g *group) subscribedTopics() (topics map[string]bool, ok bool) {
 // computeSubscribedTopics); ok is false for another protocol type or
 // metadata that does not parse. Called with g.mu held when a generation
 // starts or the group is loaded.
-func (g *group) computeSubscribedTopics() (topics map[string]bool, ok bool) {
-	if g.protocolType != consumerProtocolType {
+func (g *classicGroup) computeSubscribedTopics() (topics map[string]bool, ok bool) {
+	if g.protocolType != clientProtocolType {
 		return nil, false
 	}
 	topics = make(map[string]bool)

@@ -8,11 +8,11 @@ import (
 	"github.com/kcoord/kcoord/fsm"
 )
 
-// group is one live classic group on the shard leader. mu is the group's
+// classicGroup is one live classic classicGroup on the shard leader. mu is the classicGroup's
 // one serialization domain: every request handler, timer callback and write
-// completion of this group takes it, and none holds it while waiting for
-// Raft or for another group.
-type group struct {
+// completion of this classicGroup takes it, and none holds it while waiting for
+// Raft or for another classicGroup.
+type classicGroup struct {
 	c  *Coordinator
 	id string
 
@@ -31,7 +31,7 @@ type group struct {
 	protocol     string
 	generation   int32
 	leader       string
-	members      map[string]*member
+	members      map[string]*classicMember
 	order        []string          // member ids in join order
 	static       map[string]string // instance id → member id
 	pending      map[string]*time.Timer
@@ -55,16 +55,15 @@ type group struct {
 	// subscribedKnown (consumer groups whose metadata parsed).
 	subscribed      map[string]bool
 	subscribedKnown bool
-	// pendingCommits counts commits in flight per partition; expiry leaves
-	// those partitions alone.
-	pendingCommits map[fsm.TopicPartition]int
+	// inflight counts commits in flight per partition (writeCommit).
+	inflight inflightCommits
 	// assigning is the generation whose assignment is being written (0:
 	// none); a leader's repeated SyncGroup for it does not write again.
 	assigning int32
 }
 
-func newGroup(c *Coordinator, id string) *group {
-	return &group{
+func newClassicGroup(c *Coordinator, id string) *classicGroup {
+	return &classicGroup{
 		c:              c,
 		id:             id,
 		state:          Empty,
@@ -76,26 +75,26 @@ func newGroup(c *Coordinator, id string) *group {
 // (a group that only holds offsets keeps them nil: at 100 k such groups,
 // empty maps were 30 MB). Reading a nil map is fine; only writes need it.
 // Called with g.mu held.
-func (g *group) memberMaps() {
+func (g *classicGroup) memberMaps() {
 	if g.members == nil {
-		g.members = make(map[string]*member)
+		g.members = make(map[string]*classicMember)
 		g.static = make(map[string]string)
 		g.pending = make(map[string]*time.Timer)
 		g.pendingSync = make(map[string]bool)
 	}
 }
 
-// groupFromRecord rebuilds a live group from its stored metadata. Members
+// classicGroupFromRecord rebuilds a live group from its stored metadata. Members
 // get a fresh session timeout when the coordinator starts their timers.
-func groupFromRecord(c *Coordinator, r fsm.Group) *group {
-	g := newGroup(c, r.ID)
+func classicGroupFromRecord(c *Coordinator, r fsm.Group) *classicGroup {
+	g := newClassicGroup(c, r.ID)
 	g.protocolType = r.ProtocolType
 	g.protocol = r.Protocol
 	g.generation = r.Generation
 	g.leader = r.Leader
 	g.stateTimestamp = r.StateTimestamp
 	for _, mr := range r.Members {
-		g.add(memberFromRecord(mr, r.ProtocolType))
+		g.add(classicMemberFromRecord(mr, r.ProtocolType))
 	}
 	if len(g.members) > 0 {
 		g.state = Stable
@@ -107,7 +106,7 @@ func groupFromRecord(c *Coordinator, r fsm.Group) *group {
 
 // transition moves the group to s; it panics on a transition Kafka's state
 // machine forbids, which would be a coordinator bug.
-func (g *group) transition(s State) {
+func (g *classicGroup) transition(s State) {
 	ok := false
 	for _, from := range validPrevious[s] {
 		if from == g.state {
@@ -126,7 +125,7 @@ func (g *group) transition(s State) {
 }
 
 // add puts m in the group; the first member becomes the leader.
-func (g *group) add(m *member) {
+func (g *classicGroup) add(m *classicMember) {
 	g.memberMaps()
 	if len(g.members) == 0 {
 		g.protocolType = m.protocolType
@@ -143,7 +142,7 @@ func (g *group) add(m *member) {
 
 // remove takes a member out, stops its timer and elects a new leader if it
 // led. It does not answer the member's waiting requests.
-func (g *group) remove(id string) {
+func (g *classicGroup) remove(id string) {
 	m, ok := g.members[id]
 	if !ok {
 		return
@@ -170,7 +169,7 @@ func (g *group) remove(id string) {
 
 // renameMember gives m a new member id, keeping its place, its leadership
 // and its assignment (a static member's replacement). Called with g.mu held.
-func (g *group) renameMember(m *member, id string) {
+func (g *classicGroup) renameMember(m *classicMember, id string) {
 	old := m.id
 	delete(g.members, old)
 	m.id = id
@@ -195,7 +194,7 @@ func (g *group) renameMember(m *member, id string) {
 // supportsProtocols reports whether a member with this protocol type and
 // protocols may join: the type must match and one protocol must be common to
 // every member (Kafka's supportsProtocols).
-func (g *group) supportsProtocols(protocolType string, ps []fsm.Protocol) bool {
+func (g *classicGroup) supportsProtocols(protocolType string, ps []fsm.Protocol) bool {
 	if len(ps) == 0 || protocolType == "" {
 		return false
 	}
@@ -213,7 +212,7 @@ func (g *group) supportsProtocols(protocolType string, ps []fsm.Protocol) bool {
 	return false
 }
 
-func (g *group) allSupport(name string) bool {
+func (g *classicGroup) allSupport(name string) bool {
 	for _, m := range g.members {
 		if !hasProtocol(m.protocols, name) {
 			return false
@@ -233,7 +232,7 @@ func hasProtocol(ps []fsm.Protocol, name string) bool {
 
 // maxRebalanceTimeout is the longest rebalance timeout of any member: how
 // long a rebalance waits for members to rejoin.
-func (g *group) maxRebalanceTimeout() time.Duration {
+func (g *classicGroup) maxRebalanceTimeout() time.Duration {
 	var d time.Duration
 	for _, m := range g.members {
 		if m.rebalanceTimeout > d {
@@ -245,7 +244,7 @@ func (g *group) maxRebalanceTimeout() time.Duration {
 
 // allJoined reports whether every member is waiting in JoinGroup and no
 // member id handed out with MEMBER_ID_REQUIRED is still expected.
-func (g *group) allJoined() bool {
+func (g *classicGroup) allJoined() bool {
 	for _, m := range g.members {
 		if !m.awaitingJoin() {
 			return false
@@ -258,7 +257,7 @@ func (g *group) allJoined() bool {
 // validateCurrentMember): a given instance id must be known
 // (ErrUnknownMemberID) and map to memberID (ErrFencedInstanceID); the
 // member id must be in the group. Called with g.mu held.
-func (g *group) validateMember(memberID, instanceID string) error {
+func (g *classicGroup) validateMember(memberID, instanceID string) error {
 	if instanceID != "" {
 		current, ok := g.static[instanceID]
 		switch {
@@ -276,7 +275,7 @@ func (g *group) validateMember(memberID, instanceID string) error {
 
 // isFenced reports whether a static member's instance id now belongs to
 // another member id (Kafka's isStaticMemberFenced).
-func (g *group) isFenced(memberID, instanceID string) bool {
+func (g *classicGroup) isFenced(memberID, instanceID string) bool {
 	if instanceID == "" {
 		return false
 	}
@@ -285,7 +284,7 @@ func (g *group) isFenced(memberID, instanceID string) bool {
 }
 
 // record converts the group for storage.
-func (g *group) record() fsm.Group {
+func (g *classicGroup) record() fsm.Group {
 	r := fsm.Group{
 		ID:             g.id,
 		ProtocolType:   g.protocolType,

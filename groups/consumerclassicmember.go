@@ -33,22 +33,13 @@ const (
 	MigrationDisabled      MigrationPolicy = "disabled"
 )
 
-// joinConsumerAsClassic serves a classic JoinGroup for the id of a
-// consumer group. Called from a handler goroutine.
-func (c *Coordinator) joinConsumerAsClassic(ctx context.Context, req JoinRequest) JoinResult {
-	epoch, err := c.serving(ctx)
-	if err != nil {
-		return JoinResult{Err: err, MemberID: req.MemberID}
-	}
-	g, err := c.lockConsumer(req.GroupID, false)
-	if isClassicGroup(err) {
-		return c.Join(ctx, req) // downgraded meanwhile: a classic group now
-	}
-	if err != nil {
-		return JoinResult{Err: err, MemberID: req.MemberID}
-	}
+// joinToConsumer serves a classic JoinGroup for the id of a consumer
+// group, served under epoch; nil (the group went meanwhile) has it looked
+// up again, as a classic group now. Called from a handler goroutine with
+// g.mu held; unlocks it and waits for the join's write.
+func (c *Coordinator) joinToConsumer(ctx context.Context, epoch uint64, g *consumerGroup, req JoinRequest) (JoinResult, error) {
 	if g == nil {
-		return c.Join(ctx, req) // deleted meanwhile: a classic group now
+		return JoinResult{}, errLookAgain
 	}
 	res, pw, wrote := func() (JoinResult, *pendingWrite, bool) {
 		defer g.mu.Unlock()
@@ -60,12 +51,12 @@ func (c *Coordinator) joinConsumerAsClassic(ctx context.Context, req JoinRequest
 		return res, g.enqueue(w), w != nil
 	}()
 	if res.Err != nil {
-		return res
+		return res, nil
 	}
 	if err := c.answerAfter(ctx, epoch, pw, !wrote); err != nil {
-		return JoinResult{Err: err, MemberID: res.MemberID}
+		return JoinResult{Err: err, MemberID: res.MemberID}, nil
 	}
-	return res
+	return res, nil
 }
 
 // answerAfter waits until an answer computed under a group's lock may go
@@ -141,7 +132,7 @@ func (g *consumerGroup) classicJoin(req JoinRequest, topics *topicsView) (JoinRe
 	m.join.stop()
 	g.scheduleSync(m)
 	res.MemberID, res.Generation = m.id, m.rec.epoch
-	res.ProtocolType, res.Protocol = consumerProtocolType, req.Protocols[0].Name
+	res.ProtocolType, res.Protocol = clientProtocolType, req.Protocols[0].Name
 	return res, w, nil
 }
 
@@ -152,8 +143,8 @@ func (g *consumerGroup) classicJoin(req JoinRequest, topics *topicsView) (JoinRe
 // metadata. Called with g.mu held.
 func (g *consumerGroup) checkClassicProtocols(id, protocolType string, protocols []fsm.Protocol) (kmsg.ConsumerMemberMetadata, error) {
 	var meta kmsg.ConsumerMemberMetadata
-	if protocolType != consumerProtocolType || len(protocols) == 0 {
-		return meta, fmt.Errorf("%w: a consumer group takes only members of protocol type %q with at least one protocol", ErrInconsistentGroupProtocol, consumerProtocolType)
+	if protocolType != clientProtocolType || len(protocols) == 0 {
+		return meta, fmt.Errorf("%w: a consumer group takes only members of protocol type %q with at least one protocol", ErrInconsistentGroupProtocol, clientProtocolType)
 	}
 	for _, p := range protocols {
 		shared := true
@@ -207,21 +198,14 @@ func (g *consumerGroup) classicJoinMember(id, instanceID string, unknown bool) (
 	return m, from, nil
 }
 
-// syncConsumerAsClassic serves a classic SyncGroup for the id of a
-// consumer group: the member's assigned partitions, in the consumer
-// protocol's encoding at its subscription's version. Called from a
-// handler goroutine.
-func (c *Coordinator) syncConsumerAsClassic(ctx context.Context, req SyncRequest) SyncResult {
-	epoch, err := c.serving(ctx)
-	if err != nil {
-		return SyncResult{Err: err}
-	}
-	g, err := c.lockConsumer(req.GroupID, false)
-	if isClassicGroup(err) {
-		return c.Sync(ctx, req) // downgraded meanwhile: a classic group now
-	}
-	if err != nil || g == nil {
-		return SyncResult{Err: orUnknownMember(err)}
+// syncToConsumer serves a classic SyncGroup for the id of a consumer
+// group (nil: it went meanwhile), served under epoch: the member's
+// assigned partitions, in the consumer protocol's encoding at its
+// subscription's version. Called from a handler goroutine with g.mu held;
+// unlocks it.
+func (c *Coordinator) syncToConsumer(ctx context.Context, epoch uint64, g *consumerGroup, req SyncRequest) SyncResult {
+	if g == nil {
+		return SyncResult{Err: ErrUnknownMemberID}
 	}
 	res, pw, err := func() (SyncResult, *pendingWrite, error) {
 		defer g.mu.Unlock()
@@ -245,16 +229,16 @@ func (g *consumerGroup) classicSync(req SyncRequest, topics *topicsView) (SyncRe
 		return SyncResult{}, err
 	}
 	protocol := m.sub.Classic.Protocols[0]
-	if req.ProtocolType != "" && req.ProtocolType != consumerProtocolType || req.Protocol != "" && req.Protocol != protocol.Name {
+	if req.ProtocolType != "" && req.ProtocolType != clientProtocolType || req.Protocol != "" && req.Protocol != protocol.Name {
 		return SyncResult{}, fmt.Errorf("%w: the protocol %s/%s is not the member's %s/%s",
-			ErrInconsistentGroupProtocol, req.ProtocolType, req.Protocol, consumerProtocolType, protocol.Name)
+			ErrInconsistentGroupProtocol, req.ProtocolType, req.Protocol, clientProtocolType, protocol.Name)
 	}
 	if err := g.checkCaughtUp(m); err != nil {
 		return SyncResult{}, err
 	}
 	m.sync.stop()
 	g.scheduleSession(m)
-	return SyncResult{ProtocolType: consumerProtocolType, Protocol: protocol.Name,
+	return SyncResult{ProtocolType: clientProtocolType, Protocol: protocol.Name,
 		Assignment: encodeClassicAssignment(m.rec.assigned, protocol.Metadata, topics)}, nil
 }
 
@@ -284,16 +268,13 @@ func (g *consumerGroup) checkCaughtUp(m *consumerMember) error {
 	return nil
 }
 
-// heartbeatConsumerAsClassic serves a classic Heartbeat for the id of a
-// consumer group, once Heartbeat has confirmed the leadership. Called
-// from a handler goroutine.
-func (c *Coordinator) heartbeatConsumerAsClassic(ctx context.Context, req HeartbeatRequest) error {
-	g, err := c.lockConsumer(req.GroupID, false)
-	if isClassicGroup(err) {
-		return c.Heartbeat(req) // downgraded meanwhile: a classic group now
-	}
-	if err != nil || g == nil {
-		return orUnknownMember(err)
+// heartbeatToConsumer serves a classic Heartbeat for the id of a
+// consumer group (nil: it went meanwhile), once Heartbeat has confirmed
+// the leadership. Called from a handler goroutine with g.mu held; unlocks
+// it.
+func (c *Coordinator) heartbeatToConsumer(ctx context.Context, g *consumerGroup, req HeartbeatRequest) error {
+	if g == nil {
+		return ErrUnknownMemberID
 	}
 	pw, err := func() (*pendingWrite, error) {
 		defer g.mu.Unlock()
@@ -369,24 +350,11 @@ func (g *consumerGroup) classicMember(id, instanceID string, generation int32) (
 	return m, nil
 }
 
-// leaveConsumerAsClassic serves a classic LeaveGroup for the id of a
-// consumer group: every member named is fenced, in one write. Called from
-// a handler goroutine.
-func (c *Coordinator) leaveConsumerAsClassic(ctx context.Context, groupID string, leaving []LeaveMember) ([]LeaveResult, error) {
-	g, err := c.lockConsumer(groupID, false)
-	if isClassicGroup(err) {
-		return c.Leave(groupID, leaving) // downgraded meanwhile: a classic group now
-	}
-	if err != nil {
-		return nil, err
-	}
+// leaveToConsumer serves a classic LeaveGroup for the id of a consumer
+// group: every member named is fenced, in one write. Called from a handler
+// goroutine with g.mu held; unlocks it and waits for the write.
+func (c *Coordinator) leaveToConsumer(ctx context.Context, g *consumerGroup, leaving []LeaveMember) ([]LeaveResult, error) {
 	out := make([]LeaveResult, len(leaving))
-	if g == nil {
-		for i, l := range leaving {
-			out[i] = LeaveResult{MemberID: l.MemberID, InstanceID: l.InstanceID, Err: ErrUnknownMemberID}
-		}
-		return out, nil
-	}
 	var gone []*consumerMember
 	for i, l := range leaving {
 		out[i] = LeaveResult{MemberID: l.MemberID, InstanceID: l.InstanceID}
@@ -422,15 +390,6 @@ func (c *Coordinator) leaveConsumerAsClassic(ctx context.Context, groupID string
 		}
 	}
 	return out, nil
-}
-
-// orUnknownMember is err, or ErrUnknownMemberID for a group that went
-// away (a consumer group has no classic members to find then).
-func orUnknownMember(err error) error {
-	if err != nil {
-		return err
-	}
-	return ErrUnknownMemberID
 }
 
 // sessionTimeout is how long m may go without a heartbeat: the session

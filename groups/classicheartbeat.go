@@ -9,21 +9,25 @@ import (
 // whether a rebalance is under way. Heartbeats never write to Raft, but the
 // answer ("you are still in generation G") is a read of the coordinator's
 // state, so a quorum confirms the leadership first (confirmRead). Called
-// from a connection's handler goroutine; blocks about one round trip.
-func (c *Coordinator) Heartbeat(req HeartbeatRequest) error {
+// from a connection's handler goroutine; blocks about one round trip, and
+// a hold for a settling shard ends with ctx.
+func (c *Coordinator) Heartbeat(ctx context.Context, req HeartbeatRequest) error {
 	if req.GroupID == "" {
 		return ErrInvalidGroupID
 	}
-	if err := c.confirmRead(context.Background()); err != nil {
+	if err := c.confirmRead(ctx); err != nil {
 		return err
 	}
-	g, err := c.lockGroup(req.GroupID, false)
-	if err == errConsumerGroup {
-		return c.heartbeatConsumerAsClassic(context.Background(), req)
-	}
-	if err != nil {
-		return err
-	}
+	_, err := dispatch(c, req.GroupID, lookupMode{}, kindHandlers[struct{}]{
+		classic:  func(g *classicGroup) (struct{}, error) { return struct{}{}, c.heartbeatClassic(g, req) },
+		consumer: func(g *consumerGroup) (struct{}, error) { return struct{}{}, c.heartbeatToConsumer(ctx, g, req) },
+	})
+	return err
+}
+
+// heartbeatClassic serves a Heartbeat to a classic group (nil: none).
+// Called with g.mu held; unlocks it.
+func (c *Coordinator) heartbeatClassic(g *classicGroup, req HeartbeatRequest) error {
 	if g == nil {
 		return ErrUnknownMemberID
 	}

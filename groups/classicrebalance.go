@@ -10,7 +10,7 @@ import (
 // function here is called with g.mu held.
 
 // maybePrepareRebalance starts a rebalance if the group's state allows one.
-func (g *group) maybePrepareRebalance(reason string) {
+func (g *classicGroup) maybePrepareRebalance(reason string) {
 	if g.state == Stable || g.state == CompletingRebalance || g.state == Empty {
 		g.prepareRebalance(reason)
 	}
@@ -20,7 +20,7 @@ func (g *group) maybePrepareRebalance(reason string) {
 // that ends the join phase: the initial delay for an Empty group (extended
 // while members keep arriving, capped by the rebalance timeout), else the
 // longest rebalance timeout of the members.
-func (g *group) prepareRebalance(reason string) {
+func (g *classicGroup) prepareRebalance(reason string) {
 	if g.state == CompletingRebalance {
 		g.resetAssignments(ErrRebalanceInProgress)
 	}
@@ -47,7 +47,7 @@ func (g *group) prepareRebalance(reason string) {
 // scheduleInitialJoin arms one step of Kafka's InitialDelayedJoin: when it
 // fires, a new member that arrived meanwhile buys another delay (at most the
 // remaining rebalance timeout); otherwise the join phase completes.
-func (g *group) scheduleInitialJoin(delay, remaining time.Duration) {
+func (g *classicGroup) scheduleInitialJoin(delay, remaining time.Duration) {
 	g.initialJoin = true
 	g.scheduleJoin(delay, func() {
 		if g.newMemberAdded && remaining > 0 {
@@ -61,7 +61,7 @@ func (g *group) scheduleInitialJoin(delay, remaining time.Duration) {
 
 // tryCompleteJoin ends the join phase early once every member has rejoined,
 // except during the initial delay, which always runs its course.
-func (g *group) tryCompleteJoin() {
+func (g *classicGroup) tryCompleteJoin() {
 	if g.state == PreparingRebalance && !g.initialJoin && g.allJoined() {
 		g.completeJoin()
 	}
@@ -71,7 +71,7 @@ func (g *group) tryCompleteJoin() {
 // members that did not rejoin are removed, the next generation starts and
 // every waiting member gets its JoinGroup answer, the leader with the
 // member list; then the members have the rebalance timeout to sync.
-func (g *group) completeJoin() {
+func (g *classicGroup) completeJoin() {
 	if g.state != PreparingRebalance {
 		return
 	}
@@ -115,7 +115,7 @@ func (g *group) completeJoin() {
 // electJoinedLeader makes sure the leader is a member that rejoined (a
 // static member may stay in the group without rejoining); it reports false
 // when no member rejoined (Kafka's maybeElectNewJoinedLeader).
-func (g *group) electJoinedLeader() bool {
+func (g *classicGroup) electJoinedLeader() bool {
 	if l, ok := g.members[g.leader]; ok && l.awaitingJoin() {
 		return true
 	}
@@ -130,7 +130,7 @@ func (g *group) electJoinedLeader() bool {
 
 // joinMembers lists every member with its metadata for the chosen protocol,
 // for the leader's JoinGroup answer.
-func (g *group) joinMembers() []JoinMember {
+func (g *classicGroup) joinMembers() []JoinMember {
 	out := make([]JoinMember, 0, len(g.members))
 	for _, id := range g.order {
 		m := g.members[id]
@@ -143,7 +143,7 @@ func (g *group) joinMembers() []JoinMember {
 // supports, each member votes for the first of its own list; the most votes
 // win. Ties go to the candidate the leader prefers, so the choice is
 // deterministic.
-func (g *group) selectProtocol() string {
+func (g *classicGroup) selectProtocol() string {
 	var candidates []string
 	if l, ok := g.members[g.leader]; ok {
 		for _, p := range l.protocols {
@@ -184,7 +184,7 @@ func hasName(names []string, name string) bool {
 
 // removeMemberAndUpdate removes a member that left or failed and moves the
 // group on (Kafka's removeMemberAndUpdateGroup).
-func (g *group) removeMemberAndUpdate(m *member, reason string) {
+func (g *classicGroup) removeMemberAndUpdate(m *classicMember, reason string) {
 	m.respondJoin(JoinResult{Err: ErrUnknownMemberID})
 	m.respondSync(SyncResult{Err: ErrUnknownMemberID})
 	g.remove(m.id)
@@ -198,7 +198,7 @@ func (g *group) removeMemberAndUpdate(m *member, reason string) {
 
 // resetAssignments clears every assignment and fails waiting syncs with err
 // (Kafka's resetAndPropagateAssignmentError).
-func (g *group) resetAssignments(err error) {
+func (g *classicGroup) resetAssignments(err error) {
 	for _, m := range g.members {
 		m.assignment = nil
 		m.respondSync(SyncResult{Err: err})
@@ -207,7 +207,7 @@ func (g *group) resetAssignments(err error) {
 
 // storeAsync writes the group's metadata without making anyone wait for it
 // (used when a group becomes Empty; Kafka only logs a failure there too).
-func (g *group) storeAsync() {
+func (g *classicGroup) storeAsync() {
 	f := g.c.write(&fsm.GroupPut{Group: g.record()})
 	go func() {
 		if err := waitWrite(f); err != nil {

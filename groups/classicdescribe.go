@@ -13,17 +13,26 @@ func (c *Coordinator) Describe(ctx context.Context, groupID string) (GroupDescri
 	if err := c.confirmRead(ctx); err != nil {
 		return GroupDescription{}, err
 	}
-	g, err := c.lockGroup(groupID, false)
-	if err == errConsumerGroup {
-		return GroupDescription{GroupID: groupID, State: Dead.String(), ConsumerProtocol: true}, nil
-	}
-	if err != nil {
-		return GroupDescription{}, err
-	}
-	if g == nil {
-		return GroupDescription{GroupID: groupID, State: Dead.String()}, nil
-	}
-	defer g.mu.Unlock()
+	return dispatch(c, groupID, lookupMode{}, kindHandlers[GroupDescription]{
+		classic: func(g *classicGroup) (GroupDescription, error) {
+			if g == nil {
+				return GroupDescription{GroupID: groupID, State: Dead.String()}, nil
+			}
+			defer g.mu.Unlock()
+			return g.describe(), nil
+		},
+		consumer: func(g *consumerGroup) (GroupDescription, error) {
+			if g == nil {
+				return GroupDescription{}, errLookAgain // deleted meanwhile
+			}
+			g.mu.Unlock()
+			return GroupDescription{GroupID: groupID, State: Dead.String(), ConsumerProtocol: true}, nil
+		},
+	})
+}
+
+// describe is the group as DescribeGroups shows it. Called with g.mu held.
+func (g *classicGroup) describe() GroupDescription {
 	d := GroupDescription{GroupID: g.id, Exists: true, State: g.state.String(), ProtocolType: g.protocolType,
 		Generation: g.generation, Leader: g.leader, StateSince: time.UnixMilli(g.stateTimestamp), LastRebalance: g.lastStable}
 	stable := g.state == Stable
@@ -40,7 +49,7 @@ func (c *Coordinator) Describe(ctx context.Context, groupID string) (GroupDescri
 		}
 		d.Members = append(d.Members, md)
 	}
-	return d, nil
+	return d
 }
 
 // List serves ListGroups for this shard: every group with its state and
@@ -61,8 +70,8 @@ func (c *Coordinator) List(ctx context.Context) ([]GroupListing, error) {
 		c.mu.RUnlock()
 		return nil, ErrNotCoordinator // the confirmed leadership ended meanwhile
 	}
-	groups := make([]*group, 0, len(c.groups))
-	for _, g := range c.groups {
+	groups := make([]*classicGroup, 0, len(c.classics))
+	for _, g := range c.classics {
 		groups = append(groups, g)
 	}
 	consumers := make([]*consumerGroup, 0, len(c.consumers))

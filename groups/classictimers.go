@@ -8,12 +8,12 @@ import "time"
 
 // startSession (re)starts m's session timer with its session timeout.
 // Called with g.mu held.
-func (g *group) startSession(m *member) {
+func (g *classicGroup) startSession(m *classicMember) {
 	g.scheduleSession(m, m.sessionTimeout)
 }
 
 // scheduleSession (re)starts m's liveness timer for d. Called with g.mu held.
-func (g *group) scheduleSession(m *member, d time.Duration) {
+func (g *classicGroup) scheduleSession(m *classicMember, d time.Duration) {
 	g.stopSession(m)
 	m.sessionToken++
 	id, tok := m.id, m.sessionToken
@@ -21,7 +21,7 @@ func (g *group) scheduleSession(m *member, d time.Duration) {
 }
 
 // stopSession stops m's liveness timer. Called with g.mu held.
-func (g *group) stopSession(m *member) {
+func (g *classicGroup) stopSession(m *classicMember) {
 	if m.session != nil {
 		m.session.Stop()
 		m.session = nil
@@ -31,7 +31,7 @@ func (g *group) stopSession(m *member) {
 // onSessionExpired runs on a timer goroutine when a member's session ran
 // out. A member blocked in SyncGroup, or an established member blocked in
 // JoinGroup, cannot heartbeat and is kept alive (Kafka's shouldKeepAlive).
-func (g *group) onSessionExpired(id string, tok uint64) {
+func (g *classicGroup) onSessionExpired(id string, tok uint64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	m := g.members[id]
@@ -50,7 +50,7 @@ func (g *group) onSessionExpired(id string, tok uint64) {
 // addPending remembers a member id handed out with MEMBER_ID_REQUIRED; it is
 // forgotten if the member does not rejoin within its session timeout.
 // Called with g.mu held.
-func (g *group) addPending(id string, sessionTimeout time.Duration) {
+func (g *classicGroup) addPending(id string, sessionTimeout time.Duration) {
 	g.memberMaps()
 	g.pending[id] = time.AfterFunc(sessionTimeout, func() {
 		g.mu.Lock()
@@ -69,7 +69,7 @@ func (g *group) addPending(id string, sessionTimeout time.Duration) {
 }
 
 // removePending forgets a pending member id. Called with g.mu held.
-func (g *group) removePending(id string) bool {
+func (g *classicGroup) removePending(id string) bool {
 	t, ok := g.pending[id]
 	if ok {
 		t.Stop()
@@ -80,7 +80,7 @@ func (g *group) removePending(id string) bool {
 
 // scheduleJoin replaces the join-phase timer with one running fn after d.
 // Called with g.mu held; fn runs with g.mu held.
-func (g *group) scheduleJoin(d time.Duration, fn func()) {
+func (g *classicGroup) scheduleJoin(d time.Duration, fn func()) {
 	g.stopJoinTimer()
 	tok := g.joinToken
 	g.joinTimer = time.AfterFunc(d, func() {
@@ -93,7 +93,7 @@ func (g *group) scheduleJoin(d time.Duration, fn func()) {
 }
 
 // stopJoinTimer cancels the join-phase timer. Called with g.mu held.
-func (g *group) stopJoinTimer() {
+func (g *classicGroup) stopJoinTimer() {
 	g.joinToken++
 	if g.joinTimer != nil {
 		g.joinTimer.Stop()
@@ -104,7 +104,7 @@ func (g *group) stopJoinTimer() {
 // close stops every timer and fails every waiting request with
 // ErrNotCoordinator; the group is not served by this node any more. Called
 // with g.mu held.
-func (g *group) close() {
+func (g *classicGroup) close() {
 	g.closed = true
 	g.stopJoinTimer()
 	g.stopSyncTimer()
@@ -121,7 +121,7 @@ func (g *group) close() {
 // scheduleSync arms Kafka's DelayedSync: members of the new generation that
 // have not sent SyncGroup when the rebalance timeout runs out are removed
 // and the group rebalances. Called with g.mu held.
-func (g *group) scheduleSync() {
+func (g *classicGroup) scheduleSync() {
 	g.stopSyncTimer()
 	tok, generation := g.syncToken, g.generation
 	g.syncTimer = time.AfterFunc(g.maxRebalanceTimeout(), func() {
@@ -134,7 +134,7 @@ func (g *group) scheduleSync() {
 }
 
 // stopSyncTimer cancels the sync deadline. Called with g.mu held.
-func (g *group) stopSyncTimer() {
+func (g *classicGroup) stopSyncTimer() {
 	g.syncToken++
 	if g.syncTimer != nil {
 		g.syncTimer.Stop()
@@ -143,7 +143,7 @@ func (g *group) stopSyncTimer() {
 }
 
 // syncExpired removes the members that never synced. Called with g.mu held.
-func (g *group) syncExpired() {
+func (g *classicGroup) syncExpired() {
 	if (g.state != CompletingRebalance && g.state != Stable) || len(g.pendingSync) == 0 {
 		return
 	}

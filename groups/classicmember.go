@@ -7,9 +7,9 @@ import (
 	"github.com/kcoord/kcoord/fsm"
 )
 
-// member is one live member of a group. Every field is guarded by the
+// classicMember is one live classicMember of a group. Every field is guarded by the
 // group's lock.
-type member struct {
+type classicMember struct {
 	id         string
 	instanceID string
 	clientID   string
@@ -38,17 +38,17 @@ type member struct {
 	inherited time.Time
 }
 
-func (m *member) awaitingJoin() bool { return m.joinCh != nil }
+func (m *classicMember) awaitingJoin() bool { return m.joinCh != nil }
 
 // justMoved reports whether the member came with a coordinator move and has
 // not been heard from here since, within its session timeout of the move.
-func (m *member) justMoved() bool {
+func (m *classicMember) justMoved() bool {
 	return !m.inherited.IsZero() && time.Since(m.inherited) < m.sessionTimeout
 }
-func (m *member) awaitingSync() bool { return m.syncCh != nil }
+func (m *classicMember) awaitingSync() bool { return m.syncCh != nil }
 
 // metadataFor returns the member's metadata for a protocol name.
-func (m *member) metadataFor(protocol string) []byte {
+func (m *classicMember) metadataFor(protocol string) []byte {
 	for _, p := range m.protocols {
 		if p.Name == protocol {
 			return p.Metadata
@@ -59,7 +59,7 @@ func (m *member) metadataFor(protocol string) []byte {
 
 // sameProtocols reports whether a rejoin carries exactly the protocols the
 // member already has (Kafka's matches()).
-func (m *member) sameProtocols(ps []fsm.Protocol) bool {
+func (m *classicMember) sameProtocols(ps []fsm.Protocol) bool {
 	if len(ps) != len(m.protocols) {
 		return false
 	}
@@ -72,7 +72,7 @@ func (m *member) sameProtocols(ps []fsm.Protocol) bool {
 }
 
 // respondJoin answers the member's waiting JoinGroup, if any.
-func (m *member) respondJoin(r JoinResult) {
+func (m *classicMember) respondJoin(r JoinResult) {
 	if m.joinCh != nil {
 		m.joinCh <- r
 		m.joinCh = nil
@@ -81,7 +81,7 @@ func (m *member) respondJoin(r JoinResult) {
 }
 
 // respondSync answers the member's waiting SyncGroup, if any.
-func (m *member) respondSync(r SyncResult) {
+func (m *classicMember) respondSync(r SyncResult) {
 	if m.syncCh != nil {
 		m.syncCh <- r
 		m.syncCh = nil
@@ -89,7 +89,7 @@ func (m *member) respondSync(r SyncResult) {
 }
 
 // record converts the member for storage.
-func (m *member) record() fsm.Member {
+func (m *classicMember) record() fsm.Member {
 	return fsm.Member{
 		ID:                 m.id,
 		InstanceID:         m.instanceID,
@@ -102,9 +102,9 @@ func (m *member) record() fsm.Member {
 	}
 }
 
-// memberFromRecord rebuilds a live member from storage.
-func memberFromRecord(r fsm.Member, protocolType string) *member {
-	return &member{
+// classicMemberFromRecord rebuilds a live member from storage.
+func classicMemberFromRecord(r fsm.Member, protocolType string) *classicMember {
+	return &classicMember{
 		id:               r.ID,
 		instanceID:       r.InstanceID,
 		clientID:         r.ClientID,
