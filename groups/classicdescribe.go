@@ -70,37 +70,32 @@ func (c *Coordinator) List(ctx context.Context) ([]GroupListing, error) {
 		c.mu.RUnlock()
 		return nil, ErrNotCoordinator // the confirmed leadership ended meanwhile
 	}
-	groups := make([]*classicGroup, 0, len(c.classics))
-	for _, g := range c.classics {
-		groups = append(groups, g)
-	}
-	consumers := make([]*consumerGroup, 0, len(c.consumers))
-	for _, g := range c.consumers {
-		consumers = append(consumers, g)
-	}
+	groups := groupList(c.classics, c.consumers)
 	c.mu.RUnlock()
 	out := make([]GroupListing, 0, len(groups))
 	for _, g := range groups {
-		g.mu.Lock()
-		if !g.closed && g.state != Dead {
-			l := GroupListing{GroupID: g.id, Type: GroupTypeClassic, ProtocolType: g.protocolType, State: g.state.String(), Members: len(g.members),
-				Generation: g.generation, StateSince: time.UnixMilli(g.stateTimestamp), LastRebalance: g.lastStable}
-			if g.state == Stable {
-				l.Protocol = g.protocol
-			}
+		g.lock()
+		if l, ok := g.listing(); ok {
 			out = append(out, l)
 		}
-		g.mu.Unlock()
-	}
-	for _, g := range consumers {
-		g.mu.Lock()
-		if !g.closed && !g.stale {
-			out = append(out, g.listing())
-		}
-		g.mu.Unlock()
+		g.unlock()
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].GroupID < out[j].GroupID })
 	return out, nil
+}
+
+// listing is the group as ListGroups and the status page show it, unless
+// it is closed or Dead. Called with g.mu held.
+func (g *classicGroup) listing() (GroupListing, bool) {
+	if g.closed || g.state == Dead {
+		return GroupListing{}, false
+	}
+	l := GroupListing{GroupID: g.id, Type: GroupTypeClassic, ProtocolType: g.protocolType, State: g.state.String(), Members: len(g.members),
+		Generation: g.generation, StateSince: time.UnixMilli(g.stateTimestamp), LastRebalance: g.lastStable}
+	if g.state == Stable {
+		l.Protocol = g.protocol
+	}
+	return l, true
 }
 
 // Check reports whether this coordinator serves its shard, confirmed by a

@@ -6,6 +6,17 @@ import "time"
 // takes the group lock and checks a token so a timer that fired just as it
 // was replaced does nothing.
 
+// startSessions gives every member loaded by Activate a fresh session
+// timeout, marking it inherited from the previous coordinator. Called
+// with g.mu held.
+func (g *classicGroup) startSessions() {
+	now := time.Now()
+	for _, m := range g.members {
+		m.inherited = now
+		g.startSession(m)
+	}
+}
+
 // startSession (re)starts m's session timer with its session timeout.
 // Called with g.mu held.
 func (g *classicGroup) startSession(m *classicMember) {

@@ -29,16 +29,15 @@ type consumerGroups struct {
 // A nil group with a nil error means it does not exist.
 func (c *Coordinator) lookupConsumer(id string, create bool) (*consumerGroup, error) {
 	for {
-		c.mu.RLock()
-		g, ok := c.consumers[id]
-		classic := c.classics[id]
-		active, loading, epoch := c.active, c.loading, c.epoch
-		c.mu.RUnlock()
+		var (
+			g       *consumerGroup
+			ok      bool
+			classic *classicGroup
+		)
+		if err := c.readServing(func() { g, ok = c.consumers[id]; classic = c.classics[id] }); err != nil {
+			return nil, err
+		}
 		switch {
-		case loading != 0:
-			return nil, ErrLoadInProgress
-		case !active || !c.log.Leads(epoch):
-			return nil, ErrNotCoordinator
 		case ok:
 			return g, nil
 		case classic != nil:
@@ -117,29 +116,16 @@ func (c *Coordinator) takeOverClassic(classic *classicGroup, take bool) error {
 // ErrLoadInProgress while it reloads. A nil group with a nil error means
 // it does not exist.
 func (c *Coordinator) lockConsumer(id string, create bool) (*consumerGroup, error) {
-	for {
-		g, err := c.lookupConsumer(id, create)
-		if err != nil || g == nil {
-			return nil, err
-		}
-		g.mu.Lock()
+	return lockFound(c, func() (*consumerGroup, error) { return c.lookupConsumer(id, create) }, func(g *consumerGroup) error {
 		switch {
-		case g.closed:
-			g.mu.Unlock()
-			if !c.Active() {
-				return nil, ErrNotCoordinator
-			}
-			continue // replaced by a reload, or deleted: look again
 		case g.stale:
 			g.startReload()
-			g.mu.Unlock()
-			return nil, fmt.Errorf("%w: consumer group %s is reloading after a failed write", ErrLoadInProgress, id)
+			return fmt.Errorf("%w: consumer group %s is reloading after a failed write", ErrLoadInProgress, id)
 		case g.deleting:
-			g.mu.Unlock()
-			return nil, fmt.Errorf("%w: consumer group %s is being deleted", ErrCoordinatorNotAvailable, id)
+			return fmt.Errorf("%w: consumer group %s is being deleted", ErrCoordinatorNotAvailable, id)
 		}
-		return g, nil
-	}
+		return nil
+	})
 }
 
 // dropIfUnstored forgets a group that a refused join made and nothing

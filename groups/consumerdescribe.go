@@ -127,9 +127,12 @@ func (v *topicsView) named(tp topicPartitions) []NamedTopicPartitions {
 	return out
 }
 
-// listing is the group as ListGroups and the status page show it. Called
-// with g.mu held.
-func (g *consumerGroup) listing() GroupListing {
+// listing is the group as ListGroups and the status page show it, unless
+// it is closed or reloading. Called with g.mu held.
+func (g *consumerGroup) listing() (GroupListing, bool) {
+	if g.closed || g.stale {
+		return GroupListing{}, false
+	}
 	return GroupListing{GroupID: g.id, Type: GroupTypeConsumer, ProtocolType: clientProtocolType, State: string(g.state()),
-		Members: len(g.members), Generation: g.epoch, StateSince: time.UnixMilli(g.stateTimestamp)}
+		Members: len(g.members), Generation: g.epoch, StateSince: time.UnixMilli(g.stateTimestamp)}, true
 }

@@ -5,25 +5,6 @@ import "github.com/kcoord/kcoord/fsm"
 // This file is offset retention for consumer groups (Kafka 4.x's
 // ConsumerGroup.offsetExpirationCondition and cleanupGroupMetadata).
 
-// expireConsumers runs retention over the consumer groups; it returns how
-// many offsets and groups it removed. Called from ExpireOffsets.
-func (c *Coordinator) expireConsumers(now, retention int64) (offsets, groups int) {
-	c.mu.RLock()
-	all := make([]*consumerGroup, 0, len(c.consumers))
-	for _, g := range c.consumers {
-		all = append(all, g)
-	}
-	c.mu.RUnlock()
-	for _, g := range all {
-		n, removed := g.expire(now, retention)
-		offsets += n
-		if removed {
-			groups++
-		}
-	}
-	return offsets, groups
-}
-
 // expire removes the group's offsets whose retention ran out: an offset
 // of a topic no member subscribes to expires retention after its commit
 // (Kafka counts from the commit for consumer groups, with or without

@@ -159,30 +159,12 @@ func (c *Coordinator) Activate(epoch uint64) error {
 	// The groups are private until installed: lock them all now, so that
 	// no request reaches one before its members' sessions have started.
 	// (Iterate the slice afterwards: once installed, the map is shared.)
-	records := c.state.Groups()
-	loaded := make([]*classicGroup, 0, len(records))
-	groups := make(map[string]*classicGroup, len(records))
-	for _, r := range records {
-		g := classicGroupFromRecord(c, r)
-		g.mu.Lock()
-		loaded = append(loaded, g)
-		groups[g.id] = g
-	}
-	consumerRecords := c.state.ConsumerGroups()
-	loadedConsumers := make([]*consumerGroup, 0, len(consumerRecords))
-	consumers := make(map[string]*consumerGroup, len(consumerRecords))
-	for _, r := range consumerRecords {
-		g := consumerGroupFromRecord(c, r)
-		g.mu.Lock()
-		loadedConsumers = append(loadedConsumers, g)
-		consumers[g.id] = g
-	}
+	classics, loaded := loadLocked(c.state.Groups(), func(r fsm.Group) *classicGroup { return classicGroupFromRecord(c, r) })
+	consumers, loadedConsumers := loadLocked(c.state.ConsumerGroups(), func(r fsm.ConsumerGroup) *consumerGroup { return consumerGroupFromRecord(c, r) })
+	all := append(loaded, loadedConsumers...)
 	unlockAll := func() {
-		for _, g := range loaded {
-			g.mu.Unlock()
-		}
-		for _, g := range loadedConsumers {
-			g.mu.Unlock()
+		for _, g := range all {
+			g.unlock()
 		}
 	}
 	c.mu.Lock()
@@ -191,24 +173,17 @@ func (c *Coordinator) Activate(epoch uint64) error {
 		unlockAll()
 		return ErrNotCoordinator
 	}
-	superseded, supersededConsumers := c.classics, c.consumers
-	c.classics, c.consumers, c.active, c.epoch, c.loading = groups, consumers, true, epoch, 0
+	superseded := groupList(c.classics, c.consumers)
+	c.classics, c.consumers, c.active, c.epoch, c.loading = classics, consumers, true, epoch, 0
 	c.changed.fire()
 	c.mu.Unlock()
-	now := time.Now()
-	for _, g := range loaded {
-		for _, m := range g.members {
-			m.inherited = now
-			g.startSession(m)
-		}
-	}
-	for _, g := range loadedConsumers {
+	for _, g := range all {
 		g.startSessions()
 	}
 	unlockAll()
 	// A leadership that ended without Deactivate (it always runs, but a
 	// coordinator must not leak timers if it did not).
-	closeGroups(superseded, supersededConsumers)
+	closeGroups(superseded)
 	n, nc := len(loaded), len(loadedConsumers)
 	c.logAtInfoIf(n+nc > 0, "coordinator active", "groups", n, "consumer_groups", nc, "epoch", epoch)
 	return nil
@@ -220,27 +195,23 @@ func (c *Coordinator) Activate(epoch uint64) error {
 // goroutine (and at shutdown).
 func (c *Coordinator) Deactivate() {
 	c.mu.Lock()
-	groups, consumers, wasActive := c.classics, c.consumers, c.active
+	n, nc, wasActive := len(c.classics), len(c.consumers), c.active
+	groups := groupList(c.classics, c.consumers)
 	c.classics, c.consumers, c.active, c.loading = make(map[string]*classicGroup), make(map[string]*consumerGroup), false, 0
 	c.changed.fire()
 	c.mu.Unlock()
-	closeGroups(groups, consumers)
+	closeGroups(groups)
 	if wasActive {
-		c.logAtInfoIf(len(groups)+len(consumers) > 0, "coordinator inactive", "groups", len(groups), "consumer_groups", len(consumers))
+		c.logAtInfoIf(n+nc > 0, "coordinator inactive", "groups", n, "consumer_groups", nc)
 	}
 }
 
 // closeGroups closes groups no longer served, each under its lock.
-func closeGroups(groups map[string]*classicGroup, consumers map[string]*consumerGroup) {
+func closeGroups(groups []anyGroup) {
 	for _, g := range groups {
-		g.mu.Lock()
+		g.lock()
 		g.close()
-		g.mu.Unlock()
-	}
-	for _, g := range consumers {
-		g.mu.Lock()
-		g.close()
-		g.mu.Unlock()
+		g.unlock()
 	}
 }
 
@@ -312,6 +283,24 @@ func (c *Coordinator) logAtInfoIf(cond bool, msg string, args ...any) {
 	c.logger.Debug(msg, args...)
 }
 
+// readServing runs read under c.mu's read lock and reports, as of then,
+// whether the coordinator serves: ErrLoadInProgress while it loads,
+// ErrNotCoordinator when it is not active or its epoch is over. The
+// lookups of both kinds start with it. It never blocks.
+func (c *Coordinator) readServing(read func()) error {
+	c.mu.RLock()
+	read()
+	active, loading, epoch := c.active, c.loading, c.epoch
+	c.mu.RUnlock()
+	switch {
+	case loading != 0:
+		return ErrLoadInProgress
+	case !active || !c.log.Leads(epoch):
+		return ErrNotCoordinator
+	}
+	return nil
+}
+
 // Active reports whether the coordinator serves requests.
 func (c *Coordinator) Active() bool {
 	c.mu.RLock()
@@ -336,16 +325,14 @@ func (c *Coordinator) lookupClassic(id string, create bool) (*classicGroup, erro
 
 // lookupClassicOnce is one try of lookup; errLookAgain asks for another.
 func (c *Coordinator) lookupClassicOnce(id string, create bool) (*classicGroup, error) {
-	c.mu.RLock()
-	g, ok := c.classics[id]
-	active, loading, epoch := c.active, c.loading, c.epoch
-	c.mu.RUnlock()
-	switch {
-	case loading != 0:
-		return nil, ErrLoadInProgress
-	case !active || !c.log.Leads(epoch):
-		return nil, ErrNotCoordinator
-	case ok:
+	var (
+		g  *classicGroup
+		ok bool
+	)
+	if err := c.readServing(func() { g, ok = c.classics[id] }); err != nil {
+		return nil, err
+	}
+	if ok {
 		return g, nil
 	}
 	if cg := c.consumerOf(id); cg != nil {
@@ -374,22 +361,7 @@ func (c *Coordinator) lookupClassicOnce(id string, create bool) (*classicGroup, 
 // lockClassic looks a group up and locks it. On success the caller must
 // unlock g.mu. A nil group with a nil error means it does not exist.
 func (c *Coordinator) lockClassic(id string, create bool) (*classicGroup, error) {
-	for {
-		g, err := c.lookupClassic(id, create)
-		if err != nil || g == nil {
-			return nil, err
-		}
-		g.mu.Lock()
-		if !g.closed {
-			return g, nil
-		}
-		g.mu.Unlock()
-		// The group was closed by Deactivate or removed by a delete after
-		// the lookup: look again, which answers from the current state.
-		if !c.Active() {
-			return nil, ErrNotCoordinator
-		}
-	}
+	return lockFound(c, func() (*classicGroup, error) { return c.lookupClassic(id, create) }, nil)
 }
 
 // forgetClassic drops a deleted group from the map if it is still the one there.

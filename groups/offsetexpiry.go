@@ -43,21 +43,14 @@ func (c *Coordinator) ExpireOffsets(now, retention int64) (offsets, groups int) 
 	if !c.Active() || c.Check(context.Background()) != nil { // a shard led elsewhere: no hold, no round trip
 		return 0, 0
 	}
-	c.mu.RLock()
-	all := make([]*classicGroup, 0, len(c.classics))
-	for _, g := range c.classics {
-		all = append(all, g)
-	}
-	c.mu.RUnlock()
-	for _, g := range all {
+	for _, g := range c.allGroups() {
 		n, removed := g.expire(now, retention)
 		offsets += n
 		if removed {
 			groups++
 		}
 	}
-	n, removed := c.expireConsumers(now, retention)
-	return offsets + n, groups + removed
+	return offsets, groups
 }
 
 // expire runs the retention rules for one group; removed reports that the

@@ -33,30 +33,12 @@ func (c *Coordinator) Stats() Stats {
 	st := Stats{Active: c.active, GroupsByState: make(map[string]int),
 		Committed: c.committed.Load(), Rebalances: c.rebalances.Load(), Expired: c.expired.Load(), OffsetsExpired: c.offsetsExpired.Load(),
 		Held: c.held.Load(), HoldsExpired: c.holdExpired.Load(), HeldFor: time.Duration(c.heldFor.Load())}
-	groups := make([]*classicGroup, 0, len(c.classics))
-	for _, g := range c.classics {
-		groups = append(groups, g)
-	}
-	consumers := make([]*consumerGroup, 0, len(c.consumers))
-	for _, g := range c.consumers {
-		consumers = append(consumers, g)
-	}
+	groups := groupList(c.classics, c.consumers)
 	c.mu.RUnlock()
 	for _, g := range groups {
-		g.mu.Lock()
-		if !g.closed {
-			st.GroupsByState[g.state.String()]++
-			st.Members += len(g.members)
-		}
-		g.mu.Unlock()
-	}
-	for _, g := range consumers {
-		g.mu.Lock()
-		if !g.closed {
-			st.GroupsByState[string(g.state())]++
-			st.Members += len(g.members)
-		}
-		g.mu.Unlock()
+		g.lock()
+		g.countInto(&st)
+		g.unlock()
 	}
 	return st
 }
@@ -73,4 +55,22 @@ type Rebalance struct {
 	// PreparingRebalance.
 	At   time.Time
 	Took time.Duration
+}
+
+// countInto adds the group to st unless it is closed. Called with g.mu
+// held.
+func (g *classicGroup) countInto(st *Stats) {
+	if !g.closed {
+		st.GroupsByState[g.state.String()]++
+		st.Members += len(g.members)
+	}
+}
+
+// countInto adds the group to st unless it is closed. Called with g.mu
+// held.
+func (g *consumerGroup) countInto(st *Stats) {
+	if !g.closed {
+		st.GroupsByState[string(g.state())]++
+		st.Members += len(g.members)
+	}
 }
