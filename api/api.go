@@ -1,7 +1,3 @@
-// Package api holds the Kafka API handlers: one file per API key, each
-// turning a kmsg request into calls on the group coordinator or the topic
-// registry, and their results into a kmsg response.
-// Kafka error codes exist only here, at the wire edge (errors.go).
 package api
 
 import (

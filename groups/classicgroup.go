@@ -52,7 +52,7 @@ type classicGroup struct {
 	syncTimer   *time.Timer
 	syncToken   uint64
 	// subscribed is the current generation's subscribed topics, when
-	// subscribedKnown (consumer groups whose metadata parsed).
+	// subscribedKnown (groups of Kafka consumers whose metadata parsed).
 	subscribed      map[string]bool
 	subscribedKnown bool
 	// inflight counts commits in flight per partition (writeCommit).

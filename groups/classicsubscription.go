@@ -2,8 +2,10 @@ package groups
 
 import "github.com/twmb/franz-go/pkg/kmsg"
 
-// clientProtocolType is the embedded protocol of Kafka consumers; only its
-// member metadata has a known layout (the subscription).
+// clientProtocolType is the protocol type that Kafka's consumer clients
+// embed in classic groups (ConsumerProtocol.PROTOCOL_TYPE); only its member
+// metadata has a known layout (the subscription). In this package
+// "consumer" otherwise names the KIP-848 group kind only.
 const clientProtocolType = "consumer"
 
 // subscribedTopics returns the topics the current generation's members

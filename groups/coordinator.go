@@ -55,10 +55,11 @@ type Log interface {
 	RoutingChanges() <-chan struct{}
 }
 
-// Coordinator serves the classic groups of one shard while this node leads
-// it. Request handlers (one goroutine per client connection) call its
-// methods concurrently; each group serializes on its own lock. The cluster's
-// leadership goroutine for the shard calls Activate and Deactivate.
+// Coordinator serves the groups of one shard, classic and consumer
+// (KIP-848), while this node leads it. Request handlers (one goroutine per
+// client connection) call its methods concurrently; each group serializes
+// on its own lock. The cluster's leadership goroutine for the shard calls
+// Activate and Deactivate.
 type Coordinator struct {
 	cfg    Config
 	shard  int32
@@ -92,8 +93,8 @@ type Coordinator struct {
 	offsetsExpired atomic.Uint64
 	holdStats
 	classics map[string]*classicGroup
-	// consumerGroups are the consumer-protocol groups (consumer.go); an id
-	// is in groups or in consumers, never both.
+	// classics and consumers (in consumerGroups, consumer.go) are the
+	// live groups by id; an id is in one of them, never both.
 	consumerGroups
 }
 

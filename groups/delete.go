@@ -67,3 +67,34 @@ func (c *Coordinator) deleteStored(groupID string) error {
 	}
 	return waitWrite(c.log.ApplyAsync(b, c.cfg.WriteTimeout))
 }
+
+// deleteConsumer serves DeleteGroups for a consumer group (nil: deleted
+// meanwhile, done): only an empty
+// one can go (Kafka's validateDeleteGroup), with its offsets. Called with
+// g.mu held; unlocks it and waits for the write.
+func (c *Coordinator) deleteConsumer(g *consumerGroup) error {
+	if g == nil {
+		return nil // deleted meanwhile
+	}
+	if len(g.members) > 0 {
+		g.mu.Unlock()
+		return ErrNonEmptyGroup
+	}
+	// Enqueued after any write of the group still in flight, so it applies
+	// to the group those writes leave.
+	f := c.write(&fsm.GroupDelete{GroupID: g.id})
+	g.deleting = true // nothing is served from it while the delete commits
+	g.mu.Unlock()
+	err := waitWrite(f)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.deleting = false
+	if err != nil && err != fsm.ErrGroupNotFound {
+		// Still stored, maybe: serve it again from what the log holds.
+		g.markStale()
+		return err
+	}
+	g.close()
+	c.forgetConsumer(g)
+	return nil
+}

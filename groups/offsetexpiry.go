@@ -75,9 +75,10 @@ func (g *classicGroup) expire(now, retention int64) (n int, removed bool) {
 
 // expiredOffsets picks the partitions to expire (Kafka's
 // GroupMetadata.removeExpiredOffsets): in an Empty group, everything once
-// the group has been Empty for the retention; in a Stable consumer group,
-// partitions of topics nobody subscribes to, by their commit time; in a
-// group without a protocol type (offsets only), by commit time. An explicit
+// the group has been Empty for the retention; in a Stable group of Kafka
+// consumers (protocol type "consumer"), partitions of topics nobody
+// subscribes to, by their commit time; in a group without a protocol type
+// (offsets only), by commit time. An explicit
 // expiry time (OffsetCommit v1–v4) wins. Called with g.mu held.
 func (g *classicGroup) expiredOffsets(stored map[fsm.TopicPartition]fsm.Offset, now, retention int64) []fsm.TopicPartition {
 	var base func(fsm.Offset) int64
