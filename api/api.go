@@ -10,21 +10,31 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcoord/kcoord/auth"
-	"github.com/kcoord/kcoord/cluster"
 	"github.com/kcoord/kcoord/fsm"
 	"github.com/kcoord/kcoord/groups"
 	"github.com/kcoord/kcoord/transport"
 )
 
+// Broker is a node as clients see it.
+type Broker struct {
+	NodeID    int32
+	KafkaAddr string // host:port, as advertised
+}
+
 // Cluster is the node's view of the cluster the handlers need: routing of
-// group ids to shards and who leads what. cluster.Node implements it.
+// group ids to shards and who leads what. The server adapts cluster.Node
+// to it. Its methods are called from handler goroutines and must not
+// block, but AwaitLeaderOf.
 type Cluster interface {
 	ShardFor(groupID string) int32
-	Brokers() []cluster.Broker
-	LeaderOf(shard int32) (cluster.Broker, bool)
+	Brokers() []Broker
+	LeaderOf(shard int32) (Broker, bool)
 	// AwaitLeaderOf is LeaderOf, waiting until ctx ends for a leader
 	// this node does not know yet.
-	AwaitLeaderOf(ctx context.Context, shard int32) (cluster.Broker, bool)
+	AwaitLeaderOf(ctx context.Context, shard int32) (Broker, bool)
+	// Controller is the metadata group's leader, which Metadata reports as
+	// Kafka's controller.
+	Controller() (Broker, bool)
 	// ClusterID is the cluster's id, "" before bootstrap agreed on one.
 	ClusterID() string
 }

@@ -10,7 +10,8 @@
 //
 //   - alteruserscramcredentials.go: AlterUserScramCredentials (key 51).
 //   - api.go: Handlers, its Config and the interfaces it is wired with
-//     (Cluster, Topics, Credentials, ACLStore, Shard), and Register.
+//     (Cluster and its Broker, Topics, Credentials, ACLStore, Shard), and
+//     Register.
 //   - authorize.go: authorization of each request by its principal.
 //   - consumergroupdescribe.go: ConsumerGroupDescribe (key 69).
 //   - consumergroupheartbeat.go: ConsumerGroupHeartbeat (key 68).
@@ -23,7 +24,8 @@
 //   - describegroups.go: DescribeGroups (key 15).
 //   - describeuserscramcredentials.go: DescribeUserScramCredentials (key 50).
 //   - doc.go: this overview.
-//   - errors.go: the one place kcoord errors become Kafka error codes.
+//   - errors.go: the stores' sentinel errors, and the one place kcoord
+//     errors become Kafka error codes.
 //   - fetch.go: Fetch (key 1).
 //   - findcoordinator.go: FindCoordinator (key 10).
 //   - heartbeat.go: Heartbeat (key 12).

@@ -9,7 +9,6 @@ import (
 	"github.com/hashicorp/raft"
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/kcoord/kcoord/cluster"
 	"github.com/kcoord/kcoord/fsm"
 	"github.com/kcoord/kcoord/groups"
 )
@@ -23,6 +22,24 @@ import (
 // answers: in the group APIs the shard leader is the coordinator, in
 // CreateTopics and DeleteTopics the metadata group's leader is the
 // controller; codes gives both.
+
+// Sentinel errors of the stores the handlers are wired with (Topics,
+// Credentials, ACLStore, FeatureStore, MetadataReplica): the server
+// translates the cluster package's errors into them, keeping their text.
+// Their texts are the cluster package's, which answers carry (errMessage),
+// so that clients read what they read before the translation.
+var (
+	// ErrApplyTimeout means a change to the metadata group, or a wait for
+	// its replica, did not complete in time (it may still apply). Kafka:
+	// REQUEST_TIMED_OUT.
+	ErrApplyTimeout = errors.New("cluster: timed out waiting for the command to apply")
+	// ErrReplicaTooOld means a replica of the metadata group runs a
+	// release that cannot apply the change. Kafka: UNSUPPORTED_VERSION.
+	ErrReplicaTooOld = errors.New("cluster: a replica of the metadata group runs a release that cannot apply this change")
+	// ErrFeatureUnsupported means a feature level that some node does not
+	// support. Kafka: INVALID_UPDATE_VERSION.
+	ErrFeatureUnsupported = errors.New("cluster: feature level not supported")
+)
 
 // codes maps each sentinel error to its Kafka error; the first match wins.
 // controller, when set, is the error in the controller's APIs (CreateTopics,
@@ -63,11 +80,11 @@ var codes = []struct {
 	{groups.ErrAssignmentFailed, kerr.UnknownServerError, nil},
 	{groups.ErrTimeout, kerr.RequestTimedOut, nil},
 	{raft.ErrEnqueueTimeout, kerr.RequestTimedOut, nil},
-	{cluster.ErrApplyTimeout, kerr.RequestTimedOut, nil},
+	{ErrApplyTimeout, kerr.RequestTimedOut, nil},
 	// As Kafka answers a change its metadata.version does not support yet.
-	{cluster.ErrReplicaTooOld, kerr.UnsupportedVersion, nil},
+	{ErrReplicaTooOld, kerr.UnsupportedVersion, nil},
 	// As Kafka's controller answers a level some broker does not support.
-	{cluster.ErrFeatureUnsupported, kerr.InvalidUpdateVersion, nil},
+	{ErrFeatureUnsupported, kerr.InvalidUpdateVersion, nil},
 	{fsm.ErrFeatureDowngrade, kerr.InvalidUpdateVersion, nil},
 	{context.DeadlineExceeded, kerr.RequestTimedOut, nil},
 	{groups.ErrOffsetMetadataTooLarge, kerr.OffsetMetadataTooLarge, nil},

@@ -13,7 +13,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kcoord/kcoord/cluster"
 	"github.com/kcoord/kcoord/fsm"
 	"github.com/kcoord/kcoord/groups"
 )
@@ -23,15 +22,16 @@ import (
 
 type fakeCluster struct{}
 
-var testBroker = cluster.Broker{NodeID: 1, KafkaAddr: "127.0.0.1:9092"}
+var testBroker = Broker{NodeID: 1, KafkaAddr: "127.0.0.1:9092"}
 
-func (fakeCluster) ShardFor(string) int32                 { return 0 }
-func (fakeCluster) Brokers() []cluster.Broker             { return []cluster.Broker{testBroker} }
-func (fakeCluster) LeaderOf(int32) (cluster.Broker, bool) { return testBroker, true }
-func (fakeCluster) AwaitLeaderOf(context.Context, int32) (cluster.Broker, bool) {
+func (fakeCluster) ShardFor(string) int32         { return 0 }
+func (fakeCluster) Brokers() []Broker             { return []Broker{testBroker} }
+func (fakeCluster) LeaderOf(int32) (Broker, bool) { return testBroker, true }
+func (fakeCluster) AwaitLeaderOf(context.Context, int32) (Broker, bool) {
 	return testBroker, true
 }
-func (fakeCluster) ClusterID() string { return "6f1d2c1e-0000-4000-8000-000000000001" }
+func (fakeCluster) Controller() (Broker, bool) { return testBroker, true }
+func (fakeCluster) ClusterID() string          { return "6f1d2c1e-0000-4000-8000-000000000001" }
 
 // memTopics is a topic registry in memory; writeErr, when set, fails every
 // Create and Delete as a Raft write would.
@@ -224,7 +224,7 @@ func TestTopicWriteFailuresAreRequestTimedOutOrNotController(t *testing.T) {
 		err  error
 		want *kerr.Error
 	}{
-		{cluster.ErrApplyTimeout, kerr.RequestTimedOut},
+		{ErrApplyTimeout, kerr.RequestTimedOut},
 		{raft.ErrEnqueueTimeout, kerr.RequestTimedOut},
 		{context.DeadlineExceeded, kerr.RequestTimedOut},
 		{raft.ErrNotLeader, kerr.NotController},
@@ -282,10 +282,11 @@ func metadataOf(t *testing.T, h *Handlers, names ...string) *kmsg.MetadataRespon
 // electing.
 type leaderlessCluster struct{ fakeCluster }
 
-func (leaderlessCluster) LeaderOf(int32) (cluster.Broker, bool) { return cluster.Broker{}, false }
-func (leaderlessCluster) AwaitLeaderOf(ctx context.Context, _ int32) (cluster.Broker, bool) {
+func (leaderlessCluster) LeaderOf(int32) (Broker, bool) { return Broker{}, false }
+func (leaderlessCluster) Controller() (Broker, bool)    { return Broker{}, false }
+func (leaderlessCluster) AwaitLeaderOf(ctx context.Context, _ int32) (Broker, bool) {
 	<-ctx.Done()
-	return cluster.Broker{}, false
+	return Broker{}, false
 }
 
 // Metadata names a live controller, as a KRaft broker does: the metadata

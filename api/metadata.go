@@ -26,7 +26,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kcoord/kcoord/auth"
-	"github.com/kcoord/kcoord/cluster"
 	"github.com/kcoord/kcoord/fsm"
 	"github.com/kcoord/kcoord/transport"
 )
@@ -55,7 +54,7 @@ func (h *Handlers) metadata(ctx context.Context, rc *transport.RequestContext, k
 	// which forwards CreateTopics and DeleteTopics or answers
 	// NOT_CONTROLLER when it cannot.
 	resp.ControllerID = h.cfg.NodeID
-	if c, ok := h.cluster.LeaderOf(cluster.MetaShard); ok {
+	if c, ok := h.cluster.Controller(); ok {
 		resp.ControllerID = c.NodeID
 	}
 	resp.AuthorizedOperations = math.MinInt32
@@ -97,7 +96,7 @@ func (h *Handlers) metadata(ctx context.Context, rc *transport.RequestContext, k
 }
 
 // topicMetadata describes one registered topic.
-func (h *Handlers) topicMetadata(t fsm.Topic, brokers []cluster.Broker) kmsg.MetadataResponseTopic {
+func (h *Handlers) topicMetadata(t fsm.Topic, brokers []Broker) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic, mt.TopicID = &name, t.ID

@@ -27,7 +27,9 @@ import (
 	"github.com/kcoord/kcoord/transport"
 )
 
-// FeatureStore is the cluster's feature levels (cluster.Node).
+// FeatureStore is the cluster's feature levels (cluster.Node, as the
+// server adapts it). Its errors are api's sentinels (ErrFeatureUnsupported,
+// ErrReplicaTooOld, ErrApplyTimeout) or fsm.ErrFeatureDowngrade.
 type FeatureStore interface {
 	// FinalizedLevel is the level this node's replica holds.
 	FinalizedLevel() release.Level

@@ -41,7 +41,7 @@ func (s *aclStore) SyncedACLs(ctx context.Context) (*auth.ACLs, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	if err := s.node.SyncMetadata(ctx); err != nil {
-		return nil, err
+		return nil, apiError(err)
 	}
 	return s.ACLs(), nil
 }
@@ -59,7 +59,7 @@ func (s *aclStore) apply(ctx context.Context, cmd fsm.Command) error {
 	if err != nil {
 		return err
 	}
-	return s.node.ApplyMetadataChange(ctx, b, s.timeout)
+	return apiError(s.node.ApplyMetadataChange(ctx, b, s.timeout))
 }
 
 // index is the stored ACLs as the authorizer reads them, rebuilt only

@@ -29,7 +29,7 @@ func (m *metaReads) EnsureFresh(ctx context.Context) error {
 	if n == nil {
 		return raft.ErrRaftShutdown
 	}
-	return n.EnsureMetadataFresh(ctx, m.maxStaleness, m.timeout)
+	return apiError(n.EnsureMetadataFresh(ctx, m.maxStaleness, m.timeout))
 }
 
 // SyncSince returns once the replica holds every metadata change
@@ -41,7 +41,7 @@ func (m *metaReads) SyncSince(ctx context.Context, since time.Time) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
-	return n.SyncMetadataSince(ctx, since)
+	return apiError(n.SyncMetadataSince(ctx, since))
 }
 
 // ConfirmEverywhere returns once every live replica holds every change
@@ -51,7 +51,7 @@ func (m *metaReads) ConfirmEverywhere(ctx context.Context) error {
 	if n == nil {
 		return raft.ErrRaftShutdown
 	}
-	return n.ConfirmMetadataEverywhere(ctx, m.timeout)
+	return apiError(n.ConfirmMetadataEverywhere(ctx, m.timeout))
 }
 
 // lookup runs find against the replica as a login must: after a barrier

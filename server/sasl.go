@@ -116,5 +116,5 @@ func (s *credentialStore) apply(ctx context.Context, cmd fsm.Command) error {
 	if err != nil {
 		return err
 	}
-	return s.node.ApplyMetadataChange(ctx, b, s.timeout)
+	return apiError(s.node.ApplyMetadataChange(ctx, b, s.timeout))
 }

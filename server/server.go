@@ -187,8 +187,8 @@ func (s *Server) Start() error {
 		Metadata:                 s.metaReads,
 		BootstrapSuperuser:       s.cfg.SASLSuperuser,
 		Logger:                   s.logger.Named("api"),
-	}, s.node, &topicRegistry{node: s.node, fsm: s.meta, timeout: s.cfg.OffsetsCommitTimeout}, s.apiShards())
-	h.WithCredentials(&credentialStore{node: s.node, fsm: s.meta, timeout: s.cfg.OffsetsCommitTimeout}).WithACLs(acls).WithFeatures(s.node)
+	}, apiCluster{s.node}, &topicRegistry{node: s.node, fsm: s.meta, timeout: s.cfg.OffsetsCommitTimeout}, s.apiShards())
+	h.WithCredentials(&credentialStore{node: s.node, fsm: s.meta, timeout: s.cfg.OffsetsCommitTimeout}).WithACLs(acls).WithFeatures(apiCluster{s.node})
 	h.Register(mux)
 	mux.SetFeatures(s.apiFeatures)
 	kafka.Open()

@@ -34,5 +34,5 @@ func (r *topicRegistry) apply(ctx context.Context, cmd fsm.Command) error {
 	if err != nil {
 		return err
 	}
-	return r.node.ApplyMetadataChange(ctx, b, r.timeout)
+	return apiError(r.node.ApplyMetadataChange(ctx, b, r.timeout))
 }
