@@ -108,15 +108,13 @@ type Config struct {
 // DefaultConfig returns Kafka's defaults.
 func DefaultConfig() Config {
 	return Config{
-		InitialRebalanceDelay:  3 * time.Second,
-		MinSessionTimeout:      6 * time.Second,
-		MaxSessionTimeout:      30 * time.Minute,
-		MaxSize:                2147483647,
-		NewMemberJoinTimeout:   5 * time.Minute,
-		WriteTimeout:           5 * time.Second,
-		OffsetMetadataMaxBytes: 4096,
-		OffsetsRetention:       10080 * time.Minute,
-		ElectionHold:           2 * time.Second,
+		InitialRebalanceDelay: 3 * time.Second,
+		MinSessionTimeout:     6 * time.Second,
+		MaxSessionTimeout:     30 * time.Minute,
+		MaxSize:               2147483647,
+		NewMemberJoinTimeout:  5 * time.Minute,
+		WriteTimeout:          5 * time.Second,
+		ElectionHold:          2 * time.Second,
 
 		ConsumerSessionTimeout:       45 * time.Second,
 		ConsumerMinSessionTimeout:    45 * time.Second,
@@ -127,6 +125,9 @@ func DefaultConfig() Config {
 		ConsumerMaxSize:              2147483647,
 		ServerAssignors:              []string{assignors.DefaultServerAssignor, "range"},
 		MigrationPolicy:              MigrationBidirectional,
+
+		OffsetMetadataMaxBytes: 4096,
+		OffsetsRetention:       10080 * time.Minute,
 	}
 }
 
