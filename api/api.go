@@ -85,7 +85,6 @@ type ACLStore interface {
 // Shard is what the handlers use of one group shard on this node.
 type Shard struct {
 	Coordinator *groups.Coordinator
-	State       *fsm.ShardFSM
 }
 
 // Config holds the broker settings the handlers enforce.

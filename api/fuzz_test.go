@@ -185,7 +185,7 @@ func newFuzzNode(t *testing.T) *fuzzNode {
 	}
 	h := New(Config{NodeID: 1,
 		MaxFetchWait: time.Millisecond, Logger: logger},
-		fakeCluster{}, topics, []Shard{{Coordinator: c, State: log.FSM}})
+		fakeCluster{}, topics, []Shard{{Coordinator: c}})
 	ctx, cancel := context.WithCancel(context.Background())
 	return &fuzzNode{h: h, coord: c, errs: errs, ctx: ctx, cancel: cancel, results: make(chan fuzzResult, fuzzMaxRequests)}
 }

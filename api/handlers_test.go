@@ -122,7 +122,7 @@ func newTestHandlers(t *testing.T, cfg Config, topics Topics) *Handlers {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Deactivate)
-	return New(cfg, fakeCluster{}, topics, []Shard{{Coordinator: c, State: log.FSM}})
+	return New(cfg, fakeCluster{}, topics, []Shard{{Coordinator: c}})
 }
 
 func createReq(validateOnly bool, topics ...kmsg.CreateTopicsRequestTopic) *kmsg.CreateTopicsRequest {
@@ -433,7 +433,7 @@ func TestOffsetDeleteRemovesOffsetsOfADeletedTopic(t *testing.T) {
 	if r.ErrorCode != 0 || r.Topics[0].Partitions[0].ErrorCode != 0 || r.Topics[1].Partitions[0].ErrorCode != kerr.UnknownTopicOrPartition.Code {
 		t.Fatalf("answer %+v, want gone/0 deleted and never/0 UNKNOWN_TOPIC_OR_PARTITION", r)
 	}
-	if _, ok := h.shardFor("g").State.Offset("g", fsm.TopicPartition{Topic: "gone"}); ok {
+	if h.shardFor("g").Coordinator.HasOffset("g", fsm.TopicPartition{Topic: "gone"}) {
 		t.Error("the deleted topic's offset is still stored")
 	}
 }

@@ -52,7 +52,7 @@ func (h *Handlers) offsetDelete(ctx context.Context, rc *transport.RequestContex
 				refused[i][j] = h.errorCode(denied)
 				continue
 			}
-			if !h.committable(topic, registered, p.Partition) && (registered || !h.holds(shard, req.Group, tp)) {
+			if !h.committable(topic, registered, p.Partition) && (registered || !shard.Coordinator.HasOffset(req.Group, tp)) {
 				refused[i][j] = kerr.UnknownTopicOrPartition.Code
 				continue
 			}
@@ -83,13 +83,4 @@ func (h *Handlers) offsetDelete(ctx context.Context, rc *transport.RequestContex
 		resp.Topics = append(resp.Topics, rt)
 	}
 	return resp, nil
-}
-
-// holds reports whether group has an offset stored for tp on its shard.
-func (h *Handlers) holds(shard Shard, group string, tp fsm.TopicPartition) bool {
-	if shard.State == nil {
-		return false
-	}
-	_, ok := shard.State.Offset(group, tp)
-	return ok
 }

@@ -105,6 +105,14 @@ func (c *Coordinator) deleteOffsets(mu *sync.Mutex, id string, partitions []fsm.
 	return out
 }
 
+// HasOffset reports whether groupID has an offset stored for tp in the
+// shard's applied state, as OffsetDelete asks of a topic the registry no
+// longer holds. Called from handler goroutines; it never blocks.
+func (c *Coordinator) HasOffset(groupID string, tp fsm.TopicPartition) bool {
+	_, ok := c.state.Offset(groupID, tp)
+	return ok
+}
+
 // remainingAfter counts the stored offsets that deleting partitions leaves.
 func remainingAfter(stored map[fsm.TopicPartition]fsm.Offset, partitions []fsm.TopicPartition) int {
 	n := len(stored)

@@ -297,7 +297,7 @@ func (s *Server) startNode(advertised string) error {
 func (s *Server) apiShards() []api.Shard {
 	out := make([]api.Shard, len(s.states))
 	for i := range out {
-		out[i] = api.Shard{Coordinator: s.coords[i], State: s.states[i]}
+		out[i] = api.Shard{Coordinator: s.coords[i]}
 	}
 	return out
 }
