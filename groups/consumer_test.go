@@ -343,9 +343,9 @@ func TestConsumerGroupCommitsNeedTheMembersEpoch(t *testing.T) {
 	if o, ok := log.FSM.Offset("g", fsm.TopicPartition{Topic: "orders", Partition: 0}); !ok || o.Offset != 7 {
 		t.Fatalf("committed offset: %+v %v", o, ok)
 	}
-	wantErr(t, c.CheckFetchMember("g", strp("a"), a.epoch-1), ErrStaleMemberEpoch)
-	wantErr(t, c.CheckFetchMember("g", strp("x"), 1), ErrUnknownMemberID)
-	if err := c.CheckFetchMember("g", nil, -1); err != nil {
+	wantErr(t, c.checkFetchMember("g", strp("a"), a.epoch-1), ErrStaleMemberEpoch)
+	wantErr(t, c.checkFetchMember("g", strp("x"), 1), ErrUnknownMemberID)
+	if err := c.checkFetchMember("g", nil, -1); err != nil {
 		t.Fatalf("an admin fetch: %v", err)
 	}
 }

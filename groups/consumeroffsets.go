@@ -52,14 +52,14 @@ func (g *consumerGroup) validateCommit(req CommitRequest) error {
 	return nil
 }
 
-// CheckFetchMember checks an OffsetFetch's member against a consumer
+// checkFetchMember checks an OffsetFetch's member against a consumer
 // group (Kafka 4.x's validateOffsetFetch): a fetch naming no member at
 // epoch -1 is anyone's (admin tools); otherwise the member must be in the
 // group (ErrUnknownMemberID) at that epoch (ErrStaleMemberEpoch). A
 // classic group, or no group, is not checked. The caller has confirmed
 // the coordinator's leadership (Check) since the request arrived. Called
 // from any handler goroutine; it does not block on Raft.
-func (c *Coordinator) CheckFetchMember(groupID string, memberID *string, memberEpoch int32) error {
+func (c *Coordinator) checkFetchMember(groupID string, memberID *string, memberEpoch int32) error {
 	if c.consumerOf(groupID) == nil || memberID == nil && memberEpoch < 0 {
 		return nil // not a consumer group, or an admin fetch
 	}

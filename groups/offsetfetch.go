@@ -19,7 +19,7 @@ type FetchRequest struct {
 	// partition.
 	Topics []FetchTopic
 	// MemberID and MemberEpoch are OffsetFetch v9's member (nil and -1
-	// for none), checked against a consumer group (CheckFetchMember).
+	// for none), checked against a consumer group (checkFetchMember).
 	MemberID    *string
 	MemberEpoch int32
 }
@@ -35,7 +35,7 @@ func (c *Coordinator) FetchOffsets(ctx context.Context, req FetchRequest) ([]Fet
 	if err := c.confirmOnce(ctx); err != nil {
 		return nil, err
 	}
-	if err := c.CheckFetchMember(req.GroupID, req.MemberID, req.MemberEpoch); err != nil {
+	if err := c.checkFetchMember(req.GroupID, req.MemberID, req.MemberEpoch); err != nil {
 		return nil, err
 	}
 	return fetchOffsets(c.state, req.GroupID, req.Topics), nil
