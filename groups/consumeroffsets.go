@@ -18,7 +18,7 @@ import (
 // version, at its epoch as its generation (else ErrIllegalGeneration).
 // nil is a group deleted meanwhile. Called from a handler goroutine with
 // g.mu held; unlocks it and waits for the write.
-func (c *Coordinator) commitConsumer(g *consumerGroup, req CommitRequest, w commitWrite) error {
+func (c *Coordinator) commitConsumer(g *consumerGroup, req CommitRequest, records []fsm.OffsetCommitPartition) error {
 	if g == nil {
 		return ErrGroupIDNotFound // deleted meanwhile
 	}
@@ -26,7 +26,7 @@ func (c *Coordinator) commitConsumer(g *consumerGroup, req CommitRequest, w comm
 		g.mu.Unlock()
 		return err
 	}
-	return c.writeCommit(&g.mu, &g.inflight, g.id, w, false)
+	return c.writeCommit(&g.mu, &g.inflight, g.id, records, false)
 }
 
 // validateCommit checks a commit against the members. Called with g.mu

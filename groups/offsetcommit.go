@@ -35,37 +35,31 @@ func (c *Coordinator) Commit(ctx context.Context, req CommitRequest) (results []
 	if len(req.Partitions) > 0 && len(records) == 0 {
 		return results, nil // the coordinator is not asked, as in Kafka
 	}
-	err = c.commit(ctx, req, commitWrite{offsets: records, now: now})
+	err = c.commit(ctx, req, records)
 	for _, i := range valid {
 		results[i] = err
 	}
 	return results, err
 }
 
-// commitWrite is a commit's validated records and the leader's time
-// stamped on them.
-type commitWrite struct {
-	offsets []fsm.OffsetCommitPartition
-	now     int64
-}
-
-// commit checks the group and writes w (Commit without the validation).
+// commit checks the group and writes the validated records (Commit
+// without the validation).
 // A live consumer group is served first, so that a commit never takes an
 // empty one over.
-func (c *Coordinator) commit(ctx context.Context, req CommitRequest, w commitWrite) error {
+func (c *Coordinator) commit(ctx context.Context, req CommitRequest, records []fsm.OffsetCommitPartition) error {
 	if _, err := c.serving(ctx); err != nil {
 		return err
 	}
 	_, err := dispatch(c, req.GroupID, lookupMode{create: req.Generation < 0, consumerFirst: true}, kindHandlers[struct{}]{
-		classic:  func(g *classicGroup) (struct{}, error) { return struct{}{}, c.commitClassic(g, req, w) },
-		consumer: func(g *consumerGroup) (struct{}, error) { return struct{}{}, c.commitConsumer(g, req, w) },
+		classic:  func(g *classicGroup) (struct{}, error) { return struct{}{}, c.commitClassic(g, req, records) },
+		consumer: func(g *consumerGroup) (struct{}, error) { return struct{}{}, c.commitConsumer(g, req, records) },
 	})
 	return err
 }
 
 // commitClassic serves an OffsetCommit to a classic group. Called with
 // g.mu held; unlocks it and waits for the write.
-func (c *Coordinator) commitClassic(g *classicGroup, req CommitRequest, w commitWrite) error {
+func (c *Coordinator) commitClassic(g *classicGroup, req CommitRequest, records []fsm.OffsetCommitPartition) error {
 	if g == nil {
 		// A commit with a generation for a group that does not exist
 		// (Kafka 4.x OffsetMetadataManager.validateOffsetCommit); the api
@@ -76,31 +70,32 @@ func (c *Coordinator) commitClassic(g *classicGroup, req CommitRequest, w commit
 		g.mu.Unlock()
 		return err
 	}
-	return c.writeCommit(&g.mu, &g.inflight, g.id, w, c.cfg.UnsafeAckBeforeCommit)
+	return c.writeCommit(&g.mu, &g.inflight, g.id, records, c.cfg.UnsafeAckBeforeCommit)
 }
 
 // writeCommit is the commit write of either kind: it enqueues a validated
-// commit of group id, counts its partitions in flight (under mu, which
+// commit of group id, stamped with the leader's clock (a group the commit
+// creates starts Empty then), counts its partitions in flight (under mu, which
 // the caller holds and writeCommit unlocks), waits for the write without
 // the lock and counts the committed partitions. ackEarly (the planted
 // UnsafeAckBeforeCommit bug, classic groups only) answers at once and
 // lets the write finish on a goroutine of its own. Called from a handler
 // goroutine.
-func (c *Coordinator) writeCommit(mu *sync.Mutex, inflight *inflightCommits, id string, w commitWrite, ackEarly bool) error {
-	if len(w.offsets) == 0 {
+func (c *Coordinator) writeCommit(mu *sync.Mutex, inflight *inflightCommits, id string, offsets []fsm.OffsetCommitPartition, ackEarly bool) error {
+	if len(offsets) == 0 {
 		mu.Unlock()
 		return nil
 	}
-	f := c.write(&fsm.OffsetCommit{GroupID: id, Timestamp: w.now, Offsets: w.offsets})
-	inflight.track(w.offsets, 1)
+	f := c.write(&fsm.OffsetCommit{GroupID: id, Timestamp: c.now(), Offsets: offsets})
+	inflight.track(offsets, 1)
 	mu.Unlock()
 	finish := func() error {
 		err := waitWrite(f)
 		mu.Lock()
-		inflight.track(w.offsets, -1)
+		inflight.track(offsets, -1)
 		mu.Unlock()
 		if err == nil {
-			c.committed.Add(uint64(len(w.offsets)))
+			c.committed.Add(uint64(len(offsets)))
 		}
 		return err
 	}
