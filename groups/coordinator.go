@@ -13,7 +13,8 @@ import (
 )
 
 // Log is the shard's replicated log as the coordinator uses it;
-// server.shardLog implements it over a cluster.Shard.
+// *cluster.Shard implements it (the server hands each coordinator its
+// shard, opened before the node starts).
 //
 // Leadership is identified by an epoch that the log owns (it counts the
 // shard's leadership notifications): the coordinator serves under the
