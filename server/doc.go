@@ -9,8 +9,10 @@
 //
 // New validates a Config and starts nothing. Start binds the Kafka
 // listener, which refuses connections with a reset until the handlers are
-// registered, starts the Raft node with its FSMs and coordinators, and
-// opens the listener; it returns once requests are served, and Ready (or
+// registered, opens the Raft node (cluster.Open), builds a coordinator on
+// each of its shards, starts the node (Node.Start), starts the offsets
+// retention loop (groups.RunRetention) and opens the listener; it returns
+// once requests are served, and Ready (or
 // WaitReady) says when the shards have leaders. Shutdown hands leadership
 // away and stops everything, Kill stops as a crash would; both are
 // idempotent and safe at any time.
@@ -28,13 +30,15 @@
 //     the Config fields they set (KafkaConfigKeys, SetKafkaConfig).
 //   - clusterid.go: stamping this node's cluster id into each shard's
 //     FSM, by the shard's leader.
-//   - retention.go: the offsets retention loop.
 //   - quietlog.go: the logger wrapper that keeps hashicorp/raft's
 //     per-shard repeats out of the log.
 //
 // What the Kafka handlers use (called from the connections' handler
 // goroutines):
 //
+//   - apicluster.go: the node as package api sees it (api.Cluster,
+//     api.FeatureStore): cluster's brokers and errors become api's, so
+//     that api does not import cluster.
 //   - topics.go: the topic registry: reads from the metadata FSM, writes
 //     through the metadata group.
 //   - metareads.go: metaReads, how requests consult this node's metadata
