@@ -47,7 +47,7 @@ type Topics interface {
 	Topic(name string) (fsm.Topic, bool)
 	// Create and Delete write through the metadata group and wait for the
 	// commit; they return fsm.ErrTopicExists / fsm.ErrTopicNotFound, or
-	// raft.ErrNotLeader on a node that is not the controller.
+	// ErrNotLeader on a node that is not the controller.
 	Create(ctx context.Context, t fsm.Topic) error
 	Delete(ctx context.Context, name string) error
 }
@@ -60,7 +60,7 @@ type Credentials interface {
 	// SetScram and DeleteScram write through the metadata group and wait
 	// for the commit (forwarded to its leader from other nodes);
 	// DeleteScram returns fsm.ErrScramCredentialNotFound for a credential
-	// that does not exist, and both raft.ErrNotLeader when no leader is
+	// that does not exist, and both ErrNotLeader when no leader is
 	// reachable.
 	SetScram(ctx context.Context, c fsm.ScramCredential) error
 	DeleteScram(ctx context.Context, user string, mechanism int8) error

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/hashicorp/raft"
 	"github.com/twmb/franz-go/pkg/kerr"
 
 	"github.com/kcoord/kcoord/fsm"
@@ -29,6 +28,11 @@ import (
 // Their texts are the cluster package's, which answers carry (errMessage),
 // so that clients read what they read before the translation.
 var (
+	// ErrNotLeader means this node cannot make the change because it does
+	// not lead the Raft group that holds it (no longer, not yet, or its
+	// Raft shut down), and no leader took it. Kafka: NOT_CONTROLLER in the
+	// controller's APIs, NOT_COORDINATOR elsewhere.
+	ErrNotLeader = errors.New("not the leader")
 	// ErrApplyTimeout means a change to the metadata group, or a wait for
 	// its replica, did not complete in time (it may still apply). Kafka:
 	// REQUEST_TIMED_OUT.
@@ -41,6 +45,21 @@ var (
 	ErrFeatureUnsupported = errors.New("cluster: feature level not supported")
 )
 
+// Translated is an error from beneath the handlers' stores (cluster's or
+// Raft's, which api does not import) as the api sentinel it means: the
+// server makes it, errors.Is holds of the sentinel and of the original,
+// and its text is the original's. An answer's message leaves out the
+// text of the original's own sentinel where it leads, as errMessage does
+// for api's sentinels.
+type Translated struct {
+	Sentinel error // the api sentinel it means
+	Cause    error // the sentinel of the package it came from
+	Err      error // the error as that package returned it
+}
+
+func (e *Translated) Error() string   { return e.Err.Error() }
+func (e *Translated) Unwrap() []error { return []error{e.Sentinel, e.Err} }
+
 // codes maps each sentinel error to its Kafka error; the first match wins.
 // controller, when set, is the error in the controller's APIs (CreateTopics,
 // DeleteTopics) instead of code.
@@ -50,10 +69,7 @@ var codes = []struct {
 	controller *kerr.Error
 }{
 	{groups.ErrNotCoordinator, kerr.NotCoordinator, nil},
-	{raft.ErrNotLeader, kerr.NotCoordinator, kerr.NotController},
-	{raft.ErrLeadershipLost, kerr.NotCoordinator, kerr.NotController},
-	{raft.ErrRaftShutdown, kerr.NotCoordinator, kerr.NotController},
-	{raft.ErrLeadershipTransferInProgress, kerr.NotCoordinator, kerr.NotController},
+	{ErrNotLeader, kerr.NotCoordinator, kerr.NotController},
 	{groups.ErrLoadInProgress, kerr.CoordinatorLoadInProgress, nil},
 	{groups.ErrCoordinatorNotAvailable, kerr.CoordinatorNotAvailable, nil},
 	{groups.ErrInvalidGroupID, kerr.InvalidGroupID, nil},
@@ -79,7 +95,6 @@ var codes = []struct {
 	{groups.ErrUnsupportedVersion, kerr.UnsupportedVersion, nil},
 	{groups.ErrAssignmentFailed, kerr.UnknownServerError, nil},
 	{groups.ErrTimeout, kerr.RequestTimedOut, nil},
-	{raft.ErrEnqueueTimeout, kerr.RequestTimedOut, nil},
 	{ErrApplyTimeout, kerr.RequestTimedOut, nil},
 	// As Kafka answers a change its metadata.version does not support yet.
 	{ErrReplicaTooOld, kerr.UnsupportedVersion, nil},
@@ -148,6 +163,12 @@ func (h *Handlers) translate(err error, controller bool) int16 {
 // already says the rest).
 func errMessage(err error) *string {
 	s := err.Error()
+	var tr *Translated
+	if errors.As(err, &tr) {
+		if rest, ok := strings.CutPrefix(s, tr.Cause.Error()+": "); ok {
+			return &rest
+		}
+	}
 	for _, c := range codes {
 		if errors.Is(err, c.err) {
 			if rest, ok := strings.CutPrefix(s, c.err.Error()+": "); ok {

@@ -225,11 +225,9 @@ func TestTopicWriteFailuresAreRequestTimedOutOrNotController(t *testing.T) {
 		want *kerr.Error
 	}{
 		{ErrApplyTimeout, kerr.RequestTimedOut},
-		{raft.ErrEnqueueTimeout, kerr.RequestTimedOut},
 		{context.DeadlineExceeded, kerr.RequestTimedOut},
-		{raft.ErrNotLeader, kerr.NotController},
-		{raft.ErrLeadershipLost, kerr.NotController},
-		{raft.ErrRaftShutdown, kerr.NotController},
+		{ErrNotLeader, kerr.NotController},
+		{&Translated{Sentinel: ErrNotLeader, Cause: raft.ErrLeadershipLost, Err: raft.ErrLeadershipLost}, kerr.NotController},
 	} {
 		t.Run(tt.err.Error(), func(t *testing.T) {
 			topics := newMemTopics(fsm.Topic{Name: "old", Partitions: 1, ReplicationFactor: 1})

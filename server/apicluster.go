@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/kcoord/kcoord/api"
 	"github.com/kcoord/kcoord/cluster"
 	"github.com/kcoord/kcoord/release"
@@ -53,33 +55,33 @@ func (a apiCluster) FinalizeFeature(ctx context.Context, level release.Level, ti
 	return l, apiError(err)
 }
 
-// clusterErrors pairs each cluster error that reaches the api handlers with
-// the api sentinel it means.
+// clusterErrors pairs each cluster or Raft error that reaches the api
+// handlers with the api sentinel it means.
 var clusterErrors = []struct{ from, to error }{
+	{raft.ErrNotLeader, api.ErrNotLeader},
+	{raft.ErrLeadershipLost, api.ErrNotLeader},
+	{raft.ErrRaftShutdown, api.ErrNotLeader},
+	{raft.ErrLeadershipTransferInProgress, api.ErrNotLeader},
+	{raft.ErrEnqueueTimeout, api.ErrApplyTimeout},
 	{cluster.ErrApplyTimeout, api.ErrApplyTimeout},
 	{cluster.ErrReplicaTooOld, api.ErrReplicaTooOld},
 	{cluster.ErrFeatureUnsupported, api.ErrFeatureUnsupported},
 }
 
-// apiError is the one translation of cluster's errors for the api handlers
-// (the metadata stores and the feature store return through it): each
-// becomes its api sentinel, with errors.Is still true of the original and
-// the original's text, so answers are unchanged. Other errors (Raft's
-// among them) are returned as they are.
+// apiError is the one translation of cluster's and Raft's errors for the
+// api handlers (the metadata stores and the feature store return through
+// it; group writes translate theirs in groups.ApplyError): each becomes
+// its api sentinel, with errors.Is still true of the original and the
+// original's text, so answers are unchanged. Other errors are returned as
+// they are.
 func apiError(err error) error {
 	if err == nil {
 		return nil
 	}
 	for _, t := range clusterErrors {
 		if errors.Is(err, t.from) {
-			return &translatedError{sentinel: t.to, err: err}
+			return &api.Translated{Sentinel: t.to, Cause: t.from, Err: err}
 		}
 	}
 	return err
 }
-
-// translatedError is a cluster error as the api sentinel it means.
-type translatedError struct{ sentinel, err error }
-
-func (e *translatedError) Error() string   { return e.err.Error() }
-func (e *translatedError) Unwrap() []error { return []error{e.sentinel, e.err} }

@@ -27,7 +27,7 @@ type metaReads struct {
 func (m *metaReads) EnsureFresh(ctx context.Context) error {
 	n := m.s.raftNode.Load()
 	if n == nil {
-		return raft.ErrRaftShutdown
+		return apiError(raft.ErrRaftShutdown)
 	}
 	return apiError(n.EnsureMetadataFresh(ctx, m.maxStaleness, m.timeout))
 }
@@ -37,7 +37,7 @@ func (m *metaReads) EnsureFresh(ctx context.Context) error {
 func (m *metaReads) SyncSince(ctx context.Context, since time.Time) error {
 	n := m.s.raftNode.Load()
 	if n == nil {
-		return raft.ErrRaftShutdown
+		return apiError(raft.ErrRaftShutdown)
 	}
 	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
@@ -49,7 +49,7 @@ func (m *metaReads) SyncSince(ctx context.Context, since time.Time) error {
 func (m *metaReads) ConfirmEverywhere(ctx context.Context) error {
 	n := m.s.raftNode.Load()
 	if n == nil {
-		return raft.ErrRaftShutdown
+		return apiError(raft.ErrRaftShutdown)
 	}
 	return apiError(n.ConfirmMetadataEverywhere(ctx, m.timeout))
 }
