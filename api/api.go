@@ -21,12 +21,11 @@ type Broker struct {
 	KafkaAddr string // host:port, as advertised
 }
 
-// Cluster is the node's view of the cluster the handlers need: routing of
-// group ids to shards and who leads what. The server adapts cluster.Node
-// to it. Its methods are called from handler goroutines and must not
+// Cluster is the node's view of the cluster the handlers need: who leads
+// what (the handlers map group ids to shards themselves,
+// groups.PartitionFor). The server adapts cluster.Node to it. Its methods are called from handler goroutines and must not
 // block, but AwaitLeaderOf.
 type Cluster interface {
-	ShardFor(groupID string) int32
 	Brokers() []Broker
 	LeaderOf(shard int32) (Broker, bool)
 	// AwaitLeaderOf is LeaderOf, waiting until ctx ends for a leader
@@ -245,9 +244,15 @@ func (h *Handlers) WithCredentials(c Credentials) *Handlers {
 	return h
 }
 
-// shardFor returns the shard serving a group id.
+// shardFor returns the shard serving a group id: Kafka's partitionFor
+// over the shards the handlers serve.
 func (h *Handlers) shardFor(groupID string) Shard {
-	return h.shards[h.cluster.ShardFor(groupID)]
+	return h.shards[h.shardOf(groupID)]
+}
+
+// shardOf is the index of the shard serving a group id.
+func (h *Handlers) shardOf(groupID string) int32 {
+	return groups.PartitionFor(groupID, int32(len(h.shards)))
 }
 
 // typed asserts a request's concrete type; the mux only routes a key to its

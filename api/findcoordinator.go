@@ -113,7 +113,7 @@ func (h *Handlers) coordinatorFor(ctx context.Context, rc *transport.RequestCont
 	default:
 		return fail(kerr.InvalidRequest, kerr.InvalidRequest.Description)
 	}
-	leader, ok := h.cluster.AwaitLeaderOf(ctx, h.cluster.ShardFor(key))
+	leader, ok := h.cluster.AwaitLeaderOf(ctx, h.shardOf(key))
 	if !ok {
 		return fail(kerr.CoordinatorNotAvailable, "the group's shard has no leader yet")
 	}

@@ -24,7 +24,6 @@ type fakeCluster struct{}
 
 var testBroker = Broker{NodeID: 1, KafkaAddr: "127.0.0.1:9092"}
 
-func (fakeCluster) ShardFor(string) int32         { return 0 }
 func (fakeCluster) Brokers() []Broker             { return []Broker{testBroker} }
 func (fakeCluster) LeaderOf(int32) (Broker, bool) { return testBroker, true }
 func (fakeCluster) AwaitLeaderOf(context.Context, int32) (Broker, bool) {

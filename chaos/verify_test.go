@@ -44,7 +44,7 @@ func runInProcess(t *testing.T, prefix string, bound time.Duration, faults func(
 		Duration: bound,
 		Faults: func(ctx context.Context, hist *History) {
 			sleep(ctx, 4*time.Second)
-			b, ok := servers[0].Node().LeaderOf(servers[0].Node().ShardFor(prefix + "-r0"))
+			b, ok := servers[0].Node().LeaderOf(servers[0].ShardFor(prefix + "-r0"))
 			if !ok {
 				t.Error("no leader for the register group's shard")
 				return

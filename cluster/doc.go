@@ -1,6 +1,7 @@
 // Package cluster runs a kcoord node: one hashicorp/raft instance per group
-// shard (0..Shards-1, where a group lives on shard PartitionFor(groupID,
-// Shards), bit-exact with Kafka) plus the metadata shard MetaShard, all
+// shard (0..Shards-1; which shard a group lives on is the group
+// coordinator's to say, groups.PartitionFor, bit-exact with Kafka) plus
+// the metadata shard MetaShard, all
 // sharing one TCP port; memberlist gossip that finds the other nodes; and
 // the rules that keep a data dir in one cluster for life.
 //
@@ -126,7 +127,6 @@
 //   - Config (config.go): Config, its defaults and Validate; errors.go
 //     holds the package's sentinel errors; monoclock.go a monotonic time
 //     that fits an atomic integer.
-//   - JavaStringHashCode and PartitionFor (hash.go).
 //   - doc.go: this overview.
 //
 // # Goroutines

@@ -12,7 +12,7 @@ var (
 
 	// ErrDataDirMismatch is returned by Open when DataDir was initialised
 	// by a node with another NodeID or Shards count. The shard count fixes
-	// where every group lives (PartitionFor), so it can never change for a
+	// where every group lives (groups.PartitionFor), so it can never change for a
 	// data directory.
 	ErrDataDirMismatch = errors.New("cluster: data dir belongs to another node id or shard count")
 

@@ -679,9 +679,6 @@ func (n *Node) RaftAddr() string { return n.mux.Advertise() }
 // Faults is the fault injector of this node's Raft connections (tests).
 func (n *Node) Faults() *raftnet.Faults { return n.mux.Faults() }
 
-// ShardFor is the shard of a group: PartitionFor(groupID, Shards).
-func (n *Node) ShardFor(groupID string) int32 { return PartitionFor(groupID, n.cfg.Shards) }
-
 // Shard returns group shard id, or the metadata shard for MetaShard; nil if
 // there is no such shard. It is there from Open on: before Start has
 // started its Raft, the shard leads nothing (see Shard). Any goroutine.

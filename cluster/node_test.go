@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
 	"github.com/kcoord/kcoord/cluster/raftnet"
 )
 
@@ -91,11 +92,6 @@ func TestNodeSingle(t *testing.T) {
 	}
 	if _, ok := tn.LeaderOf(99); ok {
 		t.Error("LeaderOf(99) ok")
-	}
-	for _, g := range []string{"group-a", "polygenelubricants", "日本"} {
-		if got, want := tn.ShardFor(g), PartitionFor(g, testShards); got != want {
-			t.Errorf("ShardFor(%q) = %d, want %d", g, got, want)
-		}
 	}
 
 	// Apply round-trips through the FSM, on every shard.

@@ -165,7 +165,7 @@ func BenchmarkFailover(b *testing.B) {
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
-		leader, _ := servers[0].Node().LeaderOf(servers[0].Node().ShardFor(group))
+		leader, _ := servers[0].Node().LeaderOf(servers[0].ShardFor(group))
 		victim = int(leader.NodeID - 1)
 		survivor := servers[(victim+1)%3].KafkaAddr().String()
 		b.StartTimer()

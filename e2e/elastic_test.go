@@ -214,7 +214,7 @@ type coordinatorWatch struct {
 // the watch stops when the test ends, if not before.
 func watchCoordinator(t *testing.T, s *server.Server, group string) *coordinatorWatch {
 	n := s.Node()
-	shard := n.ShardFor(group)
+	shard := s.ShardFor(group)
 	w := &coordinatorWatch{done: make(chan struct{})}
 	sample := func() {
 		if b, ok := n.LeaderOf(shard); ok && (len(w.history) == 0 || w.history[len(w.history)-1] != b.NodeID) {
@@ -248,7 +248,7 @@ func (w *coordinatorWatch) stop() []int32 {
 // after; 0 when neither holds one (the test then checks no hand-off).
 func leadOnALeavingNode(t *testing.T, servers []*server.Server, group string) int32 {
 	t.Helper()
-	shard := servers[0].Node().ShardFor(group)
+	shard := servers[0].ShardFor(group)
 	var leader *cluster.Shard
 	var leaderID int32
 	for _, s := range servers {

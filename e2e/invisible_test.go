@@ -21,7 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kcoord/kcoord/cluster"
+	"github.com/kcoord/kcoord/groups"
 )
 
 // The failover trial: consumer groups of every client library kcoord
@@ -138,7 +138,7 @@ func waitTopicEverywhere(ctx context.Context, t testing.TB, addrs []string, topi
 func groupOnShard(prefix string, shard int32) string {
 	for i := 0; ; i++ {
 		id := fmt.Sprintf("%s-%d", prefix, i)
-		if cluster.PartitionFor(id, failoverShards) == shard {
+		if groups.PartitionFor(id, failoverShards) == shard {
 			return id
 		}
 	}

@@ -86,7 +86,7 @@ func TestCommitsAndFetchesAreLinearizableAcrossFailover(t *testing.T) {
 		})
 	}
 	time.Sleep(time.Second)
-	leader, ok := servers[0].Node().LeaderOf(servers[0].Node().ShardFor(group))
+	leader, ok := servers[0].Node().LeaderOf(servers[0].ShardFor(group))
 	if !ok {
 		t.Fatal("no leader for the group's shard")
 	}

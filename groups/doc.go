@@ -4,7 +4,10 @@
 // (JoinGroup, SyncGroup, Heartbeat, LeaveGroup; files classic*.go) and
 // consumer groups (KIP-848's ConsumerGroupHeartbeat; files consumer*.go,
 // where "consumer" always means that kind), and offsets (OffsetCommit,
-// OffsetFetch, OffsetDelete, retention; files offset*.go).
+// OffsetFetch, OffsetDelete, retention; files offset*.go). It also says
+// which shard a group lives on (PartitionFor, partition.go), bit-exact
+// with Kafka's partitionFor, which the api handlers, the server and the
+// tests route by.
 //
 // A request for one group id enters through a Coordinator method, which
 // checks that the coordinator serves (hold.go) and hands the request to
@@ -83,6 +86,9 @@
 //     leadership is confirmed (OneConfirmation).
 //   - offsetrecord.go: what a commit may store, and the stored record with
 //     its commit and expiry times.
+//   - partition.go: PartitionFor, Kafka's partitionFor (abs of Java's
+//     String.hashCode of the group id, modulo the shard count), and
+//     JavaStringHashCode, which decodes invalid UTF-8 as the JDK does.
 //   - reconcile.go: a consumer-protocol member's reconciliation toward its
 //     target assignment.
 //   - requests.go: the request and answer types of the classic and offset

@@ -18,8 +18,6 @@ import (
 // Its methods run on handler goroutines.
 type apiCluster struct{ node *cluster.Node }
 
-func (a apiCluster) ShardFor(groupID string) int32 { return a.node.ShardFor(groupID) }
-
 func (a apiCluster) Brokers() []api.Broker {
 	bs := a.node.Brokers()
 	out := make([]api.Broker, len(bs))

@@ -120,12 +120,12 @@ func TestRestartingAllNodesLosesNothing(t *testing.T) {
 	for g := range 20 {
 		group := "restart-group-" + strconv.Itoa(g)
 		s := servers[0]
-		leader, ok := s.Node().LeaderOf(s.Node().ShardFor(group))
+		leader, ok := s.Node().LeaderOf(s.ShardFor(group))
 		if !ok {
 			t.Fatal("no leader")
 		}
 		owner := servers[leader.NodeID-1]
-		c := owner.coords[owner.Node().ShardFor(group)]
+		c := owner.coords[owner.ShardFor(group)]
 		_, err := c.Commit(context.Background(), groups.CommitRequest{GroupID: group, Generation: -1, Partitions: []groups.CommitPartition{
 			{Topic: "t", Partition: int32(g), Offset: int64(100 + g)},
 		}})
@@ -149,7 +149,7 @@ func TestRestartingAllNodesLosesNothing(t *testing.T) {
 		group := "restart-group-" + strconv.Itoa(g)
 		for i, s := range servers {
 			for {
-				o, ok := s.states[s.Node().ShardFor(group)].Offset(group, fsm.TopicPartition{Topic: "t", Partition: int32(g)})
+				o, ok := s.states[s.ShardFor(group)].Offset(group, fsm.TopicPartition{Topic: "t", Partition: int32(g)})
 				if ok && o.Offset == int64(100+g) {
 					break
 				}

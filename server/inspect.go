@@ -220,7 +220,7 @@ func (s *Server) localGroups(ctx context.Context, node *cluster.Node) GroupsRepo
 // members (confirmed by a quorum, as DescribeGroups is) and then its
 // committed offsets from the shard's state.
 func (s *Server) localGroup(ctx context.Context, node *cluster.Node, id string) (GroupDetail, error) {
-	shard := node.ShardFor(id)
+	shard := s.ShardFor(id)
 	d, err := s.coords[shard].Describe(ctx, id)
 	if errors.Is(err, groups.ErrNotCoordinator) || errors.Is(err, groups.ErrLoadInProgress) {
 		return GroupDetail{}, fmt.Errorf("%w: %w", ErrNotCoordinatorHere, err)

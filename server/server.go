@@ -542,6 +542,12 @@ func (s *Server) BoundConfig() Config {
 // leaveTimeout bounds the leadership transfers of a planned stop.
 const leaveTimeout = 5 * time.Second
 
+// ShardFor is the shard a group lives on: Kafka's partitionFor over
+// offsets.topic.num.partitions. Any goroutine.
+func (s *Server) ShardFor(groupID string) int32 {
+	return groups.PartitionFor(groupID, s.cfg.OffsetsTopicNumPartitions)
+}
+
 // Node is the cluster node (nil before Start); tests use it for fault
 // injection and leadership inspection.
 func (s *Server) Node() *cluster.Node {

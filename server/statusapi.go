@@ -123,7 +123,7 @@ func (s *Server) timelineView(ctx context.Context, node *cluster.Node, limit int
 
 // groupDetail asks the node that leads the group's shard for the group.
 func (s *Server) groupDetail(ctx context.Context, node *cluster.Node, id string) (GroupDetail, error) {
-	shard := node.ShardFor(id)
+	shard := s.ShardFor(id)
 	leader, ok := node.LeaderOf(shard)
 	if !ok {
 		return GroupDetail{}, fmt.Errorf("%w: shard %d has no known leader", ErrNotCoordinatorHere, shard)

@@ -155,7 +155,7 @@ func TestStatusAPIListsEveryGroupFromAnyNode(t *testing.T) {
 		if !ok || b.State != "Stable" || b.Members != 2 || b.Generation < 1 || b.ProtocolType != "consumer" || b.Protocol == "" || b.LastRebalance == nil {
 			t.Errorf("node %d: billing %+v (found %v)", i+1, b, ok)
 		}
-		if want := f.servers[0].Node().ShardFor("billing"); b.Shard != want {
+		if want := f.servers[0].ShardFor("billing"); b.Shard != want {
 			t.Errorf("node %d: billing on shard %d, want %d", i+1, b.Shard, want)
 		}
 		if r, ok := byID["reports"]; !ok || r.State != "Empty" || r.Members != 0 {

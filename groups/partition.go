@@ -1,4 +1,4 @@
-package cluster
+package groups
 
 import "math"
 
@@ -44,7 +44,7 @@ func JavaStringHashCode(s string) int32 {
 // panics otherwise, as Java's % does for zero.
 func PartitionFor(groupID string, n int32) int32 {
 	if n <= 0 {
-		panic("cluster: PartitionFor with a non-positive partition count")
+		panic("groups: PartitionFor with a non-positive partition count")
 	}
 	return javaAbs(JavaStringHashCode(groupID)) % n
 }
