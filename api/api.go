@@ -38,12 +38,18 @@ type Cluster interface {
 	ClusterID() string
 }
 
-// Topics is the topic registry in the metadata Raft group.
-type Topics interface {
+// TopicReader reads the topic registry from this node's replica of the
+// metadata group: *fsm.MetaFSM itself, on a node. Its methods never block.
+type TopicReader interface {
 	// Topics lists every registered topic, sorted by name.
 	Topics() []fsm.Topic
 	// Topic returns one registered topic.
 	Topic(name string) (fsm.Topic, bool)
+}
+
+// Topics is the topic registry in the metadata Raft group.
+type Topics interface {
+	TopicReader
 	// Create and Delete write through the metadata group and wait for the
 	// commit; they return fsm.ErrTopicExists / fsm.ErrTopicNotFound, or
 	// ErrNotLeader on a node that is not the controller.
@@ -126,6 +132,10 @@ type Config struct {
 	// nil, on a node that does not authenticate its clients, allows
 	// everything, as Kafka without an authorizer.
 	Authorizer Authorizer
+	// Registry is where the handlers read the topic registry: the node's
+	// metadata replica, so a read goes to the FSM without a hop through
+	// the server. nil reads through the Topics store (tests).
+	Registry TopicReader
 	// BootstrapSuperuser is --sasl-superuser, whose password is the
 	// node's own; AlterUserScramCredentials refuses to alter it. "" for
 	// none.
@@ -147,6 +157,8 @@ type Handlers struct {
 	cfg     Config
 	cluster Cluster
 	topics  Topics
+	// registry is cfg.Registry, or topics when that is nil.
+	registry TopicReader
 	// credentials is nil on nodes wired without SCRAM storage (tests):
 	// the SCRAM APIs are then not registered.
 	credentials Credentials
@@ -181,7 +193,11 @@ func New(cfg Config, c Cluster, topics Topics, shards []Shard) *Handlers {
 	if cfg.MaxPartitions <= 0 {
 		cfg.MaxPartitions = DefaultMaxPartitions
 	}
-	return &Handlers{cfg: cfg, cluster: c, topics: topics, shards: shards, logger: logger}
+	registry := cfg.Registry
+	if registry == nil {
+		registry = topics
+	}
+	return &Handlers{cfg: cfg, cluster: c, topics: topics, registry: registry, shards: shards, logger: logger}
 }
 
 // Register adds every API kcoord serves, with its version range, to mux.

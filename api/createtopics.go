@@ -103,7 +103,7 @@ type usage struct {
 // registryUsage counts the registered topics and their partitions.
 func (h *Handlers) registryUsage() *usage {
 	u := &usage{}
-	for _, t := range h.topics.Topics() {
+	for _, t := range h.registry.Topics() {
 		u.topics++
 		u.partitions += int64(t.Partitions)
 	}
@@ -136,7 +136,7 @@ func (h *Handlers) newTopic(t kmsg.CreateTopicsRequestTopic, duplicate bool) (fs
 	if err := validTopicName(t.Topic); err != nil {
 		return fsm.Topic{}, err
 	}
-	if _, exists := h.topics.Topic(t.Topic); exists {
+	if _, exists := h.registry.Topic(t.Topic); exists {
 		return fsm.Topic{}, refuse(kerr.TopicAlreadyExists, "Topic '%s' already exists.", t.Topic)
 	}
 	topic := fsm.Topic{Name: t.Topic, Partitions: t.NumPartitions, ReplicationFactor: t.ReplicationFactor}

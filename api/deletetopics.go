@@ -84,10 +84,10 @@ func (h *Handlers) deleteTopics(ctx context.Context, rc *transport.RequestContex
 // given.
 func (h *Handlers) resolveTopic(name *string, id [16]byte) (string, bool) {
 	if name != nil {
-		_, ok := h.topics.Topic(*name)
+		_, ok := h.registry.Topic(*name)
 		return *name, ok
 	}
-	for _, t := range h.topics.Topics() {
+	for _, t := range h.registry.Topics() {
 		if t.ID == id {
 			return t.Name, true
 		}

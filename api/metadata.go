@@ -61,7 +61,7 @@ func (h *Handlers) metadata(ctx context.Context, rc *transport.RequestContext, k
 
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
-		for _, t := range h.topics.Topics() {
+		for _, t := range h.registry.Topics() {
 			if h.allowed(rc, auth.OpDescribe, auth.ResourceTopic, t.Name) {
 				resp.Topics = append(resp.Topics, h.topicMetadata(t, brokers))
 			}

@@ -84,13 +84,13 @@ func (h *Handlers) confirmEverywhere(ctx context.Context) error {
 // the data plane's and never registered, and every Fetch or commit of
 // them would cost a round trip to the metadata leader.
 func (h *Handlers) lookupTopic(ctx context.Context, rc *transport.RequestContext, name string) (fsm.Topic, bool) {
-	if t, ok := h.topics.Topic(name); ok {
+	if t, ok := h.registry.Topic(name); ok {
 		return t, true
 	}
 	if h.cfg.CommitUnregisteredTopics || !h.syncMetadata(ctx, rc) {
 		return fsm.Topic{}, false
 	}
-	return h.topics.Topic(name)
+	return h.registry.Topic(name)
 }
 
 // freshForAuthorization is the guard every request of a node that

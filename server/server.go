@@ -185,6 +185,7 @@ func (s *Server) Start() error {
 		CommitUnregisteredTopics: s.cfg.OffsetsCommitUnregisteredTopics,
 		Authorizer:               authorizer,
 		Metadata:                 s.metaReads,
+		Registry:                 s.meta,
 		BootstrapSuperuser:       s.cfg.SASLSuperuser,
 		Logger:                   s.logger.Named("api"),
 	}, apiCluster{s.node}, &topicRegistry{node: s.node, fsm: s.meta, timeout: s.cfg.OffsetsCommitTimeout}, s.apiShards())

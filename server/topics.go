@@ -8,9 +8,10 @@ import (
 	"github.com/kcoord/kcoord/fsm"
 )
 
-// topicRegistry is the api.Topics of a node: reads from the metadata FSM,
-// writes through the metadata Raft group, forwarded to its leader when this
-// node does not lead it (cluster.Node.ApplyMetadataChange).
+// topicRegistry is the api.Topics of a node: writes through the metadata
+// Raft group, forwarded to its leader when this node does not lead it
+// (cluster.Node.ApplyMetadataChange). Its reads are the metadata FSM's,
+// which the handlers also read directly (api.Config.Registry).
 type topicRegistry struct {
 	node    *cluster.Node
 	fsm     *fsm.MetaFSM
