@@ -174,14 +174,17 @@ func NewNode(cfg Config) (*Node, error) {
 
 // Open prepares a node without starting it: it loads the gossip key and
 // Raft TLS files, checks and (on an initialised data dir) upgrades
-// node.json, binds cfg.RaftAddr (the port admits no cluster's Raft
-// traffic yet, and no shard has a stream on it), opens every shard's
-// stores and makes every Shard, MetaShard included, with its FSM. Nothing
-// runs that can deliver leadership: no gossip, no Raft. Until Start has
+// node.json, binds cfg.RaftAddr (no shard has a stream on it yet, so
+// Raft traffic for a shard is refused until Start registers it; the
+// admin stream already answers what needs no Raft, such as inspect and
+// replica queries), opens every shard's stores and makes every Shard,
+// MetaShard included, with its FSM. Nothing runs that can deliver
+// leadership: no gossip, no Raft. Until Start has
 // started a Shard's Raft, the shard answers as one this node does not
 // lead (see Shard), so a caller can build on Node.Shard before Start,
-// and must call Start or Shutdown after. Open runs on the caller's
-// goroutine.
+// and must call Start or Shutdown after (not both at once: Shutdown
+// during Start is not supported; the server holds one lock across
+// both). Open runs on the caller's goroutine.
 func Open(cfg Config) (*Node, error) {
 	cfg = cfg.withDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -641,29 +644,32 @@ type nopCloser struct{ *nodestore.ShardStore }
 func (nopCloser) Close() error { return nil }
 
 // abort stops whatever Open and Start started: gossip, running shards, stores not
-// handed to a shard yet, the mux.
+// handed to a shard yet, the mux. It is a shutdown, under shutdownOnce: a
+// Shutdown after a failed Start does nothing more.
 func (n *Node) abort() {
-	n.closed.Store(true)
-	close(n.stop)
-	if n.gossip != nil {
-		n.gossip.leave(200 * time.Millisecond) // peers need not wait for a failure probe
-	}
-	var wg sync.WaitGroup
-	for _, s := range n.all {
-		if s != nil {
-			wg.Add(1)
-			go func() { defer wg.Done(); _ = s.shutdown() }()
+	n.shutdownOnce.Do(func() {
+		n.closed.Store(true)
+		close(n.stop)
+		if n.gossip != nil {
+			n.gossip.leave(200 * time.Millisecond) // peers need not wait for a failure probe
 		}
-	}
-	wg.Wait()
-	for _, st := range n.opened {
-		_ = st.store.Close()
-	}
-	n.hubs.Close()
-	_ = n.mux.Close()
-	if n.nodeStore != nil {
-		_ = n.nodeStore.Close()
-	}
+		var wg sync.WaitGroup
+		for _, s := range n.all {
+			if s != nil {
+				wg.Add(1)
+				go func() { defer wg.Done(); _ = s.shutdown() }()
+			}
+		}
+		wg.Wait()
+		for _, st := range n.opened {
+			_ = st.store.Close()
+		}
+		n.hubs.Close()
+		_ = n.mux.Close()
+		if n.nodeStore != nil {
+			_ = n.nodeStore.Close()
+		}
+	})
 }
 
 // ID is this node's id.

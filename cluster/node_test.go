@@ -651,3 +651,26 @@ func TestAnOpenedNodeShutsDownWithoutStarting(t *testing.T) {
 	tn := startTestNode(t, cfg)
 	waitReady(t, tn.Node, 5*time.Second)
 }
+
+// A Start that fails shuts the node down, and the caller's own Shutdown
+// after it (as Open asks: Start or Shutdown) is a no-op, not a second
+// close of what the failed Start closed.
+func TestShutdownAfterAFailedStartIsANoOp(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	cfg := withFSMs(testConfig(t, t.TempDir(), 1, 1))
+	cfg.GossipAddr = taken.Addr().String() // memberlist cannot bind it
+	n, err := Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Start(); err == nil {
+		t.Fatal("Start with the gossip port taken succeeded")
+	}
+	if err := n.Shutdown(); err != nil {
+		t.Errorf("Shutdown after the failed Start: %v", err)
+	}
+}

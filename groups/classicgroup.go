@@ -8,10 +8,10 @@ import (
 	"github.com/kcoord/kcoord/fsm"
 )
 
-// classicGroup is one live classic classicGroup on the shard leader. mu is the classicGroup's
-// one serialization domain: every request handler, timer callback and write
-// completion of this classicGroup takes it, and none holds it while waiting for
-// Raft or for another classicGroup.
+// classicGroup is one live classic group on the shard leader. mu is the
+// group's one serialization domain: every request handler, timer callback
+// and write completion of this group takes it, and none holds it while
+// waiting for Raft or for another group.
 type classicGroup struct {
 	c  *Coordinator
 	id string

@@ -400,10 +400,6 @@ func waitWrite(f raft.ApplyFuture) error {
 	return nil
 }
 
-// FailedFuture returns an ApplyFuture that already failed with err, for a
-// Log that cannot reach Raft.
-func FailedFuture(err error) raft.ApplyFuture { return errorFuture{err} }
-
 // doneFuture is an ApplyFuture for a write there was no need to make.
 var doneFuture raft.ApplyFuture = errorFuture{}
 

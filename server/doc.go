@@ -10,10 +10,10 @@
 // New validates a Config and starts nothing. Start binds the Kafka
 // listener, which refuses connections with a reset until the handlers are
 // registered, opens the Raft node (cluster.Open), builds a coordinator on
-// each of its shards, starts the node (Node.Start), starts the offsets
-// retention loop (groups.RunRetention) and opens the listener; it returns
-// once requests are served, and Ready (or
-// WaitReady) says when the shards have leaders. Shutdown hands leadership
+// each of its shards, starts the node (Node.Start), opens the listener and
+// starts the offsets retention loop (groups.RunRetention); it returns once
+// requests are served, and Ready (or WaitReady) says when the shards have
+// leaders. Shutdown hands leadership
 // away and stops everything, Kill stops as a crash would; both are
 // idempotent and safe at any time.
 //

@@ -146,7 +146,7 @@ var ErrNodeStarting = errors.New("the node is starting")
 // connection's goroutine (or the HTTP handler's, for this node) and blocks
 // on leadership confirmations, within ctx. It takes no server lock: the
 // coordinators and states it reads are fixed before the cluster node
-// exists, and it answers ErrNodeStarting until that node does.
+// starts, and it answers ErrNodeStarting until the node has started.
 func (s *Server) inspect(ctx context.Context, query []byte) ([]byte, error) {
 	node := s.raftNode.Load()
 	if node == nil {

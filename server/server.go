@@ -293,7 +293,7 @@ func (s *Server) startNode(advertised string) error {
 	return nil
 }
 
-// apiShards lists every shard's coordinator and state for the handlers.
+// apiShards lists every shard's coordinator for the handlers.
 // Called with s.mu held.
 func (s *Server) apiShards() []api.Shard {
 	out := make([]api.Shard, len(s.states))
