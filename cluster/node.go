@@ -82,7 +82,11 @@ type Node struct {
 	// featureWake fires when the metadata replica's finalized level
 	// changes (featureLoop).
 	featureWake *signal
-	leaders     leaderTable
+	// featureLoopDone is done once the feature loop Start began has
+	// returned: Shutdown waits for it, so no node.json write outlives
+	// the node.
+	featureLoopDone sync.WaitGroup
+	leaders         leaderTable
 	// routing fires whenever a shard's routing may have changed (see
 	// Shard.RoutingChanges).
 	routing *signal
@@ -411,7 +415,7 @@ func (n *Node) Start() error {
 		go n.placementLoop()
 	}
 	n.writeLevel.Store(int32(n.writeLevelFor(n.FinalizedLevel())))
-	go n.featureLoop()
+	n.featureLoopDone.Go(n.featureLoop)
 	logger.Info("node started", "node_id", cfg.NodeID, "cluster_id", cmp.Or(n.ClusterID(), "none yet"),
 		"raft_addr", n.mux.Advertise(), "raft_tls", n.raftTLS, "gossip_encrypted", n.gossipKeys != nil, "kafka_addr", cfg.KafkaAddr, "shards", cfg.Shards,
 		"bootstrapped", bootstrapped, "elapsed", time.Since(start))
@@ -925,6 +929,7 @@ func (n *Node) Shutdown() error {
 			}()
 		}
 		wg.Wait()
+		n.featureLoopDone.Wait() // its applies fail now that the shards are down
 		n.hubs.Close()
 		for _, st := range n.opened {
 			_ = st.store.Close() // opened, never started: Start was not called
