@@ -6,6 +6,8 @@
 // of that package: it names each of its non-test files with the file's
 // role, so a newcomer opens doc.go first and knows where to read next.
 // TestEveryPackageDocNamesItsFiles fails when a file is added without a
-// line in its package's map. This file, doc.go, is this package's whole
-// code.
+// line in its package's map. The docs (docs/*.md, README.md) point at
+// files by path, and TestTheDocsNameFilesThatExist fails when such a path
+// leads nowhere (a file moved or went). This file, doc.go, is this
+// package's whole code.
 package layout

@@ -1,0 +1,35 @@
+package layout
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"testing"
+)
+
+// goPath matches a Go file named with its directory in prose
+// ("cluster/raftnet/mux.go", "groups/hold.go").
+var goPath = regexp.MustCompile("[A-Za-z0-9_]+(?:/[A-Za-z0-9_]+)*/[A-Za-z0-9_]+\\.go\\b")
+
+// The docs point readers at files by path; a path to a file that moved or
+// went is a dead end, so every one must exist.
+func TestTheDocsNameFilesThatExist(t *testing.T) {
+	root := moduleRoot(t)
+	docs, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs = append(docs, filepath.Join(root, "README.md"))
+	for _, doc := range docs {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, doc)
+		for _, p := range goPath.FindAllString(string(b), -1) {
+			if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+				t.Errorf("%s names %s, which does not exist", rel, p)
+			}
+		}
+	}
+}
