@@ -16,6 +16,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	"go.etcd.io/bbolt"
+
+	"github.com/kcoord/kcoord/internal/testlog"
 )
 
 // openTestStore opens a store in a fresh temp dir, closed when the test ends.
@@ -61,14 +63,7 @@ func testLogger(t testing.TB) hclog.Logger {
 	if _, ok := t.(*testing.B); ok {
 		return hclog.NewNullLogger()
 	}
-	return hclog.New(&hclog.LoggerOptions{Name: "nodestore", Level: hclog.Debug, Output: tWriter{t}})
-}
-
-type tWriter struct{ t testing.TB }
-
-func (w tWriter) Write(p []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(p), "\n"))
-	return len(p), nil
+	return hclog.New(&hclog.LoggerOptions{Name: "nodestore", Level: hclog.Debug, Output: testlog.Writer(t)})
 }
 
 // logRecorder is an hclog logger writing to t.Log that also keeps the

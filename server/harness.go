@@ -2,15 +2,13 @@ package server
 
 import (
 	"context"
-	"io"
 	"strconv"
-	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/kcoord/kcoord/cluster"
+	"github.com/kcoord/kcoord/internal/testlog"
 )
 
 // The harness of in-process nodes and clusters, shipped with the package
@@ -51,9 +49,7 @@ func TestConfig(dir string) Config {
 // TestLogger returns an hclog logger writing to t.Log, silenced when the
 // test ends (servers may log from goroutines that outlive it briefly).
 func TestLogger(t TB) hclog.Logger {
-	w := &testLogWriter{t: t}
-	t.Cleanup(func() { w.stopped.Store(true) })
-	return hclog.New(&hclog.LoggerOptions{Name: "kcoord", Level: hclog.Info, Output: w})
+	return testlog.Logger(t, "kcoord", nil)
 }
 
 // StartTestServer starts a server with cfg, waits until it is ready and
@@ -82,20 +78,6 @@ func StartTestServer(t TB, cfg Config) *Server {
 	}
 	return s
 }
-
-type testLogWriter struct {
-	t       TB
-	stopped atomic.Bool
-}
-
-func (w *testLogWriter) Write(p []byte) (int, error) {
-	if !w.stopped.Load() {
-		w.t.Log(strings.TrimRight(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
-var _ io.Writer = (*testLogWriter)(nil)
 
 // TestClusterConfig returns the configuration of node i (0-based) of an
 // in-process test cluster of n nodes: node ids 1..n, loopback ports picked
@@ -129,14 +111,7 @@ func StartTestCluster(t TB, n int, mutate func(i int, c *Config)) []*Server {
 		if mutate != nil {
 			mutate(i, &cfg)
 		}
-		s, err := New(cfg, TestLogger(t).Named("node"+strconv.Itoa(i+1)), nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Start(); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Kill() })
+		s := startClusterNode(t, cfg, int32(i+1))
 		if seed == "" {
 			seed = s.Node().GossipAddr()
 		}
@@ -175,7 +150,15 @@ func RestartTestNodeWith(t TB, servers []*Server, i int, mutate func(c *Config))
 			cfg.Join = append(cfg.Join, o.BoundConfig().GossipAddr)
 		}
 	}
-	s, err := New(cfg, TestLogger(t).Named("node"+strconv.Itoa(i+1)), nil)
+	return startClusterNode(t, cfg, int32(i+1))
+}
+
+// startClusterNode starts one node of a test cluster with cfg, logging as
+// node<id>, and kills it when the test ends; it does not wait for it to
+// be ready.
+func startClusterNode(t TB, cfg Config, id int32) *Server {
+	t.Helper()
+	s, err := New(cfg, TestLogger(t).Named("node"+strconv.Itoa(int(id))), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,14 +183,7 @@ func AddTestNode(t TB, servers []*Server, id int32, mutate func(c *Config)) *Ser
 	if mutate != nil {
 		mutate(&cfg)
 	}
-	s, err := New(cfg, TestLogger(t).Named("node"+strconv.Itoa(int(id))), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Kill() })
+	s := startClusterNode(t, cfg, id)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	if err := s.WaitReady(ctx); err != nil {

@@ -2,12 +2,13 @@ package testkit
 
 import (
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/kcoord/kcoord/internal/testlog"
 )
 
 // Logger returns an hclog.Logger writing to t.Log that goes quiet when
@@ -24,39 +25,7 @@ func Capture(t testing.TB) (hclog.Logger, *LogCapture) {
 }
 
 func newLogger(t testing.TB, also io.Writer) hclog.Logger {
-	w := &testWriter{t: t}
-	t.Cleanup(w.stop)
-	level := hclog.Info
-	if l := os.Getenv("KCOORD_TEST_LOG"); l != "" {
-		level = hclog.LevelFromString(l)
-	}
-	var out io.Writer = w
-	if also != nil {
-		out = io.MultiWriter(w, also)
-	}
-	return hclog.New(&hclog.LoggerOptions{Name: t.Name(), Output: out, Level: level})
-}
-
-type testWriter struct {
-	mu   sync.Mutex
-	t    testing.TB
-	done bool
-}
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Helper()
-		w.t.Log(strings.TrimRight(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
-func (w *testWriter) stop() {
-	w.mu.Lock()
-	w.done = true
-	w.mu.Unlock()
+	return testlog.Logger(t, t.Name(), also)
 }
 
 // LogCapture keeps what a logger wrote, for tests that check log lines.
