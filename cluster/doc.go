@@ -52,8 +52,10 @@
 //     reproduces the agreement that placed it (it crashed during the first
 //     bootstrap, before its shards took their configuration).
 //   - Shard (shard.go): one Raft group; Apply/ApplyAsync/Barrier wrap raft's
-//     with context, FSM error translation and futures that always complete;
-//     Leadership, Leads and ConfirmLeadership (leadership.go, readindex.go).
+//     with context and FSM error translation; Leadership, Leads and
+//     ConfirmLeadership (leadership.go, readindex.go). Its futures
+//     (futures.go) always complete, even when raft drops one at shutdown,
+//     and one goroutine per busy shard answers them in log order.
 //   - Raft network (package cluster/raftnet): the one Raft port every
 //     shard shares, its stream header and cluster-id check, mutual TLS,
 //     the beat and append hubs, each shard's raft.Transport, the record of

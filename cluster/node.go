@@ -511,7 +511,6 @@ func (n *Node) makeShards() {
 			notifyCh:        make(chan bool, notifyBuffer),
 			leaderDone:      make(chan struct{}),
 			hadState:        st.existing,
-			pending:         make(map[*shardFuture]struct{}),
 		}
 	}
 }

@@ -3,8 +3,6 @@ package cluster
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,9 +65,14 @@ type Shard struct {
 	shutdownOnce sync.Once
 	shutdownErr  error
 
+	// pending are the tracked futures answerLoop has not completed, in
+	// the order track queued them (futures.go); answering is set while an
+	// answerLoop runs.
 	pendingMu sync.Mutex
-	pending   map[*shardFuture]struct{} // futures not answered yet
-	stopped   bool                      // Raft has shut down
+	pending   []*shardFuture
+	answering bool
+	answerGen uint64 // the running answerLoop's; failPendingWith detaches it
+	stopped   bool   // Raft has shut down
 
 	// leadership is the latest notification; written by leadershipLoop only.
 	leadership leadershipState
@@ -204,141 +207,6 @@ func (s *Shard) Barrier(timeout time.Duration) error {
 		return raft.ErrLeadershipLost
 	}
 	return s.track(s.Raft.Barrier(timeout), nil).Error()
-}
-
-// shardFutureGrace is how long a shard that has shut down waits for the
-// watchers of futures raft did answer before failing the rest.
-const shardFutureGrace = 100 * time.Millisecond
-
-// shardFuture is a raft future that also completes when its shard shuts
-// down (see ApplyAsync).
-type shardFuture struct {
-	f         raft.Future
-	af        raft.ApplyFuture // nil for barriers
-	done      chan struct{}
-	once      sync.Once
-	err       error
-	abandoned bool // failed by shutdown: f never completed
-}
-
-func (f *shardFuture) finish(err error, abandoned bool) {
-	f.once.Do(func() {
-		f.err, f.abandoned = err, abandoned
-		close(f.done)
-	})
-}
-
-// Error waits for the future and returns its error.
-func (f *shardFuture) Error() error {
-	<-f.done
-	return f.err
-}
-
-// Response is the FSM's response; call it after Error.
-func (f *shardFuture) Response() any {
-	<-f.done
-	if f.abandoned || f.af == nil {
-		return nil
-	}
-	return f.af.Response()
-}
-
-// Index is the log index of the command; call it after Error.
-func (f *shardFuture) Index() uint64 {
-	<-f.done
-	if f.abandoned || f.af == nil {
-		return 0
-	}
-	return f.af.Index()
-}
-
-// track wraps a raft future so that it completes when the shard shuts down.
-func (s *Shard) track(f raft.Future, af raft.ApplyFuture) *shardFuture {
-	sf := &shardFuture{f: f, af: af, done: make(chan struct{})}
-	s.pendingMu.Lock()
-	if s.stopped {
-		s.pendingMu.Unlock()
-		// Raft is gone: whatever it did not answer at once, it never will.
-		sf.finish(raft.ErrRaftShutdown, true)
-		return sf
-	}
-	s.pending[sf] = struct{}{}
-	s.pendingMu.Unlock()
-	go func() {
-		sf.finish(storeFailure(f.Error()), false)
-		s.pendingMu.Lock()
-		delete(s.pending, sf)
-		s.pendingMu.Unlock()
-	}()
-	return sf
-}
-
-// storeFailure is err, a Raft future's, made raft.ErrLeadershipLost when
-// it is the log store's failure: a leader whose log write failed steps
-// down (hashicorp/raft's dispatchLogs) and the entry may still commit
-// under the next leader, but raft.LogCache hands the store's error on as
-// text (%q), so nothing else can recognise it, and clients would hear
-// UNKNOWN_SERVER_ERROR instead of NOT_COORDINATOR. Other errors pass
-// through unchanged.
-func storeFailure(err error) error {
-	if err != nil && strings.HasPrefix(err.Error(), logCacheStoreFailed) {
-		return fmt.Errorf("%w: %v", raft.ErrLeadershipLost, err)
-	}
-	return err
-}
-
-// logCacheStoreFailed opens the error raft.LogCache.StoreLogs returns when
-// the store under it fails (hashicorp/raft v1.8.0, log_cache.go).
-const logCacheStoreFailed = "unable to store logs within log store"
-
-// failPendingWith fails, at once, every future Raft has not answered yet
-// with err: the node fenced itself for its disk, and Raft may not answer
-// while the disk is stuck. What they proposed may still commit, as after
-// raft.ErrLeadershipLost.
-func (s *Shard) failPendingWith(err error) {
-	s.pendingMu.Lock()
-	pending := make([]*shardFuture, 0, len(s.pending))
-	for f := range s.pending {
-		pending = append(pending, f)
-	}
-	s.pendingMu.Unlock()
-	for _, f := range pending {
-		f.finish(err, true)
-	}
-}
-
-// failPending fails the futures raft will never answer. Raft must have shut
-// down.
-func (s *Shard) failPending() {
-	s.pendingMu.Lock()
-	s.stopped = true
-	pending := make([]*shardFuture, 0, len(s.pending))
-	for f := range s.pending {
-		pending = append(pending, f)
-	}
-	s.pendingMu.Unlock()
-	grace := time.NewTimer(shardFutureGrace)
-	defer grace.Stop()
-	expired, failed := false, 0
-	for _, f := range pending {
-		if !expired {
-			select {
-			case <-f.done:
-				continue
-			case <-grace.C:
-				expired = true
-			}
-		}
-		select {
-		case <-f.done:
-		default:
-			failed++
-		}
-		f.finish(raft.ErrRaftShutdown, true)
-	}
-	if failed > 0 {
-		s.logger.Debug("failed futures raft left unanswered at shutdown", "shard", s.ID, "count", failed)
-	}
 }
 
 // leadershipLoop delivers the shard's leadership changes in order until
