@@ -550,6 +550,10 @@ func (c *Config) raftConfig(shard int32) *raft.Config {
 	rc.TrailingLogs = c.TrailingLogs
 	rc.MaxAppendEntries = c.MaxAppendEntries
 	rc.BatchApplyCh = true
+	// Raft also emits every replication metric under a name holding the
+	// peer (raft.replication.appendEntries.rpc.<peer>), on every
+	// AppendEntries; raftSink exports only the labelled form.
+	rc.NoLegacyTelemetry = true
 	rc.NoSnapshotRestoreOnStart = false
 	// A node removed from a shard's configuration keeps running (as a
 	// non-voter without peers) rather than shutting that shard down: the node
