@@ -33,7 +33,7 @@ type ShardFSM struct {
 	features featureLevels
 }
 
-var _ raft.FSM = (*ShardFSM)(nil)
+var _ raft.BatchingFSM = (*ShardFSM)(nil)
 
 // NewShardFSM returns the empty state of shard.
 func NewShardFSM(shard int32, logger hclog.Logger) *ShardFSM {
@@ -57,12 +57,32 @@ func (f *ShardFSM) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.applyLocked(l)
+}
+
+// ApplyBatch applies the committed entries raft hands over at once (it is
+// a raft.BatchingFSM), under one lock, and returns each one's response as
+// Apply would. Raft's FSM goroutine calls it; readers wait for the batch.
+func (f *ShardFSM) ApplyBatch(logs []*raft.Log) []any {
+	out := make([]any, len(logs))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, l := range logs {
+		if l.Type == raft.LogCommand {
+			out[i] = f.applyLocked(l)
+		}
+	}
+	return out
+}
+
+// applyLocked applies one command entry; f.mu is held.
+func (f *ShardFSM) applyLocked(l *raft.Log) any {
 	cmd, err := Decode(l.Data)
 	if err != nil {
 		panic(fmt.Sprintf("fsm: shard %d index %d: %v", f.shard, l.Index, err))
 	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	switch c := cmd.(type) {
 	case *GroupPut:
 		cg, consumer := f.consumerGroups[c.Group.ID]

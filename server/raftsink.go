@@ -44,7 +44,8 @@ type raftSample struct {
 // gives (replication's peer_id).
 var raftSamples = map[string][]string{
 	"commitTime":                    nil,
-	"fsm.apply":                     nil,
+	"fsm.apply":                     nil, // the metadata shard's entries
+	"fsm.applyBatch":                nil, // a group shard's (a BatchingFSM)
 	"leader.dispatchLog":            nil,
 	"rpc.appendEntries.storeLogs":   nil,
 	"replication.appendEntries.rpc": {"peer_id"},
