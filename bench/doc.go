@@ -13,10 +13,22 @@
 //     kcoord node and a three-node cluster, and the idle nodes' CPU,
 //     written as the markdown of docs/benchmarks.md. WaitLeadersSpread and
 //     ProcessCPU serve e2e's idle-CPU benchmark too.
+//   - procs.go: Procs, the launcher of N `kcoord serve` processes on
+//     127.0.0.1 (StartProcs): data directories and log files under a
+//     directory, Kill, Restart, Stop, readiness (/readyz) and the status
+//     API (Status, WaitLeadersSpread, GroupShards).
+//   - procsports.go: the launcher's free loopback ports, from below the
+//     kernel's ephemeral range, each handed out once.
+//   - procsstat.go: a process's CPU time (ProcCPU, /proc/<pid>/stat) and
+//     resident memory (ResidentMB, VmRSS), and the idle CPU of Procs.
 //
 // # Goroutines
 //
 // Commits and Report are called from one goroutine; Commits runs one
 // goroutine per client, each committing one offset at a time, and returns
-// once they have all stopped.
+// once they have all stopped. A Procs is driven from one goroutine; each
+// node's process has a goroutine that waits for its exit, and Stop (or an
+// error of StartProcs) kills every process and waits until each is gone.
+// Nothing in the package blocks while it holds a lock but the port
+// picker, whose lock covers its own binds.
 package bench

@@ -220,14 +220,16 @@ func WaitLeadersSpread(ctx context.Context, servers []*server.Server) error {
 	}
 }
 
+// idleSettle is how long an idle measurement waits first: the commit
+// clients' last connections and the transfers after the load end.
+const idleSettle = 2 * time.Second
+
 // idleCPU is this process's CPU time over d, as a percentage of one core.
 func idleCPU(ctx context.Context, d time.Duration) (float64, error) {
-	// The commit clients' last connections and the transfers after the
-	// load end first.
 	select {
 	case <-ctx.Done():
 		return 0, ctx.Err()
-	case <-time.After(2 * time.Second):
+	case <-time.After(idleSettle):
 	}
 	before, t0 := ProcessCPU(), time.Now()
 	select {
