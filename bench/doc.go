@@ -21,15 +21,19 @@
 //     kernel's ephemeral range, each handed out once.
 //   - procsstat.go: a process's CPU time (ProcCPU, /proc/<pid>/stat) and
 //     resident memory (ResidentMB, VmRSS), and the idle CPU of Procs.
+//   - procsfailover.go: ProcsFailover, leader failover on Procs: the node
+//     leading the most shards killed, each of its shards timed until a
+//     commit to one of its groups succeeds through a fresh client.
 //   - fill.go: Fill, many groups of many partitions committed through
 //     concurrent committers, one OffsetCommit per group.
 //
 // # Goroutines
 //
-// Commits, Fill and Report are called from one goroutine; Commits runs
-// one goroutine per client, each committing one offset at a time, and
-// Fill one per committer, each committing one group at a time; each
-// returns once they have all stopped. A Procs is driven from one goroutine; each
+// Commits, Fill, ProcsFailover and Report are called from one goroutine;
+// Commits runs one goroutine per client, each committing one offset at a
+// time, Fill one per committer, each committing one group at a time, and
+// ProcsFailover one per shard it times; each returns once they have all
+// stopped. A Procs is driven from one goroutine; each
 // node's process has a goroutine that waits for its exit, and Stop (or an
 // error of StartProcs) kills every process and waits until each is gone.
 // Nothing in the package blocks while it holds a lock but the port
