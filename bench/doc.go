@@ -10,9 +10,13 @@
 //     member), which the benchmarks of package e2e use too.
 //   - report.go: Report, behind `kcoord bench report`: the disk's
 //     fdatasync p50, Commits against franz-go's kfake, one in-process
-//     kcoord node and a three-node cluster, and the idle nodes' CPU,
-//     written as the markdown of docs/benchmarks.md. WaitLeadersSpread and
-//     ProcessCPU serve e2e's idle-CPU benchmark too.
+//     kcoord node and a three-node cluster, and the idle nodes' CPU, then
+//     the three processes' figures (procsreport.go), written as the
+//     markdown of docs/benchmarks.md. WaitLeadersSpread and ProcessCPU
+//     serve e2e's idle-CPU benchmark too.
+//   - procsreport.go: Report's part on three `kcoord serve` processes:
+//     Commits, idle CPU, failover, the fill, resident memory and a
+//     restart after SIGKILL, and their sections of the markdown.
 //   - procs.go: Procs, the launcher of N `kcoord serve` processes on
 //     127.0.0.1 (StartProcs): data directories and log files under a
 //     directory, Kill, Restart, Stop, readiness (/readyz) and the status
@@ -33,9 +37,9 @@
 // Commits runs one goroutine per client, each committing one offset at a
 // time, Fill one per committer, each committing one group at a time, and
 // ProcsFailover one per shard it times; each returns once they have all
-// stopped. A Procs is driven from one goroutine; each
-// node's process has a goroutine that waits for its exit, and Stop (or an
-// error of StartProcs) kills every process and waits until each is gone.
-// Nothing in the package blocks while it holds a lock but the port
-// picker, whose lock covers its own binds.
+// stopped. A Procs is driven from one goroutine; each node's process has
+// a goroutine that waits for its exit, and Stop (or an error of
+// StartProcs) kills every process and waits until each is gone. Nothing
+// in the package blocks while it holds a lock but the port picker, whose
+// lock covers its own binds.
 package bench

@@ -31,11 +31,27 @@ type ReportConfig struct {
 	// Procs says how the process sets GOMAXPROCS, for the report's
 	// header; empty prints the value at the end of the run.
 	Procs string
+	// Binary is the kcoord binary the three `kcoord serve` processes run
+	// (`kcoord bench report` gives its own).
+	Binary string
+	// FailoverTrials is how many times a node of the processes is killed
+	// to time failover (ProcsFailover).
+	FailoverTrials int
+	// FillGroups, FillPartitions and FillCommitters size the fill of the
+	// processes (Fill).
+	FillGroups, FillPartitions, FillCommitters int
 }
 
-// DefaultReportConfig times 10 s per commit measurement and 10 s of idle.
+// DefaultReportConfig times 10 s per commit measurement and 10 s of idle,
+// three failover trials, and a fill of 100 k groups × 10 partitions
+// through 64 committers.
 func DefaultReportConfig(dir string) ReportConfig {
-	return ReportConfig{Dir: dir, Duration: 10 * time.Second, Idle: 10 * time.Second, Logger: hclog.NewNullLogger()}
+	fill := DefaultFillConfig()
+	return ReportConfig{
+		Dir: dir, Duration: 10 * time.Second, Idle: 10 * time.Second, Logger: hclog.NewNullLogger(),
+		FailoverTrials: 3,
+		FillGroups:     fill.Groups, FillPartitions: fill.Partitions, FillCommitters: fill.Committers,
+	}
 }
 
 // target is one server the report measures.
@@ -45,34 +61,66 @@ type target struct {
 	stop    func()
 }
 
+// commitsRow is one server's line of the OffsetCommit table: Commits with
+// 64 clients (par) and with 1 (ser).
+type commitsRow struct {
+	name     string
+	par, ser CommitsResult
+}
+
+// inProcess is what Report measured of the servers in its own process.
+type inProcess struct {
+	rows []commitsRow // kfake's first
+	// idle is the three in-process nodes' CPU, % of one core.
+	idle float64
+}
+
 // Report measures, in one run on this machine, kcoord beside franz-go's
 // in-memory kfake and writes the figures as the markdown of
 // docs/benchmarks.md:
 //   - the disk's fdatasync p50 in Dir (what one durable write costs);
 //   - OffsetCommit throughput and latency (Commits) with 64 clients and
 //     with 1, against kfake, a kcoord node and a three-node kcoord cluster
-//     (50 shards, replication factor 3, production Raft timings);
-//   - the three idle nodes' CPU, as a share of one core.
+//     (50 shards, replication factor 3, production Raft timings) in this
+//     process, and three `kcoord serve` processes of cfg.Binary with
+//     serve's defaults;
+//   - the three idle in-process nodes' CPU, and the three idle
+//     processes', as a share of one core;
+//   - failover on the processes (ProcsFailover);
+//   - a fill of the processes (Fill), their resident memory after it,
+//     and how long a node killed then takes to be ready again.
 //
-// Every server runs in this process, so the three nodes share its cores
-// (and its CPU count) as they would share a small VM.
+// kfake and the in-process nodes run in this process, so the nodes of
+// that cluster share its cores (and its CPU count) as they would share a
+// small VM; the processes run after those stopped, each node in its own,
+// and this process holds only their clients.
 func Report(ctx context.Context, w io.Writer, cfg ReportConfig) error {
 	if cfg.Logger == nil {
 		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.Binary == "" {
+		return ErrNoBinary
 	}
 	fsync, err := fdatasyncP50(cfg.Dir, 200)
 	if err != nil {
 		return err
 	}
-	type row struct {
-		name      string
-		par, ser  CommitsResult
-		parRatio  float64
-		serVsSync float64
+	in, err := measureInProcess(ctx, cfg)
+	if err != nil {
+		return err
 	}
-	var rows []row
-	var kfakeRate float64
-	var idle float64
+	procs, err := measureProcs(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("kcoord processes: %w", err)
+	}
+	writeReport(w, cfg, fsync, in, procs)
+	return nil
+}
+
+// measureInProcess runs Commits against kfake, one in-process kcoord node
+// and three, one after the other, and the three nodes' idle CPU.
+func measureInProcess(ctx context.Context, cfg ReportConfig) (inProcess, error) {
+	var in inProcess
 	starts := []func() (target, error){
 		func() (target, error) {
 			c, err := kfake.NewCluster(kfake.NumBrokers(1))
@@ -87,52 +135,64 @@ func Report(ctx context.Context, w io.Writer, cfg ReportConfig) error {
 	for i, start := range starts {
 		t, err := start()
 		if err != nil {
-			return err
+			return in, err
 		}
-		r := row{name: t.name}
-		measure := func(clients int) (CommitsResult, error) {
-			c := DefaultCommitsConfig()
-			c.Brokers, c.Clients, c.Duration = t.brokers, clients, cfg.Duration
-			c.Topic = fmt.Sprintf("kcoord-bench-%d", clients)
-			c.Prefix = c.Topic
-			return Commits(ctx, c)
-		}
-		if r.par, err = measure(64); err == nil {
-			r.ser, err = measure(1)
-		}
+		r := commitsRow{name: t.name}
+		r.par, r.ser, err = measureCommits(ctx, t.brokers, cfg.Duration)
 		if err == nil && i == len(starts)-1 {
-			idle, err = idleCPU(ctx, cfg.Idle)
+			in.idle, err = idleCPU(ctx, cfg.Idle)
 		}
 		t.stop()
 		if err != nil {
-			return fmt.Errorf("%s: %w", t.name, err)
+			return in, fmt.Errorf("%s: %w", t.name, err)
 		}
-		if i == 0 {
-			kfakeRate = r.par.PerSecond()
-		}
-		r.parRatio = r.par.PerSecond() / kfakeRate
-		r.serVsSync = float64(r.ser.P50) / float64(fsync)
-		rows = append(rows, r)
+		in.rows = append(in.rows, r)
 	}
+	return in, nil
+}
+
+// measureCommits runs Commits against brokers with 64 clients and then
+// with 1, each timed for d.
+func measureCommits(ctx context.Context, brokers []string, d time.Duration) (par, ser CommitsResult, err error) {
+	measure := func(clients int) (CommitsResult, error) {
+		c := DefaultCommitsConfig()
+		c.Brokers, c.Clients, c.Duration = brokers, clients, d
+		c.Topic = fmt.Sprintf("kcoord-bench-%d", clients)
+		c.Prefix = c.Topic
+		return Commits(ctx, c)
+	}
+	if par, err = measure(64); err == nil {
+		ser, err = measure(1)
+	}
+	return par, ser, err
+}
+
+// writeReport writes the figures as markdown: the header, the
+// OffsetCommit table, the in-process idle CPU, then the processes'
+// sections (writeProcsSections).
+func writeReport(w io.Writer, cfg ReportConfig, fsync time.Duration, in inProcess, procs procsFigures) {
+	rows := append(slices.Clone(in.rows), commitsRow{procsRowName, procs.par, procs.ser})
+	kfakeRate := in.rows[0].par.PerSecond()
 
 	fmt.Fprintf(w, "# kcoord benchmarks\n\n")
-	procs := cfg.Procs
-	if procs == "" {
-		procs = fmt.Sprintf("GOMAXPROCS %d", runtime.GOMAXPROCS(0))
+	procsPolicy := cfg.Procs
+	if procsPolicy == "" {
+		procsPolicy = fmt.Sprintf("GOMAXPROCS %d", runtime.GOMAXPROCS(0))
 	}
-	fmt.Fprintf(w, "Generated by `make benchmarks` (`kcoord bench report`) on %s, %d CPUs (%s), %s/%s; every server in one process, so the nodes of a cluster share its cores. The data directory's disk has an fdatasync p50 of **%v**.\n\n",
-		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), procs, runtime.GOOS, runtime.GOARCH, fsync.Round(time.Microsecond))
+	fmt.Fprintf(w, "Generated by `make benchmarks` (`kcoord bench report`) on %s, %d CPUs (%s), %s/%s. kfake and the in-process kcoord nodes run in the report's own process, so the nodes of a cluster share its cores; then three `kcoord serve` processes of the same binary run one node each (with the same GOMAXPROCS policy), the report's process holding only their clients. The data directory's disk has an fdatasync p50 of **%v**.\n\n",
+		time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), procsPolicy, runtime.GOOS, runtime.GOARCH, fsync.Round(time.Microsecond))
 	fmt.Fprintf(w, "## OffsetCommit\n\n")
 	fmt.Fprintf(w, "`kcoord bench commits` against each: every client commits a rising offset to its own group, one commit in flight, for %v after a warm-up.\n\n", cfg.Duration)
 	fmt.Fprintf(w, "| server | 64 clients: commits/s | × kfake | p50 | p99 | 1 client: commits/s | p50 | p50 ÷ fdatasync p50 | errors |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		fmt.Fprintf(w, "| %s | %.0f | %.2f× | %v | %v | %.0f | %v | %.1f× | %d |\n", r.name,
-			r.par.PerSecond(), r.parRatio, ms(r.par.P50), ms(r.par.P99), r.ser.PerSecond(), ms(r.ser.P50), r.serVsSync, r.par.Errors+r.ser.Errors)
+			r.par.PerSecond(), r.par.PerSecond()/kfakeRate, ms(r.par.P50), ms(r.par.P99), r.ser.PerSecond(), ms(r.ser.P50),
+			float64(r.ser.P50)/float64(fsync), r.par.Errors+r.ser.Errors)
 	}
 	fmt.Fprintf(w, "\nA kcoord commit is durable on disk before it is answered: on one node a group commit of the node's write-ahead log (one write and one fdatasync, shared with whatever the other shards wrote meanwhile); on three, the leader's and then a follower's, so two on the way. kfake keeps nothing on disk.\n")
 	fmt.Fprintf(w, "\n## Idle\n\n")
-	fmt.Fprintf(w, "Three kcoord nodes, 50 shards, replication factor 3, no client (2 s after the commit measurements ended), leadership settled: **%.1f%% of one core** together, over %v.\n", idle, cfg.Idle)
-	return nil
+	fmt.Fprintf(w, "Three kcoord nodes in one process, 50 shards, replication factor 3, no client (2 s after the commit measurements ended), leadership settled: **%.1f%% of one core** together, over %v. The same three nodes as three processes: **%.1f%% of one core** together (below).\n", in.idle, cfg.Idle, procs.idle)
+	writeProcsSections(w, cfg, procs, in.idle)
 }
 
 func ms(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 2, 64) + " ms" }
