@@ -38,14 +38,28 @@ func newBenchReportCmd() *cobra.Command {
 		Long: `Starts, one after the other and in this process, franz-go's in-memory kfake,
 a kcoord node and a three-node kcoord cluster (50 shards, replication factor
 3, production Raft timings), runs "kcoord bench commits" against each with 64
-clients and with 1, measures the three idle nodes' CPU, and prints the
-figures as markdown, with kcoord's as ratios of kfake's and of the disk's
-fdatasync p50 in --dir. It takes about --duration × 6 + --idle + a minute.`,
+clients and with 1, and measures the three idle nodes' CPU. Then it starts
+three "kcoord serve" processes of this binary on 127.0.0.1 with serve's
+defaults and measures the same on them, their failover (--failover-trials
+kills of the node leading the most shards), a fill of --fill-groups groups
+of --fill-partitions partitions through --fill-committers clients, their
+resident memory after it, and how long a node killed then takes to be ready
+again. It prints the figures as markdown, with kcoord's as ratios of kfake's
+and of the disk's fdatasync p50 in --dir. It takes about --duration × 8 +
+--idle × 2 + the fill + a few minutes.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cfg.Duration <= 0 || cfg.Idle <= 0 {
 				return errors.New("--duration and --idle must be positive")
 			}
+			if cfg.FailoverTrials < 1 || cfg.FillGroups < 1 || cfg.FillPartitions < 1 || cfg.FillCommitters < 1 {
+				return errors.New("--failover-trials, --fill-groups, --fill-partitions and --fill-committers must be positive")
+			}
+			bin, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("the kcoord binary to start as processes: %w", err)
+			}
+			cfg.Binary = bin
 			d, err := os.MkdirTemp(dir, "kcoord-bench-report-")
 			if err != nil {
 				return err
@@ -60,7 +74,11 @@ fdatasync p50 in --dir. It takes about --duration × 6 + --idle + a minute.`,
 	f := cmd.Flags()
 	f.StringVar(&dir, "dir", "", "where the nodes keep their data (default the system's temp dir; use the disk a deployment would)")
 	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long each commit measurement is timed")
-	f.DurationVar(&cfg.Idle, "idle", cfg.Idle, "how long the idle cluster's CPU is measured")
+	f.DurationVar(&cfg.Idle, "idle", cfg.Idle, "how long the idle clusters' CPU is measured")
+	f.IntVar(&cfg.FailoverTrials, "failover-trials", cfg.FailoverTrials, "how many times a process is killed to time failover")
+	f.IntVar(&cfg.FillGroups, "fill-groups", cfg.FillGroups, "groups the fill of the processes commits to")
+	f.IntVar(&cfg.FillPartitions, "fill-partitions", cfg.FillPartitions, "partitions per group of the fill, all in one OffsetCommit")
+	f.IntVar(&cfg.FillCommitters, "fill-committers", cfg.FillCommitters, "clients of the fill, one request in flight each")
 	return cmd
 }
 
