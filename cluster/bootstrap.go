@@ -126,7 +126,9 @@ type bootDecision struct {
 // bootstraps. Join-only nodes without state do not count. A bootstrap
 // happens only on a view every expected node shares: exactly expect nodes,
 // all expecting expect, all advertising that same sorted view and a
-// proposal; its cluster id is the proposal of the lowest node id. A peer
+// proposal, and one shard count (a node that advertises none runs
+// previousReleaseShards); its cluster id is the proposal of the lowest
+// node id. A peer
 // that already bootstrapped still agrees when it advertises the digest of
 // this very agreement (the same nodes with the same proposals: a node that
 // restarted on a wiped data dir has a new proposal, so it cannot pass for
@@ -174,6 +176,9 @@ func decideBootstrap(expect int, metas []nodeMeta) bootDecision {
 		if !agrees(p) {
 			return bootDecision{kind: bootWait}
 		}
+	}
+	if problem := bootstrapShardsProblem(members); problem != "" {
+		return bootDecision{kind: bootWait, problem: problem}
 	}
 	return bootDecision{kind: bootGo, ids: view, clusterID: clusterID, digest: digest}
 }

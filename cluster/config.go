@@ -31,8 +31,9 @@ const MetaShard = raftnet.MetaShard
 // Config configures a Node. Start from DefaultConfig. Zero-valued durations
 // and sizes (Raft timings, gossip intervals, JoinTimeout, ...), an empty
 // LogStore and a nil Logger take their defaults in Open and Validate;
-// NodeID, Shards and BootstrapExpect are used as given (BootstrapExpect 0
-// means "join, never bootstrap", not "default").
+// NodeID and BootstrapExpect are used as given (BootstrapExpect 0
+// means "join, never bootstrap", not "default"); Shards 0 means "the
+// cluster's" (see Shards).
 type Config struct {
 	// NodeID is this node's id: the Kafka broker id and the Raft server id
 	// (its decimal string) in every shard.
@@ -40,7 +41,7 @@ type Config struct {
 
 	// DataDir holds the Raft state: DataDir/shards/<id> per group shard,
 	// DataDir/meta for MetaShard, and DataDir/node.json recording NodeID and
-	// Shards once the node has been initialised.
+	// the shard count once the node has been initialised.
 	DataDir string
 
 	// RaftAddr is the host:port of the one TCP listener shared by the Raft
@@ -65,8 +66,15 @@ type Config struct {
 	// Brokers and LeaderOf.
 	KafkaAddr string
 
-	// Shards is offsets.topic.num.partitions: the number of group shards. It
-	// can never change for a DataDir.
+	// Shards is offsets.topic.num.partitions: the number of group shards,
+	// fixed when the cluster bootstraps. 0 (unset, the default) means the
+	// cluster's: the count node.json records on an initialised data dir;
+	// on a fresh one, the count the seeds' cluster advertises when Join
+	// finds one, else DefaultShards for a new cluster. A set count must be
+	// the recorded one (else ErrDataDirMismatch) and the seeds' cluster's
+	// (else ErrShardCountMismatch), and the nodes of a multi-node bootstrap
+	// must agree on it. Node.ShardCount is the count a node runs. See
+	// shardcount.go.
 	Shards int32
 
 	// BootstrapExpect says whether and how this node may bootstrap a new
@@ -196,7 +204,7 @@ type Config struct {
 
 	// RaftLogger receives hashicorp/raft's own logs (elections, snapshots,
 	// RPC errors) with a "shard" key; nil means Logger.Named("raft"). With
-	// fifty shards per node they are many: callers usually pass a logger
+	// dozens of shards per node they are many: callers usually pass a logger
 	// that keeps only warnings.
 	RaftLogger hclog.Logger
 
@@ -307,7 +315,8 @@ type Config struct {
 }
 
 // DefaultConfig returns the configuration of `kcoord serve` with no flags: a
-// single node (id 1, BootstrapExpect 1, no gossip) with 50 shards, Raft on
+// single node (id 1, BootstrapExpect 1, no gossip) with the shard count left
+// to its data dir (DefaultShards for a new one), Raft on
 // 127.0.0.1:9093, Kafka advertised at 127.0.0.1:9092, data in ./kcoord-data,
 // and LAN-suited Raft timings (those of hashicorp/raft's DefaultConfig). The
 // FSM constructors must still be set.
@@ -317,7 +326,6 @@ func DefaultConfig() Config {
 		DataDir:            "./kcoord-data",
 		RaftAddr:           "127.0.0.1:9093",
 		KafkaAddr:          "127.0.0.1:9092",
-		Shards:             50,
 		BootstrapExpect:    1,
 		HeartbeatTimeout:   500 * time.Millisecond,
 		ElectionTimeout:    500 * time.Millisecond,
@@ -460,8 +468,8 @@ func (c *Config) Validate() error {
 	if _, _, err := net.SplitHostPort(cc.KafkaAddr); err != nil {
 		return bad("KafkaAddr %q: %v", cc.KafkaAddr, err)
 	}
-	if cc.Shards <= 0 {
-		return bad("Shards %d must be positive", cc.Shards)
+	if cc.Shards < 0 {
+		return bad("Shards %d is negative (0 leaves the count to the data dir or the cluster)", cc.Shards)
 	}
 	switch {
 	case cc.BootstrapExpect < 0:

@@ -15,16 +15,23 @@
 //     created with; file snapshots in DataDir/shards/<id> and
 //     DataDir/meta), binds the Raft port and makes every Shard, none
 //     running: a caller builds its group coordinators on Node.Shard
-//     then. Start joins gossip, decides what the node is to its cluster,
-//     then starts every shard's Raft. NewNode is both at once.
+//     then (a fresh node with Join joins gossip in Open, to learn its
+//     cluster's shard count first). Start joins gossip, decides what the
+//     node is to its cluster, then starts every shard's Raft. NewNode is both at once.
 //     Ready/WaitReady, LeaderOf, Brokers, ClusterID, AdoptClusterID,
 //     Leave, TransferLeadership and Shutdown.
 //   - Identity (identity.go): DataDir/node.json records the node id, shard
 //     count, log store kind and cluster id (version 2; version 1, without a
 //     cluster id, still loads), and, for a multi-node bootstrap, the node's
 //     proposal and the view and digest of the agreement it acted on.
+//   - Shard count (shardcount.go): offsets.topic.num.partitions, fixed
+//     when the cluster bootstraps (DefaultShards when unset), recorded in
+//     node.json and kept across restarts and upgrades, gossiped, and
+//     adopted by a fresh node that joins: ShardCount,
+//     ErrShardCountMismatch.
 //   - Gossip (gossip.go): memberlist. Each node's meta carries its id,
-//     addresses, whether it holds state, its BootstrapExpect, its cluster
+//     addresses, whether it holds state, its BootstrapExpect, its shard
+//     count, its cluster
 //     id, its bootstrap proposal and view (once it bootstrapped, with the
 //     agreement's digest, across restarts), and the voters of its shard
 //     configurations. Broadcasts and push/pull carry the leader table

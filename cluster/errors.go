@@ -11,10 +11,20 @@ var (
 	ErrInvalidConfig = errors.New("cluster: invalid config")
 
 	// ErrDataDirMismatch is returned by Open when DataDir was initialised
-	// by a node with another NodeID or Shards count. The shard count fixes
+	// by a node with another NodeID, or with another Shards count than a
+	// configured (non-zero) one. The shard count fixes
 	// where every group lives (groups.PartitionFor), so it can never change for a
 	// data directory.
 	ErrDataDirMismatch = errors.New("cluster: data dir belongs to another node id or shard count")
+
+	// ErrShardCountMismatch is returned by Open when a fresh node started
+	// with Join is configured with a shard count (Config.Shards) other
+	// than the one its seeds' cluster advertises, or when those seeds
+	// advertise different counts; Open returns it before it writes
+	// anything to DataDir. Start returns it when the seeds' cluster turns
+	// out to run another count than the node opened (no peer holding state
+	// had answered by then). See shardcount.go.
+	ErrShardCountMismatch = errors.New("cluster: the shard count differs from the cluster's")
 
 	// ErrStarted is returned by Node.Start on a node started already.
 	ErrStarted = errors.New("cluster: node started already")

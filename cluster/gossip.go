@@ -30,7 +30,9 @@ import (
 // expect only. Each release ignores the fields it does not know, so mixed
 // versions read each other; a version-1 peer simply has no cluster id,
 // proposal, view, agreement or voters (it is never refused, and never takes part in
-// a bootstrap with version-2 nodes).
+// a bootstrap with version-2 nodes). Fields added within version 2 (disk,
+// sync, slow, rel, kv, shards) are optional: a peer of a release before
+// them (0.1.0) omits them and skips them, so they need no new version.
 const metaVersion = 2
 
 // nodeMeta is what every node gossips about itself.
@@ -91,6 +93,13 @@ type nodeMeta struct {
 	// from release 0.1.0, which supports level 1 only (features.go).
 	Release string  `json:"rel,omitempty"`
 	Levels  []int16 `json:"kv,omitempty"`
+	// Shards is the node's shard count (Node.ShardCount): a fresh node
+	// joining the cluster adopts the count its peers holding state
+	// advertise, and a multi-node bootstrap needs every node to advertise
+	// the same (shardcount.go). Absent from release 0.1.0, whose nodes run
+	// previousReleaseShards as far as others can tell; 0 also while a
+	// fresh node, in Open, has not decided its count yet.
+	Shards int32 `json:"shards,omitempty"`
 }
 
 // decodeMeta parses a peer's gossip meta; ok is false when it is not a
@@ -279,7 +288,7 @@ func metaEqual(a, b nodeMeta) bool {
 		a.HasState == b.HasState && a.Expect == b.Expect && a.ClusterID == b.ClusterID &&
 		a.Proposal == b.Proposal && a.Agreement == b.Agreement && slices.Equal(a.View, b.View) && slices.Equal(a.Voters, b.Voters) &&
 		a.Applies == b.Applies && a.Disk == b.Disk && a.SyncMicros == b.SyncMicros && a.SlowDisk == b.SlowDisk &&
-		a.Release == b.Release && slices.Equal(a.Levels, b.Levels)
+		a.Release == b.Release && slices.Equal(a.Levels, b.Levels) && a.Shards == b.Shards
 }
 
 // announceWait is how long announce waits for memberlist to send the new

@@ -49,20 +49,22 @@ func TestOversizedMetaNeverHidesVotersSilently(t *testing.T) {
 
 // TestStatefulMetaFitsItsBootstrapRecord: a node that bootstrapped keeps
 // gossiping its proposal, view and agreement with its voters; with
-// Kubernetes-length addresses and a five-node bootstrap that still fits
-// memberlist's 512 bytes, so nothing is left out.
+// Kubernetes-length addresses, a five-node bootstrap and every field
+// 0.2.0 added (its shard count included) that still fits memberlist's
+// 512 bytes, so nothing is left out.
 func TestStatefulMetaFitsItsBootstrapRecord(t *testing.T) {
 	host := "kcoord-4.kcoord-headless.kafka-coordinators.svc.cluster.local"
 	self := nodeMeta{ID: 5, Kafka: host + ":9092", Raft: host + ":9093", HasState: true, Expect: 5,
 		ClusterID: "8b0c7a52-2f4e-4c1d-9a77-3f1e0d6b5c42", Proposal: "1f2e3d4c-5b6a-4978-8a6b-5c4d3e2f1a0b",
-		View: []int32{1, 2, 3, 4, 5}, Agreement: "fedcba9876543210", Voters: []int32{1, 2, 3, 4, 5}}
+		View: []int32{1, 2, 3, 4, 5}, Agreement: "fedcba9876543210", Voters: []int32{1, 2, 3, 4, 5},
+		Applies: 16, Disk: string(DiskStalled), SyncMicros: 1 << 20, SlowDisk: true, Release: "0.2.0", Levels: []int16{1, 2}, Shards: 1024}
 	g := &gossip{logger: hclog.NewNullLogger(), self: self}
 	b := g.NodeMeta(512)
 	var got nodeMeta
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)
 	}
-	if g.big || got.Proposal != self.Proposal || got.Agreement != self.Agreement || len(got.View) != 5 || len(got.Voters) != 5 {
+	if g.big || got.Proposal != self.Proposal || got.Agreement != self.Agreement || len(got.View) != 5 || len(got.Voters) != 5 || got.Shards != self.Shards {
 		t.Fatalf("%d-byte meta left something out: %s", len(b), b)
 	}
 	t.Logf("%d bytes: %s", len(b), b)

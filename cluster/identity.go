@@ -62,7 +62,10 @@ const identityVersionFeatures = 4
 type identity struct {
 	Version int   `json:"version"`
 	NodeID  int32 `json:"node_id"`
-	Shards  int32 `json:"shards"`
+	// Shards is the cluster's shard count, written when the data dir is
+	// initialised (shardcount.go): a node started with the count unset
+	// runs this one, so an upgrade that changes DefaultShards keeps it.
+	Shards int32 `json:"shards"`
 	// LogStore is LogStoreNode or LogStoreShard; empty (written before the
 	// choice existed) means LogStoreShard.
 	LogStore string `json:"log_store,omitempty"`

@@ -21,8 +21,10 @@ import (
 //     bootstrapped before ids existed (mintIfLowestVoter).
 //   - Gossip and the Raft mux refuse peers whose id differs.
 
-// initialMeta is the gossip meta Start starts memberlist with, before any
-// shard's Raft runs. It has no bootstrap proposal: a fresh node records
+// initialMeta is the gossip meta memberlist starts with, before any
+// shard's Raft runs (in Start, or in Open for a fresh node with Join: its
+// shard count is then still the configured one, 0 when unset, until Open
+// decides it). It has no bootstrap proposal: a fresh node records
 // its proposal in node.json only after checking its seeds, and gossips it
 // from its first refreshMeta on (a proposal without a view agrees to
 // nothing anyway).
@@ -35,13 +37,14 @@ func (n *Node) initialMeta() nodeMeta {
 		HasState:  n.hasState.Load(),
 		Expect:    n.cfg.BootstrapExpect,
 		ClusterID: n.ClusterID(),
+		Shards:    n.cfg.Shards,
 	}
 }
 
 // prepare decides, in Start and before any shard's Raft runs, what this
 // node is to its cluster. On an initialised data dir there is nothing to
-// decide. On a fresh one with Join set, it waits for the seeds (at most
-// JoinTimeout) and checks their views: see checkSeeds. It reports whether
+// decide. On a fresh one with Join set, Open waited for the seeds (at most
+// JoinTimeout), and prepare checks their views: see checkSeeds. It reports whether
 // Start must bootstrap every shard alone (BootstrapExpect 1 and no live
 // cluster found), and records in ident whether the data dir still awaits
 // its check against peers.
@@ -52,7 +55,7 @@ func (n *Node) prepare(fresh bool) (bootstrapAlone bool, err error) {
 	cfg := &n.cfg
 	verified, found := false, false
 	if n.gossip != nil && len(cfg.Join) > 0 {
-		if n.waitForSeeds() {
+		if n.seedsAnswered {
 			if found, verified, err = n.checkSeeds(); err != nil {
 				return false, err
 			}
@@ -81,10 +84,12 @@ func (n *Node) prepare(fresh bool) (bootstrapAlone bool, err error) {
 	return false, n.setAwaitingPeers(!verified)
 }
 
-// waitForSeeds waits until a Join succeeded and at least one peer is
-// known, or JoinTimeout passes (false). A successful Join has merged the
-// seed's whole member list, metas included.
-func (n *Node) waitForSeeds() bool {
+// waitForSeeds waits until a Join succeeded, at least one peer is known
+// and enough holds for the known peers' metas, or JoinTimeout passes. It
+// reports whether a seed answered (a Join succeeded and a peer is known),
+// enough or not. A successful Join has merged the seed's whole member
+// list, metas included. Open calls it (joiningShards).
+func (n *Node) waitForSeeds(enough func(others []nodeMeta) bool) (answered bool) {
 	g := n.gossip
 	timer := time.NewTimer(n.cfg.JoinTimeout)
 	defer timer.Stop()
@@ -95,11 +100,11 @@ func (n *Node) waitForSeeds() bool {
 			joined = nil
 		case <-g.changed:
 		case <-timer.C:
-			return false
+			return joined == nil && len(g.others()) > 0
 		case <-n.stop:
 			return false
 		}
-		if joined == nil && len(g.others()) > 0 {
+		if others := g.others(); joined == nil && len(others) > 0 && enough(others) {
 			return true
 		}
 	}
@@ -111,7 +116,9 @@ func (n *Node) waitForSeeds() bool {
 // full (allAdvertiseVoters), so the wiped-voter check was done. It fails with ErrEmptyDataDirVoter
 // when a stateful peer lists this node id as a voter, and with
 // ErrAmbiguousJoin when stateful peers name different cluster ids; else it
-// adopts their id, if any (Start persists it).
+// adopts their id, if any (Start persists it). It fails with
+// ErrShardCountMismatch when they run another shard count than this node
+// opened (they appeared after Open's wait).
 func (n *Node) checkSeeds() (found, verified bool, err error) {
 	stateful := statefulPeers(n.gossip.others())
 	if len(stateful) == 0 {
@@ -121,6 +128,9 @@ func (n *Node) checkSeeds() (found, verified bool, err error) {
 	}
 	if listing := listingAsVoter(stateful, n.cfg.NodeID); len(listing) > 0 {
 		return true, false, n.emptyDataDirVoterError(listing)
+	}
+	if err := n.shardsMismatch(stateful); err != nil {
+		return true, false, err
 	}
 	verified = allAdvertiseVoters(stateful)
 	ids := clusterIDsOf(stateful)
@@ -147,7 +157,9 @@ func (n *Node) checkSeeds() (found, verified bool, err error) {
 }
 
 // adoptFromPeers runs in the cluster loop while this node has no cluster
-// id. A node whose data dir awaits its check refuses any cluster that lists
+// id. A node without Raft state refuses a cluster that runs another shard
+// count than it opened (logged once: shardsMismatch). A node whose data
+// dir awaits its check refuses any cluster that lists
 // it as a voter (logged once, with the advice of ErrEmptyDataDirVoter)
 // unless it took part in the bootstrap that placed it (participantSeat),
 // and records the check as done when stateful peers that advertise their
@@ -160,6 +172,12 @@ func (n *Node) adoptFromPeers() {
 	hasState := n.hasState.Load() || n.holdsShards()
 	if len(stateful) == 0 && !hasState {
 		return
+	}
+	if !hasState {
+		if err := n.shardsMismatch(stateful); err != nil {
+			n.logOnce("shards-mismatch", hclog.Error, "not joining the peers' cluster: it runs another shard count", "error", err)
+			return
+		}
 	}
 	if !hasState && n.awaitingPeers() {
 		if listing := listingAsVoter(stateful, n.cfg.NodeID); len(listing) > 0 {
@@ -392,7 +410,7 @@ func (n *Node) refreshMeta() {
 		proposal, view, agreement = p, v, a
 	}
 	changed := g.updateSelf(func(m *nodeMeta) {
-		m.Version, m.HasState, m.Voters, m.ClusterID = metaVersion, state, voters, n.ClusterID()
+		m.Version, m.HasState, m.Voters, m.ClusterID, m.Shards = metaVersion, state, voters, n.ClusterID(), n.cfg.Shards
 		m.Proposal, m.View, m.Agreement = proposal, view, agreement
 	})
 	if changed {

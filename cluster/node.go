@@ -149,13 +149,18 @@ type Node struct {
 	once sync.Map
 
 	// initialised is whether node.json existed when Open read it;
-	// gossipKeys are the gossip key file's keys (nil: no encryption);
-	// raftTLS is whether the Raft port speaks mutual TLS. Open sets
-	// them for Start.
-	initialised bool
-	gossipKeys  *gossipKeys
-	raftTLS     bool
-	starting    atomic.Bool // Start was called
+	// shardsSet whether Config.Shards was set (not left to the data dir,
+	// the cluster or DefaultShards); seedsAnswered whether a seed
+	// answered Open's wait for them (joiningShards), which only a fresh
+	// node with Join runs; gossipKeys are the gossip key file's keys
+	// (nil: no encryption); raftTLS is whether the Raft port speaks
+	// mutual TLS. Open sets them for Start.
+	initialised   bool
+	shardsSet     bool
+	seedsAnswered bool
+	gossipKeys    *gossipKeys
+	raftTLS       bool
+	starting      atomic.Bool // Start was called
 
 	closed       atomic.Bool
 	leaving      atomic.Bool // Leave ran: Brokers leaves this node out
@@ -181,9 +186,14 @@ func NewNode(cfg Config) (*Node, error) {
 // node.json, binds cfg.RaftAddr (no shard has a stream on it yet, so
 // Raft traffic for a shard is refused until Start registers it; the
 // admin stream already answers what needs no Raft, such as inspect and
-// replica queries), opens every shard's stores and makes every Shard,
-// MetaShard included, with its FSM. Nothing runs that can deliver
-// leadership: no gossip, no Raft. Until Start has
+// replica queries), decides the shard count (ShardCount: the recorded
+// one, or for a fresh node the configured one, DefaultShards, or its
+// seeds' cluster's; see shardcount.go), opens every shard's stores and
+// makes every Shard, MetaShard included, with its FSM. A fresh node with
+// Join joins gossip here, to learn the count before it writes anything
+// (waiting for its seeds at most JoinTimeout, as Start otherwise would);
+// any other node joins gossip in Start. Nothing runs that can deliver
+// leadership: no Raft. Until Start has
 // started a Shard's Raft, the shard answers as one this node does not
 // lead (see Shard), so a caller can build on Node.Shard before Start,
 // and must call Start or Shutdown after (not both at once: Shutdown
@@ -207,9 +217,6 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
-		return nil, fmt.Errorf("cluster: data dir: %w", err)
-	}
 	id, initialised, err := readIdentity(cfg.DataDir)
 	if err != nil {
 		return nil, err
@@ -217,9 +224,13 @@ func Open(cfg Config) (*Node, error) {
 	if err := checkStartLevel(cfg.DataDir, id); err != nil {
 		return nil, err
 	}
-	if initialised && (id.NodeID != cfg.NodeID || id.Shards != cfg.Shards) {
-		return nil, fmt.Errorf("%w: %s has node id %d and %d shards, config has node id %d and %d shards",
-			ErrDataDirMismatch, cfg.DataDir, id.NodeID, id.Shards, cfg.NodeID, cfg.Shards)
+	// The shard count: the recorded one, or (a fresh node) decided below,
+	// before anything is written (shardcount.go).
+	shardsSet := cfg.Shards != 0
+	if initialised {
+		if cfg.Shards, err = recordedShards(&cfg, id); err != nil {
+			return nil, err
+		}
 	}
 	logStore := cfg.LogStore
 	if initialised {
@@ -234,8 +245,6 @@ func Open(cfg Config) (*Node, error) {
 				return nil, err
 			}
 		}
-	} else {
-		id = identity{Version: identityVersion, NodeID: cfg.NodeID, Shards: cfg.Shards, LogStore: logStore}
 	}
 
 	mux, err := raftnet.ListenMuxTLS(cfg.RaftAddr, cfg.AdvertiseRaftAddr, raftTLS, muxLogger)
@@ -248,7 +257,7 @@ func Open(cfg Config) (*Node, error) {
 	// streams; the beat stream is one connection) after the check below
 	// closes the door.
 	mux.SetClusterPending(id.ClusterID == "")
-	n := &Node{cfg: cfg, logger: logger, initialised: initialised, gossipKeys: gossipKeys, raftTLS: raftTLS != nil, leaderLog: &leaderChangeLog{logger: logger}, mux: mux, stop: make(chan struct{}), logStore: logStore, ident: id, routing: newSignal(), disk: newDiskFence(), diskWake: newSignal()}
+	n := &Node{cfg: cfg, logger: logger, initialised: initialised, shardsSet: shardsSet, gossipKeys: gossipKeys, raftTLS: raftTLS != nil, leaderLog: &leaderChangeLog{logger: logger}, mux: mux, stop: make(chan struct{}), logStore: logStore, ident: id, routing: newSignal(), disk: newDiskFence(), diskWake: newSignal()}
 	n.applies.own = cfg.PlayApplyLevel
 	n.fatal.done = make(chan struct{})
 	n.featureWake = newSignal()
@@ -277,6 +286,24 @@ func Open(cfg Config) (*Node, error) {
 	}
 	n.clusterID.Store(id.ClusterID)
 	mux.SetClusterID(id.ClusterID)
+	if !initialised {
+		shards := cmp.Or(cfg.Shards, DefaultShards)
+		if cfg.GossipAddr != "" && len(cfg.Join) > 0 {
+			if shards, err = n.joiningShards(); err != nil {
+				n.abort()
+				return nil, err
+			}
+		}
+		n.cfg.Shards = shards
+		id = identity{Version: identityVersion, NodeID: cfg.NodeID, Shards: shards, LogStore: logStore}
+		n.idMu.Lock()
+		n.ident = id
+		n.idMu.Unlock()
+		if err := os.MkdirAll(cfg.DataDir, 0o750); err != nil {
+			n.abort()
+			return nil, fmt.Errorf("cluster: data dir: %w", err)
+		}
+	}
 	if logStore == LogStoreNode {
 		if n.nodeStore, err = nodestore.Open(filepath.Join(cfg.DataDir, "wal"), nodestore.Options{
 			Timeout: boltOpenTimeout,
@@ -298,6 +325,9 @@ func Open(cfg Config) (*Node, error) {
 	if err := n.openShards(); err != nil {
 		n.abort()
 		return nil, err
+	}
+	if g := n.gossip; g != nil && g.updateSelf(func(m *nodeMeta) { m.Shards, m.HasState = n.cfg.Shards, n.hasState.Load() }) {
+		g.announce() // gossip started before the count was decided and the stores showed state (joiningShards)
 	}
 	n.makeShards()
 	// Until it knows its cluster, a node without Raft state lets no
@@ -330,11 +360,13 @@ func Open(cfg Config) (*Node, error) {
 // is to its cluster, and starts a Raft instance per shard plus MetaShard.
 // It does not wait for leaders: see WaitReady.
 //
-// On an empty DataDir (no node.json) with Join set, it first waits (at most
-// JoinTimeout) for a seed to answer, and only then starts Raft: it refuses
-// to start (ErrEmptyDataDirVoter) when its node id is a voter of the seeds'
-// live cluster, returns ErrAmbiguousJoin when the seeds belong to more than
-// one cluster, and adopts the cluster id of the seeds' cluster. With
+// On an empty DataDir (no node.json) with Join set, Open has waited (at
+// most JoinTimeout) for a seed to answer, and Start checks what the seeds
+// gossip before it starts Raft: it refuses to start (ErrEmptyDataDirVoter)
+// when its node id is a voter of the seeds' live cluster, returns
+// ErrAmbiguousJoin when the seeds belong to more than one cluster and
+// ErrShardCountMismatch when their cluster runs another shard count than
+// the node opened, and adopts the cluster id of the seeds' cluster. With
 // BootstrapExpect 1 and no live cluster found, every shard is bootstrapped
 // as a single-voter cluster under a new cluster id. Once node.json records
 // the node, Start never bootstraps again; a multi-node bootstrap happens
@@ -351,7 +383,7 @@ func (n *Node) Start() error {
 		return ErrStarted
 	}
 	cfg, logger, initialised := &n.cfg, n.logger, n.initialised
-	if cfg.GossipAddr != "" {
+	if cfg.GossipAddr != "" && n.gossip == nil { // a fresh node with Join started it in Open
 		if err := n.startGossip(n.initialMeta(), n.gossipKeys); err != nil {
 			n.abort()
 			return err
@@ -824,7 +856,7 @@ func (n *Node) localLeadership(s *Shard, leader bool) {
 // every shard from the leader table: it answers Metadata and
 // FindCoordinator and redirects group requests.
 func (n *Node) Ready() bool {
-	if n.closed.Load() || n.disk.fenced() {
+	if n.closed.Load() || n.disk.fenced() || !n.shardsStarted.Load() {
 		return false
 	}
 	if p := n.placed.Load(); p != nil {

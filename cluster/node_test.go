@@ -410,21 +410,24 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
-// TestNodeDefaultShardsReadyFast: a fresh single node with the default 50
-// shards (51 Raft groups) and default LAN timings is ready within ~2s, and so
-// is its restart.
+// TestNodeDefaultShardsReadyFast: a fresh single node with the shard count
+// unset (DefaultShards for a new cluster, plus MetaShard) and default LAN
+// timings is ready within ~2s, and so is its restart.
 func TestNodeDefaultShardsReadyFast(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
 	dir := t.TempDir()
-	cfg := testConfig(t, dir, 1, DefaultConfig().Shards)
+	cfg := testConfig(t, dir, 1, 0)
 	for round := range 2 {
 		start := time.Now()
 		tn := startTestNode(t, cfg)
 		waitReady(t, tn.Node, 10*time.Second)
 		elapsed := time.Since(start)
-		t.Logf("round %d: %d shards ready in %v", round, cfg.Shards, elapsed)
+		if tn.ShardCount() != DefaultShards {
+			t.Fatalf("round %d: %d shards, want DefaultShards %d", round, tn.ShardCount(), DefaultShards)
+		}
+		t.Logf("round %d: %d shards ready in %v", round, tn.ShardCount(), elapsed)
 		if elapsed > 3*time.Second {
 			t.Errorf("round %d: ready after %v, want about 2s at most", round, elapsed)
 		}
