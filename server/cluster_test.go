@@ -64,7 +64,7 @@ func waitBalanced(t *testing.T, servers []*Server, within time.Duration) {
 		for _, c := range counts {
 			lo, hi, total = min(lo, c), max(hi, c), total+c
 		}
-		if hi-lo <= 1 && total == int(servers[0].cfg.OffsetsTopicNumPartitions) {
+		if hi-lo <= 1 && total == int(servers[0].ShardCount()) {
 			t.Logf("leaders per node: %v", counts)
 			return
 		}

@@ -87,7 +87,12 @@ type Config struct {
 	BootstrapExpect int
 
 	// OffsetsTopicNumPartitions is offsets.topic.num.partitions: the number of
-	// shards groups are hashed over. Fixed for the life of a cluster.
+	// shards groups are hashed over, fixed when the cluster bootstraps. 0
+	// (unset, the default) means the cluster's: the count the data dir
+	// records, the one a joining node's seeds advertise, or
+	// cluster.DefaultShards for a new cluster (cluster.Config.Shards). Set,
+	// it must be the cluster's; it chooses a new cluster's count.
+	// Server.ShardCount is the count the node runs.
 	OffsetsTopicNumPartitions int32
 	// OffsetsTopicReplicationFactor is offsets.topic.replication.factor:
 	// replicas per shard (capped at the number of nodes).
@@ -221,7 +226,9 @@ type Config struct {
 }
 
 // DefaultConfig returns the configuration of `kcoord serve` with no flags: a
-// single node on loopback with Kafka's defaults.
+// single node on loopback with Kafka's defaults, and
+// offsets.topic.num.partitions unset (the cluster's count; see
+// OffsetsTopicNumPartitions).
 func DefaultConfig() Config {
 	return Config{
 		NodeID:                        1,
@@ -231,7 +238,6 @@ func DefaultConfig() Config {
 		GossipAddr:                    "127.0.0.1:7946",
 		HTTPAddr:                      "127.0.0.1:9644",
 		BootstrapExpect:               1,
-		OffsetsTopicNumPartitions:     50,
 		OffsetsTopicReplicationFactor: 3,
 		GroupInitialRebalanceDelay:    3 * time.Second,
 		GroupMinSessionTimeout:        6 * time.Second,
@@ -305,8 +311,8 @@ func (c *Config) Validate() error {
 	case c.BootstrapExpect == 0 && len(c.Join) == 0:
 		errs = append(errs, errors.New("bootstrap-expect must be at least 1 without --join (0 joins an existing cluster)"))
 	}
-	if c.OffsetsTopicNumPartitions < 1 {
-		errs = append(errs, errors.New("offsets.topic.num.partitions must be at least 1"))
+	if c.OffsetsTopicNumPartitions < 0 {
+		errs = append(errs, errors.New("offsets.topic.num.partitions must be at least 1 (or unset: the cluster's)"))
 	}
 	if c.OffsetsTopicReplicationFactor < 1 {
 		errs = append(errs, errors.New("offsets.topic.replication.factor must be at least 1"))

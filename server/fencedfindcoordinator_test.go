@@ -57,7 +57,7 @@ func fenceACoordinator(t *testing.T, stalled func(victim *Server, group string))
 func groupLedBy(servers []*Server, prefix string) (leader *Server, group string, shard int32) {
 	for i := 0; ; i++ {
 		group = fmt.Sprintf("%s-%d", prefix, i)
-		shard = groups.PartitionFor(group, servers[0].cfg.OffsetsTopicNumPartitions)
+		shard = groups.PartitionFor(group, servers[0].ShardCount())
 		for _, s := range servers {
 			if s.Node().Shard(shard).IsLeader() {
 				return s, group, shard

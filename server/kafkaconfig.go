@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kcoord/kcoord/cluster"
 )
 
 // kafkaKey maps one Kafka broker config name to a Config field; exactly one
@@ -31,7 +33,10 @@ type kafkaKey struct {
 	// (trimmed) that Validate parses.
 	strp    func(c *Config) *string
 	choices []string
-	help    string
+	// zeroUnset says 0 is not a value but "unset" (an int32 field whose
+	// min is above 0): KafkaConfig answers "" for it.
+	zeroUnset bool
+	help      string
 }
 
 const (
@@ -42,9 +47,10 @@ const (
 // kafkaKeys lists the supported keys: design.md's table in its order, then
 // the listener's limits, then kcoord's own.
 var kafkaKeys = []kafkaKey{
-	{name: "offsets.topic.num.partitions", min: 1, max: math.MaxInt32,
+	{name: "offsets.topic.num.partitions", min: 1, max: math.MaxInt32, zeroUnset: true,
 		int32p: func(c *Config) *int32 { return &c.OffsetsTopicNumPartitions },
-		help:   "shards groups are hashed over; fixed for the life of a cluster"},
+		help: fmt.Sprintf("shards groups are hashed over, fixed when the cluster bootstraps; unset, a node runs the count its data dir records, or its seeds' cluster's when it joins, or %d for a new cluster (set it only to choose a new cluster's count)",
+			cluster.DefaultShards)},
 	{name: "offsets.topic.replication.factor", min: 1, max: math.MaxInt16,
 		int32p: func(c *Config) *int32 { return &c.OffsetsTopicReplicationFactor },
 		help:   "replicas per shard, capped at the number of nodes"},
@@ -229,7 +235,7 @@ func (c *Config) SetKafkaConfig(key, value string) error {
 }
 
 // KafkaConfig returns the value of a Kafka broker config name as Kafka
-// writes it, and false for an unknown name.
+// writes it ("" for a setting left unset), and false for an unknown name.
 func (c *Config) KafkaConfig(key string) (string, bool) {
 	k, ok := lookupKafkaKey(key)
 	if !ok {
@@ -244,6 +250,8 @@ func (c *Config) KafkaConfig(key string) (string, bool) {
 		return strconv.FormatInt(int64(*k.durp(c)/k.unit), 10), true
 	case k.int64p != nil:
 		return strconv.FormatInt(*k.int64p(c), 10), true
+	case k.zeroUnset && *k.int32p(c) == 0:
+		return "", true
 	}
 	return strconv.FormatInt(int64(*k.int32p(c)), 10), true
 }

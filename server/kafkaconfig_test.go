@@ -10,7 +10,7 @@ import (
 // The defaults of design.md's table and the listener's limits, which are
 // Kafka's except queued.max.request.bytes (Kafka: -1), then kcoord's own.
 var kafkaDefaults = map[string]string{
-	"offsets.topic.num.partitions":     "50",
+	"offsets.topic.num.partitions":     "", // unset: the cluster's
 	"offsets.topic.replication.factor": "3",
 	"group.initial.rebalance.delay.ms": "3000",
 	"group.min.session.timeout.ms":     "6000",

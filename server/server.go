@@ -68,6 +68,9 @@ type Server struct {
 	// written once, before the node's Start, which begins the leadership
 	// goroutines that read it (onLeadership).
 	opened *cluster.Node
+	// shards is the node's shard count (cluster.Node.ShardCount), for
+	// readers that do not take mu (ShardFor); 0 before Open decided it.
+	shards atomic.Int32
 	// stopping is set when Shutdown or Kill begins.
 	stopping atomic.Bool
 	// events is this node's timeline for the status page.
@@ -196,16 +199,14 @@ func (s *Server) Start() error {
 	s.stopRetention = make(chan struct{})
 	s.retentionDone = make(chan struct{})
 	go groups.RunRetention(s.stopRetention, s.retentionDone, s.coords, s.cfg.OffsetsRetentionCheckInterval, s.cfg.OffsetsRetention, s.logger)
-	s.logger.Debug("serving", "kafka", kafka.Addr().String(), "advertised", advertised, "raft", s.node.RaftAddr(), "shards", s.cfg.OffsetsTopicNumPartitions)
+	s.logger.Debug("serving", "kafka", kafka.Addr().String(), "advertised", advertised, "raft", s.node.RaftAddr(), "shards", s.ShardCount())
 	return nil
 }
 
-// startNode builds the FSMs, opens the Raft node, builds a coordinator on
-// each of its shards and starts the node. Called with s.mu held.
+// startNode opens the Raft node, which decides the shard count and builds
+// an FSM per shard (NewShardFSM), builds a coordinator on each of its
+// shards and starts the node. Called with s.mu held.
 func (s *Server) startNode(advertised string) error {
-	n := s.cfg.OffsetsTopicNumPartitions
-	s.states = make([]*fsm.ShardFSM, n)
-	s.coords = make([]*groups.Coordinator, n)
 	gcfg := groups.DefaultConfig()
 	gcfg.InitialRebalanceDelay = s.cfg.GroupInitialRebalanceDelay
 	gcfg.MinSessionTimeout, gcfg.MaxSessionTimeout = s.cfg.GroupMinSessionTimeout, s.cfg.GroupMaxSessionTimeout
@@ -233,13 +234,10 @@ func (s *Server) startNode(advertised string) error {
 	if s.cfg.Groups != nil {
 		s.cfg.Groups(&gcfg)
 	}
-	for i := range s.states {
-		s.states[i] = fsm.NewShardFSM(int32(i), s.logger.Named("fsm"))
-	}
 	ccfg := cluster.DefaultConfig()
 	ccfg.NodeID, ccfg.DataDir = s.cfg.NodeID, s.cfg.DataDir
 	ccfg.RaftAddr, ccfg.AdvertiseRaftAddr, ccfg.KafkaAddr = s.cfg.RaftAddr, s.cfg.AdvertiseRaftAddr, advertised
-	ccfg.Shards, ccfg.BootstrapExpect = n, s.cfg.BootstrapExpect
+	ccfg.Shards, ccfg.BootstrapExpect = s.cfg.OffsetsTopicNumPartitions, s.cfg.BootstrapExpect
 	ccfg.ReplicationFactor = int(s.cfg.OffsetsTopicReplicationFactor)
 	ccfg.MaxConcurrentMoves = int(s.cfg.PlacementMaxConcurrentMoves)
 	ccfg.GossipAddr, ccfg.AdvertiseGossipAddr, ccfg.Join = s.cfg.GossipAddr, s.cfg.AdvertiseGossipAddr, s.cfg.Join
@@ -264,16 +262,30 @@ func (s *Server) startNode(advertised string) error {
 	if s.cfg.Raft != nil {
 		s.cfg.Raft(&ccfg)
 	}
-	ccfg.NewShardFSM = func(shard int32) raft.FSM { return s.states[shard] }
+	// Open calls it once per shard, in order, on this goroutine, once it
+	// has decided the count.
+	ccfg.NewShardFSM = func(shard int32) raft.FSM {
+		st := fsm.NewShardFSM(shard, s.logger.Named("fsm"))
+		s.states = append(s.states, st)
+		return st
+	}
 	ccfg.NewMetaFSM = func() raft.FSM { return s.meta }
 	ccfg.OnLeadership = s.onLeadership
 	ccfg.Inspect = s.inspect
 	ccfg.Logger = s.logger
 	ccfg.RaftLogger = quiet(s.logger.Named("raft"), hclog.Warn)
+	s.states = nil
 	node, err := cluster.Open(ccfg)
 	if err != nil {
 		return err // cluster's errors say "cluster: " already
 	}
+	n := node.ShardCount()
+	if len(s.states) != int(n) {
+		_ = node.Shutdown()
+		return fmt.Errorf("server: the node made %d shard FSMs for %d shards", len(s.states), n)
+	}
+	s.shards.Store(n)
+	s.coords = make([]*groups.Coordinator, n)
 	// The shards lead nothing until Start: each coordinator uses its
 	// shard as its groups.Log from the start.
 	for i := range s.coords {
@@ -543,11 +555,17 @@ func (s *Server) BoundConfig() Config {
 // leaveTimeout bounds the leadership transfers of a planned stop.
 const leaveTimeout = 5 * time.Second
 
-// ShardFor is the shard a group lives on: Kafka's partitionFor over
-// offsets.topic.num.partitions. Any goroutine.
+// ShardFor is the shard a group lives on: Kafka's partitionFor over the
+// node's shard count (ShardCount). Any goroutine, once Start returned.
 func (s *Server) ShardFor(groupID string) int32 {
-	return groups.PartitionFor(groupID, s.cfg.OffsetsTopicNumPartitions)
+	return groups.PartitionFor(groupID, s.ShardCount())
 }
+
+// ShardCount is the number of shards groups are hashed over on this node
+// (offsets.topic.num.partitions as the cluster fixed it, whether or not
+// this node's configuration sets it); 0 before Start has opened the node.
+// Any goroutine.
+func (s *Server) ShardCount() int32 { return s.shards.Load() }
 
 // Node is the cluster node (nil before Start); tests use it for fault
 // injection and leadership inspection.

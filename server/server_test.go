@@ -41,8 +41,8 @@ func TestMetricsReportShardsLed(t *testing.T) {
 				ch <- m
 			}
 		}
-	})); got != float64(cfg.OffsetsTopicNumPartitions) {
-		t.Fatalf("shards led %v, want %d", got, cfg.OffsetsTopicNumPartitions)
+	})); got != float64(s.ShardCount()) || s.ShardCount() != cfg.OffsetsTopicNumPartitions {
+		t.Fatalf("shards led %v of %d, want all %d configured", got, s.ShardCount(), cfg.OffsetsTopicNumPartitions)
 	}
 }
 
@@ -74,9 +74,9 @@ func TestShutdownAfterFailedStart(t *testing.T) {
 
 func TestInvalidConfigIsRefused(t *testing.T) {
 	cfg := TestConfig(t.TempDir())
-	cfg.OffsetsTopicNumPartitions = 0
+	cfg.OffsetsTopicNumPartitions = -1
 	if _, err := New(cfg, nil, nil); err == nil {
-		t.Fatal("zero shards accepted")
+		t.Fatal("a negative shard count accepted")
 	}
 }
 

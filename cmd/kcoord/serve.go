@@ -89,6 +89,9 @@ func kafkaConfigHelp() string {
 	d := server.DefaultConfig()
 	for _, k := range server.KafkaConfigKeys() {
 		v, _ := d.KafkaConfig(k)
+		if v == "" {
+			v = "(unset)"
+		}
 		fmt.Fprintf(&b, "  %-37s %-11s %s\n", k, v, server.KafkaConfigHelp(k))
 	}
 	return b.String()
@@ -148,8 +151,12 @@ func serve(ctx context.Context, cfg server.Config, logger hclog.Logger, shutdown
 	if cfg.BootstrapExpect == 0 {
 		bootstrap = "none (joins an existing cluster)"
 	}
+	shards := any(cfg.OffsetsTopicNumPartitions)
+	if sc, ok := n.(interface{ ShardCount() int32 }); ok {
+		shards = sc.ShardCount() // the cluster's, when the setting is unset
+	}
 	logger.Info("serving", "node_id", cfg.NodeID, "kafka_addr", fmt.Sprint(n.KafkaAddr()), "http_addr", addrString(httpLn),
-		"raft_addr", cfg.RaftAddr, "gossip_addr", cfg.GossipAddr, "shards", cfg.OffsetsTopicNumPartitions,
+		"raft_addr", cfg.RaftAddr, "gossip_addr", cfg.GossipAddr, "shards", shards,
 		"bootstrap_expect", bootstrap, "gomaxprocs", runtime.GOMAXPROCS(0))
 
 	httpErr := make(chan error, 1)
