@@ -347,7 +347,7 @@ func TestConfigValidate(t *testing.T) {
 		{"bad raft addr", func(c *Config) { c.RaftAddr = "nope" }, ErrInvalidConfig},
 		{"unadvertisable", func(c *Config) { c.AdvertiseRaftAddr = "0.0.0.0:9093" }, ErrInvalidConfig},
 		{"bad kafka addr", func(c *Config) { c.KafkaAddr = "x" }, ErrInvalidConfig},
-		{"zero shards", func(c *Config) { c.Shards = 0 }, ErrInvalidConfig},
+		{"negative shards", func(c *Config) { c.Shards = -1 }, ErrInvalidConfig},
 		{"negative node id", func(c *Config) { c.NodeID = -1 }, ErrInvalidConfig},
 		{"multi-node bootstrap without gossip", func(c *Config) { c.BootstrapExpect = 3 }, ErrInvalidConfig},
 		{"negative bootstrap", func(c *Config) { c.BootstrapExpect = -1 }, ErrInvalidConfig},
