@@ -30,16 +30,31 @@
 //     commit to one of its groups succeeds through a fresh client.
 //   - fill.go: Fill, many groups of many partitions committed through
 //     concurrent committers, one OffsetCommit per group.
+//   - shards.go: Shards, behind `kcoord bench shards` (issue 35: how
+//     many Raft groups a cluster should run): ShardsConfig in, a
+//     ShardsResult per (nodes, shards) configuration out, and
+//     WriteShards, the section "How many Raft groups" that `make
+//     benchmarks` appends to docs/benchmarks.md.
+//   - shardscluster.go: shardsCluster, one configuration's in-process
+//     nodes (production Raft timings, replication factor 3): start,
+//     leadership spread, kill, restart, placement settled.
+//   - shardsfailover.go: the failover step: the node leading the most
+//     shards killed, a commit to each shard it led timed until its new
+//     leader acknowledges it.
+//   - shardsplacement.go: the add and drain steps: a fresh node timed
+//     until placement gave it its share, a remove-node timed until the
+//     cluster's status reports the node drained.
 //
 // # Goroutines
 //
-// Commits, Fill, ProcsFailover and Report are called from one goroutine;
-// Commits runs one goroutine per client, each committing one offset at a
-// time, Fill one per committer, each committing one group at a time, and
-// ProcsFailover one per shard it times; each returns once they have all
-// stopped. A Procs is driven from one goroutine; each node's process has
-// a goroutine that waits for its exit, and Stop (or an error of
-// StartProcs) kills every process and waits until each is gone. Nothing
-// in the package blocks while it holds a lock but the port picker, whose
-// lock covers its own binds.
+// Commits, Fill, ProcsFailover, Report and Shards are called from one
+// goroutine; Commits runs one goroutine per client, each committing one
+// offset at a time, Fill one per committer, each committing one group at
+// a time, and ProcsFailover and Shards' failover step one per shard they
+// time; each returns once they have all stopped. A Procs is driven from
+// one goroutine; each node's process has a goroutine that waits for its
+// exit, and Stop (or an error of StartProcs) kills every process and
+// waits until each is gone. Shards' nodes are killed before it returns,
+// on error too. Nothing in the package blocks while it holds a lock but
+// the port picker, whose lock covers its own binds.
 package bench
