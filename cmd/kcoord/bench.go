@@ -23,6 +23,7 @@ func newBenchCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	bench.AddCommand(newBenchAssignCmd(), newBenchCommitsCmd(), newBenchReportCmd())
+	bench.AddCommand(newBenchShardsCmd())
 	return bench
 }
 

@@ -57,6 +57,9 @@
 //
 //   - bench.go: `kcoord bench report`, `bench commits` and `bench assign`
 //     (packages bench and assignors/assignbench).
+//   - benchshards.go: `kcoord bench shards`: clusters of each shard count
+//     and size measured (throughput, idle CPU, failover, add, drain), as
+//     the markdown section `make benchmarks` appends (package bench).
 //   - verify.go: `kcoord verify`: the chaos workload and checkers against
 //     any running Kafka-compatible cluster.
 //   - chaos.go: `kcoord chaos` and `kcoord chaos upgrade`: the chaos suite
