@@ -63,11 +63,14 @@ bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(PKGS)
 
 # docs/benchmarks.md, measured on this machine: kcoord beside kfake in one
-# run (kcoord bench report; a few minutes). BENCH_DIR is where the nodes
-# keep their data: the disk a deployment would use.
+# run (kcoord bench report; a few minutes), then the section "How many
+# Raft groups" (kcoord bench shards: 8, 16 and 50 shards on 3 and 5 nodes;
+# about 15 minutes). BENCH_DIR is where the nodes keep their data: the disk
+# a deployment would use. Either failing leaves docs/benchmarks.md as it
+# was.
 BENCH_DIR ?= $(CURDIR)
 benchmarks: build
-	bin/kcoord bench report --dir $(BENCH_DIR) > docs/benchmarks.md.tmp || { rm -f docs/benchmarks.md.tmp; exit 1; }
+	{ bin/kcoord bench report --dir $(BENCH_DIR) && echo && bin/kcoord bench shards --dir $(BENCH_DIR); } > docs/benchmarks.md.tmp || { rm -f docs/benchmarks.md.tmp; exit 1; }
 	mv docs/benchmarks.md.tmp docs/benchmarks.md
 
 run:
