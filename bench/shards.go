@@ -108,15 +108,15 @@ type ShardsResult struct {
 	// core: every node of the configuration, nothing else running.
 	IdleCPU float64
 	// Failover is the kill of the node leading the most shards.
-	Failover FailoverResult
+	Failover ShardsFailover
 	// Add is a fresh node joining (after the killed node restarted);
 	// Drain is a remove-node of one of the original nodes after it.
 	Add   AddResult
 	Drain DrainResult
 }
 
-// FailoverResult is the kill of one node, without leadership transfer.
-type FailoverResult struct {
+// ShardsFailover is the kill of one node, without leadership transfer.
+type ShardsFailover struct {
 	// Node is the node killed; Shards how many group shards it led.
 	Node   int32
 	Shards int

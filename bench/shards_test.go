@@ -73,7 +73,7 @@ func TestWriteShardsPrintsOneRowPerConfiguration(t *testing.T) {
 			Nodes: 3, Shards: 16, Ready: 1500 * time.Millisecond, Spread: 4 * time.Second, LeadMin: 5, LeadMax: 6,
 			Commits:  CommitsResult{Commits: 20000, Errors: 2, Elapsed: 5 * time.Second, P50: 12340 * time.Microsecond, P99: 40 * time.Millisecond},
 			IdleCPU:  6.25,
-			Failover: FailoverResult{Node: 2, Shards: 6, P50: 1100 * time.Millisecond, Max: 1250 * time.Millisecond},
+			Failover: ShardsFailover{Node: 2, Shards: 6, P50: 1100 * time.Millisecond, Max: 1250 * time.Millisecond},
 			Add:      AddResult{Node: 4, Target: 12, Replicas: 13, Share: 20 * time.Second, Settled: 31 * time.Second},
 			Drain:    DrainResult{Node: 3, Replicas: 12, Took: 25500 * time.Millisecond},
 		},

@@ -16,13 +16,13 @@ import (
 )
 
 const (
-	// failoverRetry is how long a probe waits between attempts, in the
+	// shardsProbeRetry is how long a probe waits between attempts, in the
 	// client's own retries (its coordinator lookups) and between commits:
 	// the resolution of a failover time.
-	failoverRetry = 20 * time.Millisecond
-	// failoverAttempt bounds one commit attempt with the client's
+	shardsProbeRetry = 20 * time.Millisecond
+	// shardsProbeAttempt bounds one commit attempt with the client's
 	// retries in it.
-	failoverAttempt = 2 * time.Second
+	shardsProbeAttempt = 2 * time.Second
 )
 
 // failover kills the live node leading the most group shards, without
@@ -32,7 +32,7 @@ const (
 // looking the group's coordinator up again. One goroutine per shard
 // probes; failover returns when every shard answered, or with an error
 // when one did not within phase.
-func (c *shardsCluster) failover(ctx context.Context, phase time.Duration) (FailoverResult, error) {
+func (c *shardsCluster) failover(ctx context.Context, phase time.Duration) (ShardsFailover, error) {
 	var victim *server.Server
 	most := -1
 	for _, s := range c.servers() {
@@ -43,7 +43,7 @@ func (c *shardsCluster) failover(ctx context.Context, phase time.Duration) (Fail
 	id := victim.Node().ID()
 	probes, err := probeGroups(int32(c.shards))
 	if err != nil {
-		return FailoverResult{}, err
+		return ShardsFailover{}, err
 	}
 	var survivors []string
 	for _, s := range c.servers() {
@@ -52,28 +52,28 @@ func (c *shardsCluster) failover(ctx context.Context, phase time.Duration) (Fail
 		}
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(survivors...),
-		kgo.RetryBackoffFn(func(int) time.Duration { return failoverRetry }), kgo.RetryTimeout(phase))
+		kgo.RetryBackoffFn(func(int) time.Duration { return shardsProbeRetry }), kgo.RetryTimeout(phase))
 	if err != nil {
-		return FailoverResult{}, err
+		return ShardsFailover{}, err
 	}
 	defer cl.Close()
 	pctx, cancel := context.WithTimeout(ctx, phase)
 	defer cancel()
 	topicID, err := ensureTopic(pctx, kadm.NewClient(cl), shardsTopic)
 	if err != nil {
-		return FailoverResult{}, err
+		return ShardsFailover{}, err
 	}
 	// Each probe's coordinator is in the client's cache before the kill,
 	// as a running consumer's would be.
 	for _, sh := range ledBy(victim) {
 		if _, err := commitUntilAcked(pctx, cl, probes[sh], topicID, 1); err != nil {
-			return FailoverResult{}, fmt.Errorf("shard %d before the kill: %w", sh, err)
+			return ShardsFailover{}, fmt.Errorf("shard %d before the kill: %w", sh, err)
 		}
 	}
 
 	led := ledBy(victim) // again: balance may have moved one meanwhile
 	if len(led) == 0 {
-		return FailoverResult{}, fmt.Errorf("node %d leads no shard any more", id)
+		return ShardsFailover{}, fmt.Errorf("node %d leads no shard any more", id)
 	}
 	t0 := time.Now()
 	c.kill(id)
@@ -91,10 +91,10 @@ func (c *shardsCluster) failover(ctx context.Context, phase time.Duration) (Fail
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return FailoverResult{}, err
+		return ShardsFailover{}, err
 	}
 	slices.Sort(took)
-	return FailoverResult{Node: id, Shards: len(led), P50: quantile(took, 0.5), Max: took[len(took)-1]}, nil
+	return ShardsFailover{Node: id, Shards: len(led), P50: quantile(took, 0.5), Max: took[len(took)-1]}, nil
 }
 
 // ledBy lists the group shards s leads, by its own Raft instances.
@@ -109,11 +109,11 @@ func ledBy(s *server.Server) []int32 {
 }
 
 // commitUntilAcked commits rising offsets from offset to group, one
-// attempt at a time, failoverRetry apart, until one is acknowledged, and
+// attempt at a time, shardsProbeRetry apart, until one is acknowledged, and
 // returns when it was; it fails when ctx ends first.
 func commitUntilAcked(ctx context.Context, cl *kgo.Client, group string, topicID [16]byte, offset int64) (time.Time, error) {
 	for ; ; offset++ {
-		actx, cancel := context.WithTimeout(ctx, failoverAttempt)
+		actx, cancel := context.WithTimeout(ctx, shardsProbeAttempt)
 		err := CommitOffset(actx, cl, group, shardsTopic, topicID, offset)
 		cancel()
 		if err == nil {
@@ -122,7 +122,7 @@ func commitUntilAcked(ctx context.Context, cl *kgo.Client, group string, topicID
 		select {
 		case <-ctx.Done():
 			return time.Now(), fmt.Errorf("no commit acknowledged (last error: %v): %w", err, ctx.Err())
-		case <-time.After(failoverRetry):
+		case <-time.After(shardsProbeRetry):
 		}
 	}
 }

@@ -14,8 +14,8 @@ const (
 	// statusPoll is how often drainNode asks for the cluster's status
 	// (each ask calls every live node).
 	statusPoll = 200 * time.Millisecond
-	// statusTimeout bounds one status call.
-	statusTimeout = 5 * time.Second
+	// shardsStatusTimeout bounds one in-process status call.
+	shardsStatusTimeout = 5 * time.Second
 )
 
 // addNode starts a fresh node, as `kcoord serve --join` alone starts one
@@ -90,7 +90,7 @@ func (c *shardsCluster) drainNode(ctx context.Context, phase time.Duration) (Dra
 	}
 	state := ""
 	err := poll(pctx, statusPoll, func() bool {
-		sctx, cancel := context.WithTimeout(pctx, statusTimeout)
+		sctx, cancel := context.WithTimeout(pctx, shardsStatusTimeout)
 		defer cancel()
 		for _, n := range observer.Node().Status(sctx).Nodes {
 			if n.ID == r.Node {
