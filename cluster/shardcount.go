@@ -34,8 +34,11 @@ import (
 //     so its Raft admits none of that cluster's traffic.
 
 // DefaultShards is the shard count of a new cluster whose nodes leave
-// Config.Shards unset: Kafka's default offsets.topic.num.partitions.
-const DefaultShards int32 = 50
+// Config.Shards unset: 16, Redpanda's default for its consumer offsets
+// topic (Kafka's is 50, which release 0.1.0 used: previousReleaseShards).
+// Fewer, fuller Raft groups cost less; docs/architecture.md (Shard count)
+// has the trade-off. A cluster keeps the count it bootstrapped with.
+const DefaultShards int32 = 16
 
 // previousReleaseShards is the count a peer that advertises none runs:
 // release 0.1.0 gossips no count, and its default was 50. (A 0.1.0

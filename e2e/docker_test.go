@@ -979,7 +979,8 @@ func (dc *dockerCompose) logShardsLed(ctx context.Context, t *testing.T, when st
 }
 
 // waitBalanced waits until the nodes together lead every shard and no node
-// leads more than one shard more than another (16/17/17 for 50 shards).
+// leads more than one shard more than another (5/5/6 for the compose
+// cluster's 16 shards, the default).
 func (dc *dockerCompose) waitBalanced(ctx context.Context, t *testing.T, within time.Duration) {
 	t.Helper()
 	dcPoll(ctx, t, "shard leadership balanced (kcoord_shards_led)", within, time.Second, func(ctx context.Context) error {

@@ -60,7 +60,7 @@ func TestNodesAddedWithJoinAndRemovedAsProcesses(t *testing.T) {
 	ctx := testContext(t, 6*time.Minute)
 	config := []string{
 		"-c", "group.min.session.timeout.ms=1000", // the members' 3 s sessions
-		"-c", "offsets.topic.num.partitions=50", // the default, as an operator runs it
+		"-c", "offsets.topic.num.partitions=50", // Kafka's default and 0.1.0's, set as an operator of such a cluster runs it
 	}
 	procs := startProcCluster(ctx, t, 3, config...)
 	const topic, partitions = "elastic", 4
