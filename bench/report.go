@@ -59,6 +59,7 @@ type target struct {
 	name    string
 	brokers []string
 	stop    func()
+	shards  int32 // a kcoord cluster's group shards
 }
 
 // commitsRow is one server's line of the OffsetCommit table: Commits with
@@ -71,8 +72,10 @@ type commitsRow struct {
 // inProcess is what Report measured of the servers in its own process.
 type inProcess struct {
 	rows []commitsRow // kfake's first
-	// idle is the three in-process nodes' CPU, % of one core.
-	idle float64
+	// idle is the three in-process nodes' CPU, % of one core; shards
+	// their group shard count.
+	idle   float64
+	shards int32
 }
 
 // Report measures, in one run on this machine, kcoord beside franz-go's
@@ -81,7 +84,7 @@ type inProcess struct {
 //   - the disk's fdatasync p50 in Dir (what one durable write costs);
 //   - OffsetCommit throughput and latency (Commits) with 64 clients and
 //     with 1, against kfake, a kcoord node and a three-node kcoord cluster
-//     (50 shards, replication factor 3, production Raft timings) in this
+//     (the default shard count, replication factor 3, production Raft timings) in this
 //     process, and three `kcoord serve` processes of cfg.Binary with
 //     serve's defaults;
 //   - the three idle in-process nodes' CPU, and the three idle
@@ -127,7 +130,7 @@ func measureInProcess(ctx context.Context, cfg ReportConfig) (inProcess, error) 
 			if err != nil {
 				return target{}, err
 			}
-			return target{"kfake, in memory", c.ListenAddrs(), c.Close}, nil
+			return target{name: "kfake, in memory", brokers: c.ListenAddrs(), stop: c.Close}, nil
 		},
 		func() (target, error) { return startKcoord(ctx, cfg, 1) },
 		func() (target, error) { return startKcoord(ctx, cfg, 3) },
@@ -141,6 +144,7 @@ func measureInProcess(ctx context.Context, cfg ReportConfig) (inProcess, error) 
 		r.par, r.ser, err = measureCommits(ctx, t.brokers, cfg.Duration)
 		if err == nil && i == len(starts)-1 {
 			in.idle, err = idleCPU(ctx, cfg.Idle)
+			in.shards = t.shards
 		}
 		t.stop()
 		if err != nil {
@@ -191,14 +195,14 @@ func writeReport(w io.Writer, cfg ReportConfig, fsync time.Duration, in inProces
 	}
 	fmt.Fprintf(w, "\nA kcoord commit is durable on disk before it is answered: on one node a group commit of the node's write-ahead log (one write and one fdatasync, shared with whatever the other shards wrote meanwhile); on three, the leader's and then a follower's, so two on the way. kfake keeps nothing on disk.\n")
 	fmt.Fprintf(w, "\n## Idle\n\n")
-	fmt.Fprintf(w, "Three kcoord nodes in one process, 50 shards, replication factor 3, no client (2 s after the commit measurements ended), leadership settled: **%.1f%% of one core** together, over %v. The same three nodes as three processes: **%.1f%% of one core** together (below).\n", in.idle, cfg.Idle, procs.idle)
+	fmt.Fprintf(w, "Three kcoord nodes in one process, %d shards, replication factor 3, no client (2 s after the commit measurements ended), leadership settled: **%.1f%% of one core** together, over %v. The same three nodes as three processes: **%.1f%% of one core** together (below).\n", in.shards, in.idle, cfg.Idle, procs.idle)
 	writeProcsSections(w, cfg, procs, in.idle)
 }
 
 func ms(d time.Duration) string { return strconv.FormatFloat(float64(d)/1e6, 'f', 2, 64) + " ms" }
 
 // startKcoord starts n in-process kcoord nodes on loopback with data under
-// cfg.Dir, 50 shards and production Raft timings, and waits until all are
+// cfg.Dir, the default shard count and production Raft timings, and waits until all are
 // ready and, for a cluster, leadership is spread.
 func startKcoord(ctx context.Context, cfg ReportConfig, n int) (target, error) {
 	var servers []*server.Server
@@ -215,7 +219,7 @@ func startKcoord(ctx context.Context, cfg ReportConfig, n int) (target, error) {
 		}
 		c := server.TestClusterConfig(dir, i, n)
 		c.Raft = nil // production timings
-		c.OffsetsTopicNumPartitions = 50
+		c.OffsetsTopicNumPartitions = 0 // the default count, as the processes run
 		if i > 0 {
 			c.Join = []string{servers[0].BoundConfig().GossipAddr}
 		}
@@ -250,7 +254,7 @@ func startKcoord(ctx context.Context, cfg ReportConfig, n int) (target, error) {
 	if n > 1 {
 		name = fmt.Sprintf("kcoord, %d nodes, RF 3", n)
 	}
-	return target{name, brokers, stop}, nil
+	return target{name, brokers, stop, servers[0].ShardCount()}, nil
 }
 
 // WaitLeadersSpread waits until every server leads floor or ceil of the
