@@ -197,6 +197,11 @@ func (n *Node) startGossip(self nodeMeta, keys *gossipKeys) error {
 	}
 	mc.PushPullInterval = cfg.GossipPushPullInterval
 	mc.GossipInterval = 100 * time.Millisecond
+	// No LZW per packet: gossip here is small (the leader table, node
+	// meta), and compressing each probe, ack and broadcast made memberlist
+	// the largest allocator of an idle node. Peers still read compressed
+	// packets (from a node of the previous release).
+	mc.EnableCompression = false
 	mc.ProbeInterval = cfg.GossipProbeInterval
 	mc.Delegate, mc.Events, mc.Alive, mc.Merge = g, g, g, g
 	mc.Logger = log.New(newMemberlistLog(g.logger), "", 0)
