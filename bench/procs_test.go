@@ -3,57 +3,25 @@ package bench
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/kcoord/kcoord/cluster"
-)
+	"github.com/kcoord/kcoord/internal/testkit"
 
-// The kcoord binary is built once per test binary run, on first use, into
-// a temporary directory TestMain removes.
-var (
-	buildOnce sync.Once
-	binDir    string
-	binPath   string
-	buildErr  error
+	"github.com/kcoord/kcoord/cluster"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	testkit.RemoveBinary()
 	os.Exit(code)
 }
 
 // kcoordBinary returns the path of a freshly built ./cmd/kcoord.
-func kcoordBinary(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		if binDir, buildErr = os.MkdirTemp("", "kcoord-bench-bin-"); buildErr != nil {
-			return
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		binPath = filepath.Join(binDir, "kcoord")
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", binPath, "./cmd/kcoord")
-		cmd.Dir = ".." // the module root: tests run in bench/
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/kcoord: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+func kcoordBinary(t testing.TB) string { return testkit.KcoordBinary(t) }
 
 // gone says whether process pid and every process of its group have
 // exited and been reaped.

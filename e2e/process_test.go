@@ -17,51 +17,18 @@ import (
 	"syscall"
 	"testing"
 	"time"
-)
 
-// The kcoord binary is built once per test binary run, on first use, into a
-// temporary directory TestMain removes.
-var (
-	buildOnce sync.Once
-	binDir    string
-	binPath   string
-	buildErr  error
+	"github.com/kcoord/kcoord/internal/testkit"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	testkit.RemoveBinary()
 	os.Exit(code)
 }
 
 // kcoordBinary returns the path of a freshly built ./cmd/kcoord.
-func kcoordBinary(t testing.TB) string {
-	t.Helper()
-	buildOnce.Do(func() {
-		binDir, buildErr = os.MkdirTemp("", "kcoord-e2e-bin-")
-		if buildErr != nil {
-			return
-		}
-		goTool, err := exec.LookPath("go")
-		if err != nil {
-			goTool = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		binPath = filepath.Join(binDir, "kcoord")
-		cmd := exec.CommandContext(ctx, goTool, "build", "-o", binPath, "./cmd/kcoord")
-		cmd.Dir = ".." // the module root: tests run in e2e/
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("go build ./cmd/kcoord: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
-	return binPath
-}
+func kcoordBinary(t testing.TB) string { return testkit.KcoordBinary(t) }
 
 // kcoordProc is a `kcoord serve` subprocess with fixed loopback ports and a
 // data directory, so it can be killed and started again on the same state.
