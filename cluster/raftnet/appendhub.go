@@ -174,23 +174,50 @@ func (h *appendHub) link(addr raft.ServerAddress) *appendPeer {
 // the shard should send req on its own stream instead (see appendHub).
 // Called by raft's replication goroutines.
 func (h *appendHub) append(m *appendMember, shard int32, target raft.ServerAddress, req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) (bool, error) {
-	if h.mux.faults.differs(shard, AppendStream, string(target), DirOutbound) {
-		return false, nil
-	}
-	p := h.link(target)
-	if p == nil {
-		return false, nil
-	}
-	c := &appendCall{shard: shard, req: req, done: make(chan struct{})}
-	if !p.enqueue(c) {
+	p, c := h.send(shard, target, req)
+	if c == nil {
 		return false, nil
 	}
 	timer := time.NewTimer(h.timeout)
 	defer timer.Stop()
+	handled, err := h.await(m, p, c, timer.C, nil)
+	if handled && err == nil {
+		c.fill(req, resp)
+	}
+	return handled, err
+}
+
+// send queues req, shard's AppendEntries to the follower at target, on
+// the link to target and returns the link and the call to await; a nil
+// call when the shard should send req on its own stream instead (see
+// appendHub). It does not block beyond the link's mutex.
+func (h *appendHub) send(shard int32, target raft.ServerAddress, req *raft.AppendEntriesRequest) (*appendPeer, *appendCall) {
+	if h.mux.faults.differs(shard, AppendStream, string(target), DirOutbound) {
+		return nil, nil
+	}
+	p := h.link(target)
+	if p == nil {
+		return nil, nil
+	}
+	c := &appendCall{shard: shard, req: req, done: make(chan struct{})}
+	if !p.enqueue(c) {
+		return nil, nil
+	}
+	return p, c
+}
+
+// await waits for the answer to c, sent on p by shard member m, until
+// expired fires (the caller's timeout) or stop closes (nil: never), and
+// reports false when the shard should send the request on its own stream
+// instead; true with an error when the follower's Raft answered one or no
+// answer came in time. On true and no error the answer is c.reply (fill).
+// A call given up on is taken out of the link (forget), so its late
+// answer is dropped and breaks nothing.
+func (h *appendHub) await(m *appendMember, p *appendPeer, c *appendCall, expired <-chan time.Time, stop <-chan struct{}) (bool, error) {
 	var gaveUp error
 	select {
 	case <-c.done:
-	case <-timer.C:
+	case <-expired:
 		gaveUp = errAppendTimeout
 	case <-m.gone:
 		// The shard's transport closed (its Raft is shutting down):
@@ -198,6 +225,8 @@ func (h *appendHub) append(m *appendMember, shard int32, target raft.ServerAddre
 		gaveUp = raft.ErrTransportShutdown
 	case <-h.closeCh:
 		gaveUp = raft.ErrTransportShutdown
+	case <-stop:
+		gaveUp = raft.ErrPipelineShutdown
 	}
 	if gaveUp != nil {
 		if p.forget(c) {
@@ -217,13 +246,6 @@ func (h *appendHub) append(m *appendMember, shard int32, target raft.ServerAddre
 		return true, errors.New(c.reply.Error)
 	}
 	h.sent.Add(1)
-	*resp = raft.AppendEntriesResponse{
-		RPCHeader:      raft.RPCHeader{ProtocolVersion: req.ProtocolVersion},
-		Term:           c.reply.Term,
-		LastLog:        c.reply.LastLog,
-		Success:        c.reply.Success,
-		NoRetryBackoff: c.reply.NoRetryBackoff,
-	}
 	return true, nil
 }
 
@@ -235,6 +257,17 @@ type appendCall struct {
 	done  chan struct{} // closed once reply or err is set
 	reply appendReply
 	err   error // the connection failed: the shard sends it itself
+}
+
+// fill sets resp, the answer to req, from c's reply.
+func (c *appendCall) fill(req *raft.AppendEntriesRequest, resp *raft.AppendEntriesResponse) {
+	*resp = raft.AppendEntriesResponse{
+		RPCHeader:      raft.RPCHeader{ProtocolVersion: req.ProtocolVersion},
+		Term:           c.reply.Term,
+		LastLog:        c.reply.LastLog,
+		Success:        c.reply.Success,
+		NoRetryBackoff: c.reply.NoRetryBackoff,
+	}
 }
 
 // appendPeer is the link to one peer: the requests waiting to be
