@@ -32,8 +32,9 @@ var errAppendTimeout = errors.New("cluster: AppendEntries on the append stream t
 // queues it for the peer's writer goroutine and waits for its reply (one
 // reader goroutine per connection matches replies to requests by
 // sequence number). Requests of different shards are in flight together;
-// Raft sends one at a time per shard and follower (pipelining is off).
-// Only a request that timed out on the leader can still reach the
+// Raft sends one at a time per shard and follower, unless a pipeline
+// (pipeline.go, off by default) sends up to pipelineMaxInflight. Without
+// one, only a request that timed out on the leader can still reach the
 // follower's Raft after the one sent next, and Raft takes a stale
 // AppendEntries of the same term as a no-op, as it does a retry.
 //
@@ -69,6 +70,8 @@ type appendHub struct {
 	// handed back to the shard's own stream; timedOut, those the peer did
 	// not answer in time; broken, the links' connections that failed.
 	sent, fellBack, timedOut, broken atomic.Uint64
+	// pipes counts what the shards' pipelines did (pipeline.go).
+	pipes pipelineCounters
 }
 
 // replyDue is how long a link waits for the next reply while requests
@@ -434,8 +437,9 @@ func (p *appendPeer) take(calls []*appendCall) []*appendCall {
 
 // maxAppendInflight bounds the requests of one connection being handed
 // to Rafts at once; the connection is not read further until one is
-// answered. Raft sends one request at a time per shard and follower, so
-// it is far above what a leader node sends.
+// answered. Raft sends one request at a time per shard and follower, or
+// pipelineMaxInflight with a pipeline, so it is far above what a leader
+// node sends.
 const maxAppendInflight = 1024
 
 // maxAppendBatch is about the most bytes one write of a link carries

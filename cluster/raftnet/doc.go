@@ -21,9 +21,12 @@
 //     the files reloaded when they change, and WarnLimiter, which keeps a
 //     repeated warning to one line per interval.
 //   - transport.go: Transport, one shard's raft.Transport: raft's
-//     NetworkTransport on the shard's stream, without pipelining (see "The
-//     pipeline deadlock"), recording what each follower acknowledged
+//     NetworkTransport on the shard's stream, without its pipelining (see
+//     "The pipeline deadlock"), recording what each follower acknowledged
 //     (match.go) and thinning heartbeats (heartbeats.go).
+//   - pipeline.go: appendPipeline, a shard leader's AppendEntries
+//     pipeline to one follower on the append hub, whose hand-offs cannot
+//     park for good; off unless TransportConfig.PipelineAppends.
 //   - hubs.go: Hubs, the node-wide streams that carry every shard's
 //     traffic to a peer at once: the beat hub and the append hub.
 //   - hubtable.go: what the two hubs share: their shards, one link per
@@ -129,9 +132,45 @@
 // timeout. Grafana Pyroscope's metastore turned pipelining off for the
 // same deadlock.
 //
-// So every shard's Transport refuses AppendEntriesPipeline
-// (unpipelinedTransport), and Raft replicates to each follower one RPC at
-// a time; the append hub batches the RPCs of many shards instead.
+// So a shard's Transport never offers raft's own pipeline
+// (unpipelinedTransport), and by default it refuses AppendEntriesPipeline
+// altogether: Raft replicates to each follower one RPC at a time, and the
+// append hub batches the RPCs of many shards instead.
+//
+// With TransportConfig.PipelineAppends (cluster.Config.PipelineAppends)
+// it offers appendPipeline (pipeline.go), a pipeline on the append hub
+// whose hand-offs cannot park for good:
+//
+//   - at most pipelineMaxInflight (8) requests are sent and not yet taken
+//     by Raft; a send that finds them all taken waits at most the
+//     transport timeout, by which the oldest was answered or given up, and
+//     then fails, and raft's pipelineSend closes the pipeline and
+//     replicates one RPC at a time again (replicateTo), as after any
+//     failed send;
+//   - one goroutine hands the completed futures to Consumer in send order,
+//     and every wait of it selects on Close, the transport's closing and
+//     the hub's, so Close always returns at once and leaves no goroutine;
+//   - the pipeline knows when v1.8.0's pipelineDecode stops reading (it
+//     handed Raft a refusal or a newer term): from then on every send
+//     fails at once, so the send loop closes the pipeline instead of
+//     parking, and the requests still in flight are given up;
+//   - a request that failed (a broken connection, a fault, a timeout, the
+//     receiver refusing it) completes with its error and ends the
+//     pipeline without being handed to Raft, whose pipelineDecode would
+//     count it as contact from the follower (the lease);
+//   - the receiver hands each request to the shard's Raft on a goroutine
+//     of its own, so a pipelined request can overtake the one before it on
+//     the follower, which then refuses it for a missing previous entry;
+//     such a refusal is sent again once every earlier request was
+//     answered (PipelineStats.Resent counts them).
+//
+// The follower needs no change: it cannot tell a pipelined request from
+// one sent alone, so a leader with pipelining on replicates to a follower
+// of an older release, one node at a time. The knob stays off unless it
+// measures better than one RPC at a time (BenchmarkReplicatePipeline in
+// package cluster). The fix of the deadlock itself belongs upstream, in
+// hashicorp/raft (#611, replication to a follower stopping, and #612);
+// kcoord keeps v1.8.0 unpatched.
 //
 // # Goroutines
 //

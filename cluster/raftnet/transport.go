@@ -24,9 +24,11 @@ func (unpipelinedTransport) AppendEntriesPipeline(raft.ServerID, raft.ServerAddr
 }
 
 // Transport is one shard's raft.Transport: its raft.NetworkTransport on
-// the shard's stream of the Mux, with AppendEntries pipelining turned off
-// (unpipelinedTransport), acknowledgements recorded in a matchTracker and
-// heartbeats thinned (heartbeats).
+// the shard's stream of the Mux, with the NetworkTransport's AppendEntries
+// pipelining turned off (unpipelinedTransport) and, with
+// PipelineAppends, a pipeline on the append hub instead (appendPipeline),
+// acknowledgements recorded in a matchTracker and heartbeats thinned
+// (heartbeats).
 //
 // With a beat hub, heartbeats that find no answer to reuse go in the
 // hub's next frame to their peer (beatHub), and the shard's Raft hears its
@@ -45,6 +47,8 @@ type Transport struct {
 	app   *appendHub  // nil: every AppendEntries on the shard's own stream
 	appm  *appendMember
 	shard int32
+	// pipeline: AppendEntriesPipeline offers an appendPipeline.
+	pipeline bool
 	// beatsIn holds raft's heartbeat fast path closed once the transport
 	// closes, and Close waits for the heartbeats it is handling.
 	beatsIn *handlerGate
@@ -60,6 +64,10 @@ type TransportConfig struct {
 	// HeartbeatReuse is how long an answer is reused (HubConfig's);
 	// HeartbeatTimeout is the shard's.
 	HeartbeatReuse, HeartbeatTimeout time.Duration
+	// PipelineAppends lets Raft pipeline AppendEntries to a follower on
+	// the append hub (appendPipeline); without an append hub it does
+	// nothing.
+	PipelineAppends bool
 }
 
 // NewTransport registers shard's stream on mux and returns its
@@ -78,10 +86,11 @@ func NewTransport(mux *Mux, hubs *Hubs, shard int32, cfg TransportConfig) (*Tran
 			Timeout: cfg.Timeout,
 			Logger:  cfg.Logger,
 		})},
-		match:   newMatchTracker(),
-		beats:   newHeartbeats(cfg.HeartbeatReuse, cfg.HeartbeatTimeout),
-		shard:   shard,
-		beatsIn: &handlerGate{},
+		match:    newMatchTracker(),
+		beats:    newHeartbeats(cfg.HeartbeatReuse, cfg.HeartbeatTimeout),
+		shard:    shard,
+		pipeline: cfg.PipelineAppends,
+		beatsIn:  &handlerGate{},
 	}
 	if hubs != nil {
 		t.hub, t.app = hubs.beats, hubs.appends
@@ -156,6 +165,19 @@ func (t Transport) AppendEntries(id raft.ServerID, target raft.ServerAddress, ar
 		t.match.acked(id, args.Term, args.PrevLogEntry+uint64(len(args.Entries)))
 	}
 	return err
+}
+
+// AppendEntriesPipeline returns a pipeline of AppendEntries to the
+// follower id at target on the append hub (appendPipeline) when
+// PipelineAppends is on and the hub carries the shard's traffic to target
+// now. Otherwise it refuses, and Raft replicates one RPC at a time (see
+// the package doc, "The pipeline deadlock"). Called by raft's replication
+// goroutine to that follower.
+func (t Transport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAddress) (raft.AppendPipeline, error) {
+	if !t.pipeline || t.app == nil || !t.app.carries(t.shard, target) {
+		return nil, raft.ErrPipelineReplicationNotSupported
+	}
+	return newAppendPipeline(t.app, t.appm, t.shard, id, target, t.beats, t.match), nil
 }
 
 // InstallSnapshot records the snapshot's index once it is installed.
