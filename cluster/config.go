@@ -291,6 +291,14 @@ type Config struct {
 	// instead of one append stream per peer for every shard (appendhub.go).
 	// For comparisons and for peers that misbehave on the shared stream.
 	SeparateAppendStreams bool
+	// PipelineAppends lets each shard leader's Raft pipeline its
+	// AppendEntries to a follower on the append stream, up to 8 in
+	// flight, instead of sending one and waiting for its answer
+	// (raftnet's pipeline.go, which hashicorp/raft's pipeline deadlock
+	// cannot park). Leader-side only: followers of any release take the
+	// requests. No effect with SeparateAppendStreams. Default off, until
+	// it measures better than one at a time (BenchmarkReplicatePipeline).
+	PipelineAppends bool
 
 	// DisableElectionNudge turns off fast single-voter elections. By default,
 	// a shard whose configuration has this node as its only voter starts its

@@ -595,6 +595,7 @@ func (n *Node) startShard(s *Shard, st *shardStores, bootstrap bool) (err error)
 		Logger:           cfg.RaftLogger.Named("net").With("shard", id),
 		HeartbeatReuse:   cfg.HeartbeatReuse,
 		HeartbeatTimeout: cfg.HeartbeatTimeout,
+		PipelineAppends:  cfg.PipelineAppends,
 	})
 	if err != nil {
 		return err
