@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -61,11 +62,26 @@ func (f *shardFuture) Index() uint64 {
 // when none runs. Any goroutine; it does not block.
 func (s *Shard) track(f raft.Future, af raft.ApplyFuture) *shardFuture {
 	sf := &shardFuture{f: f, af: af, done: make(chan struct{})}
+	if answeredAtOnce(f) {
+		// Refused before it reached raft's loop (ErrEnqueueTimeout,
+		// ErrRaftShutdown): queued, it would wait behind a head the
+		// stuck loop has not answered.
+		sf.finish(storeFailure(f.Error()), false)
+		return sf
+	}
 	s.pendingMu.Lock()
 	if s.stopped {
 		s.pendingMu.Unlock()
 		// Raft is gone: whatever it did not answer at once, it never will.
 		sf.finish(raft.ErrRaftShutdown, true)
+		return sf
+	}
+	if s.disk != nil && s.disk.fenced() {
+		// The fence came between ApplyAsync's check and here, after
+		// failPendingWith emptied the queue: this one fails as those did,
+		// rather than wait on a raft the stuck disk holds.
+		s.pendingMu.Unlock()
+		sf.finish(raft.ErrLeadershipLost, true)
 		return sf
 	}
 	s.pending = append(s.pending, sf)
@@ -78,6 +94,14 @@ func (s *Shard) track(f raft.Future, af raft.ApplyFuture) *shardFuture {
 	return sf
 }
 
+// answeredAtOnce reports whether raft returned f already answered: raft
+// v1.8.0's Apply and Barrier return a value of its errorFuture type when
+// they refuse before enqueueing (enqueue timeout, shutdown), and a pointer
+// to a future its loops answer otherwise.
+func answeredAtOnce(f raft.Future) bool {
+	return reflect.TypeOf(f).Kind() != reflect.Pointer
+}
+
 // answerLoop completes the shard's tracked futures in the order they were
 // queued, waiting on each raft future in turn, and returns when the queue
 // is empty (track starts it again) or when failPendingWith has detached it
@@ -85,7 +109,8 @@ func (s *Shard) track(f raft.Future, af raft.ApplyFuture) *shardFuture {
 // commits are in flight, rather than one per future: raft answers a
 // shard's futures in log order (an apply or barrier once the entries
 // before it are applied, a refusal at once), so waiting in queue order
-// delays none by more than the time between neighbours.
+// delays none by more than the time between neighbours. (A refusal raft
+// returns without enqueueing never reaches the queue: answeredAtOnce.)
 func (s *Shard) answerLoop(gen uint64) {
 	for {
 		s.pendingMu.Lock()

@@ -74,3 +74,49 @@ func TestAFencedFutureHoldsUpNoLaterOne(t *testing.T) {
 	}
 	close(stuck.release)
 }
+
+// valueFuture is answered when it is made, as raft's own errorFuture (a
+// value, not a pointer) that Apply returns when it cannot enqueue.
+type valueFuture struct{ err error }
+
+func (f valueFuture) Error() error { return f.err }
+
+// A refusal raft returned without enqueueing (an enqueue timeout while its
+// loop is stuck) is answered at once, not behind a head the stuck loop
+// has not answered.
+func TestARefusalRaftReturnedAtOnceWaitsForNothing(t *testing.T) {
+	s := &Shard{}
+	stuck := newHeld(nil)
+	head := s.track(stuck, nil)
+	refused := s.track(valueFuture{raft.ErrEnqueueTimeout}, nil)
+	select {
+	case <-refused.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("an enqueue timeout waited behind the unanswered head")
+	}
+	if err := refused.Error(); !errors.Is(err, raft.ErrEnqueueTimeout) {
+		t.Fatalf("refusal: %v", err)
+	}
+	close(stuck.release)
+	if err := head.Error(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A future tracked after the disk fence failed the queue (its shard's
+// ApplyAsync checked the fence just before it came) fails as the queued
+// ones did, rather than wait on a raft the stuck disk holds.
+func TestAFutureTrackedAfterTheFenceFailsAtOnce(t *testing.T) {
+	s := &Shard{disk: newDiskFence()}
+	s.disk.set(DiskHealth{State: DiskStalled})
+	s.failPendingWith(raft.ErrLeadershipLost)
+	late := s.track(newHeld(nil), nil)
+	select {
+	case <-late.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a future tracked while fenced waited on raft")
+	}
+	if err := late.Error(); !errors.Is(err, raft.ErrLeadershipLost) {
+		t.Fatalf("late future: %v", err)
+	}
+}
