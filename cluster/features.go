@@ -374,7 +374,8 @@ func (n *Node) Features() (FeatureStatus, error) {
 
 // Fatal is closed with the reason when the node cannot go on: its replica
 // of the metadata group holds a finalized level this binary does not
-// support. serve stops the process then.
+// support, or, holding no Raft state, it opened another shard count than
+// the cluster its peers form runs. serve stops the process then.
 func (n *Node) Fatal() <-chan struct{} { return n.fatal.done }
 
 // FatalErr is why Fatal was closed (nil while it is not).

@@ -72,6 +72,29 @@ func (t *leaderTable) forgetNode(node int32) {
 	}
 }
 
+// topGroupShard is the highest group shard the table names, when it
+// names every group shard from 0 to it: a cluster of a release that does
+// not gossip its shard count runs that many plus one, or more only if the
+// leaders of the shards above are not known yet (a joiner checks the
+// count it assumes for such a cluster against it: joiningShards).
+func (t *leaderTable) topGroupShard() (int32, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	top := int32(-1)
+	for s := range t.m {
+		top = max(top, s)
+	}
+	if top < 0 {
+		return 0, false
+	}
+	for s := range top {
+		if _, ok := t.m[s]; !ok {
+			return 0, false
+		}
+	}
+	return top, true
+}
+
 // encode serializes the whole table for gossip push/pull.
 func (t *leaderTable) encode() []byte {
 	t.mu.RLock()

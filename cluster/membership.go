@@ -158,7 +158,7 @@ func (n *Node) checkSeeds() (found, verified bool, err error) {
 
 // adoptFromPeers runs in the cluster loop while this node has no cluster
 // id. A node without Raft state refuses a cluster that runs another shard
-// count than it opened (logged once: shardsMismatch). A node whose data
+// count than it opened (logged once: shardsMismatch), and stops (Fatal). A node whose data
 // dir awaits its check refuses any cluster that lists
 // it as a voter (logged once, with the advice of ErrEmptyDataDirVoter)
 // unless it took part in the bootstrap that placed it (participantSeat),
@@ -175,7 +175,10 @@ func (n *Node) adoptFromPeers() {
 	}
 	if !hasState {
 		if err := n.shardsMismatch(stateful); err != nil {
-			n.logOnce("shards-mismatch", hclog.Error, "not joining the peers' cluster: it runs another shard count", "error", err)
+			// Still up, it would be a broker that hashes groups over
+			// another count than the cluster's leaders: stop (Fatal).
+			n.logOnce("shards-mismatch", hclog.Error, "stopping: the peers' cluster runs another shard count", "error", err)
+			n.fatal.set(err)
 			return
 		}
 	}

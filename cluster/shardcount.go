@@ -31,7 +31,8 @@ import (
 //   - A fresh node that found no peer holding state runs Config.Shards or
 //     DefaultShards, and later joins no cluster whose peers advertise
 //     another count (adoptFromPeers, checkSeeds): it adopts no cluster id,
-//     so its Raft admits none of that cluster's traffic.
+//     so its Raft admits none of that cluster's traffic, and stops
+//     (Node.Fatal) rather than serve groups hashed over its own count.
 
 // DefaultShards is the shard count of a new cluster whose nodes leave
 // Config.Shards unset: 16, Redpanda's default for its consumer offsets
@@ -145,6 +146,13 @@ func (n *Node) joiningShards() (int32, error) {
 		}
 		return own, nil
 	case cfg.Shards == 0:
+		if fromRelease {
+			if top, ok := n.leaders.topGroupShard(); ok && top+1 != previousReleaseShards {
+				return 0, fmt.Errorf("%w: the seeds (nodes %v) run a release that does not advertise its shard count, and the leaders they gossip name group shards 0 to %d, so their cluster does not run %d shards, that release's default; "+
+					"set offsets.topic.num.partitions to the cluster's count. Nothing was written to %s",
+					ErrShardCountMismatch, nodeIDs(stateful), top, previousReleaseShards, cfg.DataDir)
+			}
+		}
 		n.logger.Info("adopting the shard count of the seeds' cluster", "shards", count, "peers", nodeIDs(stateful),
 			"from_release_default", fromRelease)
 		return count, nil

@@ -97,7 +97,8 @@ func TestAFreshJoinerAdoptsTheClustersShardCount(t *testing.T) {
 // shards (its seed was still waiting for a bootstrap) runs DefaultShards;
 // when the cluster then bootstraps with another count, it does not join
 // it: it adopts no cluster id (so its Raft admits none of the cluster's
-// traffic) and says why once.
+// traffic), says why once and stops (Fatal), so that it serves no client
+// with groups hashed over another count than the cluster's.
 func TestANodeThatOpenedAnotherCountNeverJoins(t *testing.T) {
 	a := gossipConfig(t, t.TempDir(), 1, 3)
 	a.BootstrapExpect = 2
@@ -117,14 +118,22 @@ func TestANodeThatOpenedAnotherCountNeverJoins(t *testing.T) {
 	waitReady(t, first.Node, 20*time.Second)
 	waitReady(t, second.Node, 20*time.Second)
 	eventually(t, 10*time.Second, "the joiner says why it does not join", func() bool {
-		return len(logs.Lines("not joining the peers' cluster", "runs 3")) > 0
+		return len(logs.Lines("the peers' cluster runs another shard count", "runs 3")) > 0
 	})
+	select {
+	case <-joiner.Fatal():
+		if !errors.Is(joiner.FatalErr(), ErrShardCountMismatch) {
+			t.Errorf("the joiner stopped with %v, want ErrShardCountMismatch", joiner.FatalErr())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the joiner of another shard count did not stop")
+	}
 	time.Sleep(500 * time.Millisecond) // a few more cluster loop rounds
 	if id := joiner.ClusterID(); id != "" {
 		t.Fatalf("the joiner adopted cluster id %q of a cluster with another shard count", id)
 	}
-	if len(logs.Lines("not joining the peers' cluster")) != 1 {
-		t.Errorf("the refusal was logged %d times, want once", len(logs.Lines("not joining the peers' cluster")))
+	if n := len(logs.Lines("the peers' cluster runs another shard count")); n != 1 {
+		t.Errorf("the refusal was logged %d times, want once", n)
 	}
 }
 
@@ -237,5 +246,29 @@ func TestAFreshNodeWithoutSeedsRunsDefaultShards(t *testing.T) {
 	cfg := withFSMs(testConfig(t, t.TempDir(), 1, -1))
 	if err := cfg.Validate(); !errors.Is(err, ErrInvalidConfig) {
 		t.Fatalf("Validate with -1 shards: %v, want ErrInvalidConfig", err)
+	}
+}
+
+// A cluster of a release that gossips no shard count still gossips its
+// leaders: the highest group shard they name, when they name all below
+// it, tells a joiner whether that cluster runs the release's default.
+func TestTheLeaderTableShowsTheTopGroupShard(t *testing.T) {
+	var tab leaderTable
+	if _, ok := tab.topGroupShard(); ok {
+		t.Fatal("an empty table named a top shard")
+	}
+	tab.update(MetaShard, leaderEntry{Node: 1, Term: 1})
+	if _, ok := tab.topGroupShard(); ok {
+		t.Fatal("a table naming only the metadata shard named a top group shard")
+	}
+	for s := range int32(16) {
+		tab.update(s, leaderEntry{Node: 1 + s%3, Term: 1})
+	}
+	if top, ok := tab.topGroupShard(); !ok || top != 15 {
+		t.Fatalf("16 shards led: top %d (%v), want 15", top, ok)
+	}
+	tab.update(20, leaderEntry{Node: 2, Term: 1})
+	if top, ok := tab.topGroupShard(); ok {
+		t.Fatalf("a table with shards 16-19 unknown named top %d", top)
 	}
 }

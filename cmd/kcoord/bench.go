@@ -37,7 +37,7 @@ func newBenchReportCmd() *cobra.Command {
 		Use:   "report",
 		Short: "Measure kcoord beside kfake on this machine and print docs/benchmarks.md",
 		Long: `Starts, one after the other and in this process, franz-go's in-memory kfake,
-a kcoord node and a three-node kcoord cluster (50 shards, replication factor
+a kcoord node and a three-node kcoord cluster (the default shard count, replication factor
 3, production Raft timings), runs "kcoord bench commits" against each with 64
 clients and with 1, and measures the three idle nodes' CPU. Then it starts
 three "kcoord serve" processes of this binary on 127.0.0.1 with serve's
