@@ -21,8 +21,9 @@
 //     127.0.0.1 (StartProcs): data directories and log files under a
 //     directory, Kill, Restart, Stop, readiness (/readyz) and the status
 //     API (Status, WaitLeadersSpread, GroupShards).
-//   - procsports.go: the launcher's free loopback ports, from below the
-//     kernel's ephemeral range, each handed out once.
+//   - procsports.go: FreeLoopbackAddr, the free loopback ports of the
+//     launcher (and of e2e's process tests), from below the kernel's
+//     ephemeral range, each handed out once.
 //   - procsstat.go: a process's CPU time (ProcCPU, /proc/<pid>/stat) and
 //     resident memory (ResidentMB, VmRSS), and the idle CPU of Procs.
 //   - procsfailover.go: ProcsFailover, leader failover on Procs: the node

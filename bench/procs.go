@@ -127,10 +127,10 @@ func startProcsOnce(ctx context.Context, cfg ProcsConfig) (*Procs, error) {
 			return nil, err
 		}
 		n := &proc{id: i, dataDir: filepath.Join(nodeDir, "data"), logPath: filepath.Join(nodeDir, "kcoord.log")}
-		if n.kafka, err = freeLoopbackAddr(false); err == nil {
-			if n.raft, err = freeLoopbackAddr(false); err == nil {
-				if n.gossip, err = freeLoopbackAddr(true); err == nil {
-					n.http, err = freeLoopbackAddr(false)
+		if n.kafka, err = FreeLoopbackAddr(false); err == nil {
+			if n.raft, err = FreeLoopbackAddr(false); err == nil {
+				if n.gossip, err = FreeLoopbackAddr(true); err == nil {
+					n.http, err = FreeLoopbackAddr(false)
 				}
 			}
 		}

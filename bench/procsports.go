@@ -34,10 +34,10 @@ var (
 // ErrNoFreePort means no loopback port was found free.
 var ErrNoFreePort = errors.New("bench: no free loopback port below the ephemeral range")
 
-// freeLoopbackAddr returns a 127.0.0.1 address whose port was free a
+// FreeLoopbackAddr returns a 127.0.0.1 address whose port was free a
 // moment ago, for TCP and, with udp, for UDP too (memberlist uses both).
 // Safe from any goroutine.
-func freeLoopbackAddr(udp bool) (string, error) {
+func FreeLoopbackAddr(udp bool) (string, error) {
 	hi := ephemeralLow()
 	if hi < portsLow+1000 {
 		hi = portsHigh

@@ -218,8 +218,9 @@ func startKcoord(ctx context.Context, cfg ReportConfig, n int) (target, error) {
 			return target{}, err
 		}
 		c := server.TestClusterConfig(dir, i, n)
-		c.Raft = nil // production timings
-		c.OffsetsTopicNumPartitions = 0 // the default count, as the processes run
+		// Production timings and the default shard count, as the
+		// processes run.
+		c.Raft, c.OffsetsTopicNumPartitions = nil, 0
 		if i > 0 {
 			c.Join = []string{servers[0].BoundConfig().GossipAddr}
 		}

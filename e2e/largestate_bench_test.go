@@ -1,39 +1,19 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/kcoord/kcoord/bench"
+
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// residentMB is a process's resident memory (VmRSS), in MiB.
-func residentMB(pid int) (float64, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
-			return kb / 1024, err
-		}
-	}
-	return 0, errors.New("no VmRSS in /proc status")
-}
 
 // BenchmarkLargeState measures a three-process cluster (50 shards, RF 3)
 // holding 100 k groups × 10 partitions of committed offsets (1 M offsets,
@@ -93,7 +73,7 @@ func BenchmarkLargeState(b *testing.B) {
 		time.Sleep(5 * time.Second) // followers apply, the last batches settle
 		var rss []float64
 		for _, p := range procs {
-			mb, err := residentMB(p.cmd.Process.Pid)
+			mb, err := bench.ResidentMB(p.cmd.Process.Pid)
 			if err != nil {
 				b.Fatal(err)
 			}

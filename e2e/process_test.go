@@ -5,18 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kcoord/kcoord/bench"
 
 	"github.com/kcoord/kcoord/internal/testkit"
 )
@@ -192,46 +190,17 @@ func (p *kcoordProc) kill9() {
 }
 
 // freeAddr returns a loopback host:port that was free a moment ago (TCP,
-// and UDP too when udp is set, for memberlist). Ports come from below the
-// kernel's ephemeral range (32768 and up by default): the process or
-// container binds them only later, and meanwhile the client connections of
-// tests running in parallel take ephemeral ports (a port bind(0) had just
-// handed out was seen taken by the time docker published it). A port is
-// handed out once per test binary.
+// and UDP too when udp is set, for memberlist), from below the kernel's
+// ephemeral range and handed out once per test binary: bench's picker,
+// which the benchmark's processes use too.
 func freeAddr(t testing.TB, udp bool) string {
 	t.Helper()
-	freePortsMu.Lock()
-	defer freePortsMu.Unlock()
-	for range 1000 {
-		p := 20000 + rand.IntN(12000)
-		if freePortsUsed[p] {
-			continue
-		}
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
-		l, err := net.Listen("tcp", addr)
-		if err != nil {
-			continue
-		}
-		if udp {
-			pc, err := net.ListenPacket("udp", addr)
-			if err != nil {
-				l.Close()
-				continue
-			}
-			pc.Close()
-		}
-		l.Close()
-		freePortsUsed[p] = true
-		return addr
+	addr, err := bench.FreeLoopbackAddr(udp)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no free loopback port below the ephemeral range")
-	return ""
+	return addr
 }
-
-var (
-	freePortsMu   sync.Mutex
-	freePortsUsed = map[int]bool{}
-)
 
 // cleanEnv is the environment without KCOORD_ variables, so a developer's
 // settings cannot change the flags a test passes.
