@@ -56,8 +56,12 @@ bin/kcoord-previous:
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X github.com/kcoord/kcoord/release.commit=$(COMMIT)" -o bin/kcoord ./cmd/kcoord
 
+# The benchmark report's and shard study's end-to-end runs skip under
+# -race (they would starve the packages tested beside them) and run
+# after, on their own, without it.
 test:
 	$(GO) test -race ./... -count=1 -timeout 15m
+	$(GO) test ./bench -count=1 -timeout 10m -run 'TestReportMeasuresEveryServer|TestShardsMeasuresEveryStepOfAConfiguration'
 
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(PKGS)

@@ -13,6 +13,9 @@ func TestReportMeasuresEveryServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts kfake, a node, a three-node cluster and three kcoord processes")
 	}
+	if raceOn {
+		t.Skip("runs without the race detector (make test's second step): see raceOn")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	cfg := DefaultReportConfig(t.TempDir())

@@ -15,6 +15,9 @@ func TestShardsMeasuresEveryStepOfAConfiguration(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-node cluster, kills, restarts, adds and drains nodes")
 	}
+	if raceOn {
+		t.Skip("runs without the race detector (make test's second step): see raceOn")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cfg := DefaultShardsConfig(t.TempDir())
