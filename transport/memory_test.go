@@ -116,22 +116,24 @@ func (h *heapSampler) finish() uint64 {
 	return h.peak.Load()
 }
 
-// TestLargeFramesFromManyConnectionsStayWithinQueuedMaxRequestBytes: 100
+// TestLargeFramesFromManyConnectionsStayWithinQueuedMaxRequestBytes: 30
 // connections each send a 90 MiB request at once to a server whose
 // queued.max.request.bytes is 200 MiB. The server holds at most two such
 // frames at a time, the others' connections waiting unread, so its heap
 // stays within the pool plus a small constant; every connection is read
-// whole and answered.
+// whole and answered. (It was 100 connections, 9 GiB: under -race on two
+// CPUs that streamed at 40–50 MB/s, and only 71–84 were answered within
+// the bound. 30 frames are still 13 times the pool.)
 func TestLargeFramesFromManyConnectionsStayWithinQueuedMaxRequestBytes(t *testing.T) {
 	if testing.Short() {
-		t.Skip("streams 9 GiB over loopback")
+		t.Skip("streams 2.6 GiB over loopback")
 	}
 	const (
-		connections = 100
+		connections = 30
 		frameBytes  = 90 << 20
 		poolBytes   = 200 << 20
 		// slackBytes covers what is not a held request frame: the pool's
-		// collection slack (an eighth of it), 100 connections' read
+		// collection slack (an eighth of it), the connections' read
 		// buffers (32 KiB each), goroutines and the test's own
 		// allocations.
 		slackBytes = 48 << 20
@@ -140,7 +142,7 @@ func TestLargeFramesFromManyConnectionsStayWithinQueuedMaxRequestBytes(t *testin
 	mux.Handle(11, 0, 0, answerJoinGroup)
 	srv, _ := startServer(t, mux, func(c *Config) {
 		c.QueuedMaxRequestBytes = poolBytes
-		c.Logger = nil // 100 connections' trace lines would only slow it down
+		c.Logger = nil // the connections' trace lines would only slow it down
 	})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
