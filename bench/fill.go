@@ -123,7 +123,7 @@ func Fill(ctx context.Context, cfg FillConfig) (FillResult, error) {
 				if g >= int64(cfg.Groups) {
 					return
 				}
-				req := fillRequest(fmt.Sprintf("%s-%d", cfg.Prefix, g), cfg.Topic, topicID, cfg.Partitions, g+1)
+				req := FillRequest(fmt.Sprintf("%s-%d", cfg.Prefix, g), cfg.Topic, topicID, cfg.Partitions, g+1)
 				ok := false
 				for range fillAttempts {
 					if err := commitGroup(ctx, cl, req); err == nil {
@@ -149,9 +149,10 @@ func Fill(ctx context.Context, cfg FillConfig) (FillResult, error) {
 	return r, ctx.Err()
 }
 
-// fillRequest is an admin OffsetCommit of offset for partitions 0 to
-// partitions-1 of topic, to group.
-func fillRequest(group, topic string, topicID [16]byte, partitions int, offset int64) *kmsg.OffsetCommitRequest {
+// FillRequest is an admin OffsetCommit (generation -1, no member) of
+// offset for partitions 0 to partitions-1 of topic, to group: Fill's, and
+// e2e's replica-move benchmark's.
+func FillRequest(group, topic string, topicID [16]byte, partitions int, offset int64) *kmsg.OffsetCommitRequest {
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group, req.Generation = group, -1
 	rt := kmsg.NewOffsetCommitRequestTopic()

@@ -12,8 +12,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcoord/kcoord/bench"
 	"github.com/kcoord/kcoord/cluster"
 	"github.com/kcoord/kcoord/server"
 )
@@ -45,17 +45,7 @@ func BenchmarkReplicaMoves(b *testing.B) {
 		const topic = "moves"
 		topicID := createTopic(ctx, b, newAdmin(b, seeds[0]), topic, partitions)
 		commit := func(cl *kgo.Client, group string, offset int64) error {
-			req := kmsg.NewPtrOffsetCommitRequest()
-			req.Group, req.Generation = group, -1
-			rt := kmsg.NewOffsetCommitRequestTopic()
-			rt.Topic, rt.TopicID = topic, topicID
-			for p := range int32(partitions) {
-				rp := kmsg.NewOffsetCommitRequestTopicPartition()
-				rp.Partition, rp.Offset, rp.LeaderEpoch = p, offset, -1
-				rt.Partitions = append(rt.Partitions, rp)
-			}
-			req.Topics = []kmsg.OffsetCommitRequestTopic{rt}
-			resp, err := req.RequestWith(ctx, cl)
+			resp, err := bench.FillRequest(group, topic, topicID, partitions, offset).RequestWith(ctx, cl)
 			if err != nil {
 				return err
 			}
