@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -34,6 +35,28 @@ func watchContact(t *testing.T, nodes []*testNode, leaders map[int32]leaderEntry
 	}
 }
 
+// settledLeaders waits until every shard has one leader that keeps its
+// leadership and term for 300ms, and returns them: a cold start's
+// elections can still move a leader just after waitShardLeaders sees one
+// (more so under -race on a loaded machine), and a watch of a leader's
+// followers means nothing if the leader it watches has already lost.
+func settledLeaders(t *testing.T, nodes []*testNode, shards int32) map[int32]leaderEntry {
+	t.Helper()
+	var settled map[int32]leaderEntry
+	eventually(t, 10*time.Second, "shard leaders that keep their terms for 300ms", func() bool {
+		before := waitShardLeaders(t, nodes, shards)
+		time.Sleep(300 * time.Millisecond)
+		after := waitShardLeaders(t, nodes, shards)
+		if !maps.EqualFunc(before, after, leaderEntry.equal) {
+			t.Logf("shard leaders still moving: %v then %v", before, after)
+			return false
+		}
+		settled = after
+		return true
+	})
+	return settled
+}
+
 // quietProbes makes raft's idle replication probes too rare to give a
 // follower contact, as the group shards' 500ms are in production.
 func quietProbes(c *Config) { c.CommitTimeout, c.GroupCommitTimeout = time.Second, time.Second }
@@ -47,8 +70,7 @@ func TestPacedLeaderKeepsALoneShardsFollowersHearing(t *testing.T) {
 		// The slowest pace there is: raft heartbeats every 40-80ms.
 		c.LeaderLeaseTimeout, c.LeaderHeartbeatTimeout = 120*time.Millisecond, 2*c.HeartbeatTimeout
 	})
-	leaders := waitShardLeaders(t, nodes, shards)
-	time.Sleep(300 * time.Millisecond) // elections' and bootstraps' aftermath
+	leaders := settledLeaders(t, nodes, shards)
 	for id, e := range leaders {
 		s := nodeByID(nodes, e.Node).Shard(id)
 		if got := s.Raft.ReloadableConfig().HeartbeatTimeout; got != s.leaderHeartbeat || got <= s.heartbeat {
@@ -64,12 +86,15 @@ func TestPacedLeaderKeepsALoneShardsFollowersHearing(t *testing.T) {
 func TestPacedLeaderOfAShardLeftOutOfFramesKeepsItsFollowersHearing(t *testing.T) {
 	const shards = 2
 	nodes := startTestCluster(t, 3, shards, quietProbes)
-	leaders := waitShardLeaders(t, nodes, shards)
+	leaders := settledLeaders(t, nodes, shards)
 	const victim int32 = 0
 	leader := nodeByID(nodes, leaders[victim].Node)
 	heal := leader.Faults().Add(raftnet.Fault{Shards: []int32{victim}, Dir: raftnet.DirOutbound, Delay: time.Millisecond})
 	defer heal()
 	time.Sleep(300 * time.Millisecond) // the frames' answers from before the fault age out
+	if now := shardLeaders(t, nodes, shards)[victim]; !now.equal(leaders[victim]) {
+		t.Fatalf("shard %d's leadership moved from %+v to %+v under a 1ms outbound delay", victim, leaders[victim], now)
+	}
 	alone0 := leader.Shard(victim).trans.HeartbeatsSentAlone()
 	watchContact(t, nodes, map[int32]leaderEntry{victim: leaders[victim]}, 3*time.Second)
 	if alone := leader.Shard(victim).trans.HeartbeatsSentAlone() - alone0; alone == 0 {
