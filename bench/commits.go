@@ -20,8 +20,14 @@ type CommitsConfig struct {
 	// Brokers are the bootstrap servers, host:port.
 	Brokers []string
 	// Clients is how many clients commit at once, each with its own
-	// connection and group, one commit in flight each.
+	// connection, one commit in flight each.
 	Clients int
+	// Groups is how many groups the clients commit to: 0 (the default)
+	// gives each client its own group and partition 0; otherwise client i
+	// commits partition i/Groups of group i%Groups, as members of a group
+	// each commit their own partitions, and the topic has as many
+	// partitions as a group has clients.
+	Groups int
 	// Duration is how long commits are timed, after Warmup.
 	Duration, Warmup time.Duration
 	// Topic is the topic committed to; it is created (one partition) if it
@@ -71,14 +77,23 @@ func (r CommitsResult) String() string {
 var ErrNoCommits = errors.New("bench: no commit was acknowledged")
 
 // Commits runs the OffsetCommit benchmark: every client commits a rising
-// offset of partition 0 of the topic to its own group (as a group admin
-// does: generation -1, no member), one at a time, each through franz-go's
-// usual coordinator lookup. Commits in the warm-up are not counted. It
+// offset of one partition of the topic (as a group admin does: generation
+// -1, no member), one at a time, each through franz-go's usual coordinator
+// lookup; each to its own group, or, with cfg.Groups, clients share groups
+// and each commits its own partition. Commits in the warm-up are not counted. It
 // returns when the duration is over or ctx ends.
 func Commits(ctx context.Context, cfg CommitsConfig) (CommitsResult, error) {
 	if cfg.Clients < 1 {
 		return CommitsResult{}, fmt.Errorf("bench: %d clients; at least 1", cfg.Clients)
 	}
+	if cfg.Groups < 0 || cfg.Groups > cfg.Clients {
+		return CommitsResult{}, fmt.Errorf("bench: %d groups for %d clients; between 1 and the clients, or 0 for a group each", cfg.Groups, cfg.Clients)
+	}
+	groups := cfg.Groups
+	if groups == 0 {
+		groups = cfg.Clients
+	}
+	partitions := int32((cfg.Clients + groups - 1) / groups)
 	if len(cfg.Brokers) == 0 {
 		return CommitsResult{}, errors.New("bench: no broker to connect to")
 	}
@@ -88,7 +103,7 @@ func Commits(ctx context.Context, cfg CommitsConfig) (CommitsResult, error) {
 		return CommitsResult{}, err
 	}
 	defer admin.Close()
-	topicID, err := ensureTopic(ctx, kadm.NewClient(admin), cfg.Topic)
+	topicID, err := ensureTopicPartitions(ctx, kadm.NewClient(admin), cfg.Topic, partitions)
 	if err != nil {
 		return CommitsResult{}, err
 	}
@@ -113,13 +128,13 @@ func Commits(ctx context.Context, cfg CommitsConfig) (CommitsResult, error) {
 	defer cancel()
 	var wg sync.WaitGroup
 	for i, cl := range clients {
-		group := fmt.Sprintf("%s-%d", cfg.Prefix, i)
+		group, partition := fmt.Sprintf("%s-%d", cfg.Prefix, i%groups), int32(i/groups)
 		wg.Go(func() {
 			var local []time.Duration
 			localErrs := 0
 			for offset := int64(1); time.Now().Before(end) && runCtx.Err() == nil; offset++ {
 				t0 := time.Now()
-				err := CommitOffset(runCtx, cl, group, cfg.Topic, topicID, offset)
+				err := commitPartition(runCtx, cl, group, cfg.Topic, topicID, partition, offset)
 				d := time.Since(t0)
 				if err != nil {
 					if !t0.Before(start) {
@@ -171,12 +186,17 @@ const (
 // group admin does (generation -1, no member) and returns the error the
 // partition got, if any. The benchmarks of package e2e use it too.
 func CommitOffset(ctx context.Context, cl *kgo.Client, group, topic string, topicID [16]byte, offset int64) error {
+	return commitPartition(ctx, cl, group, topic, topicID, 0, offset)
+}
+
+// commitPartition is CommitOffset of any partition.
+func commitPartition(ctx context.Context, cl *kgo.Client, group, topic string, topicID [16]byte, partition int32, offset int64) error {
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group, req.Generation = group, -1
 	rt := kmsg.NewOffsetCommitRequestTopic()
 	rt.Topic, rt.TopicID = topic, topicID
 	rp := kmsg.NewOffsetCommitRequestTopicPartition()
-	rp.Partition, rp.Offset, rp.LeaderEpoch = 0, offset, -1
+	rp.Partition, rp.Offset, rp.LeaderEpoch = partition, offset, -1
 	rt.Partitions = []kmsg.OffsetCommitRequestTopicPartition{rp}
 	req.Topics = []kmsg.OffsetCommitRequestTopic{rt}
 	resp, err := req.RequestWith(ctx, cl)
@@ -192,9 +212,15 @@ func CommitOffset(ctx context.Context, cl *kgo.Client, group, topic string, topi
 // ensureTopic creates topic with one partition unless it exists, and
 // returns its id once the cluster's metadata has it.
 func ensureTopic(ctx context.Context, adm *kadm.Client, topic string) ([16]byte, error) {
+	return ensureTopicPartitions(ctx, adm, topic, 1)
+}
+
+// ensureTopicPartitions is ensureTopic of a topic of partitions
+// partitions; one that exists with fewer is an error.
+func ensureTopicPartitions(ctx context.Context, adm *kadm.Client, topic string, partitions int32) ([16]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, topicWait)
 	defer cancel()
-	if _, err := adm.CreateTopic(ctx, 1, -1, nil, topic); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+	if _, err := adm.CreateTopic(ctx, partitions, -1, nil, topic); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
 		return [16]byte{}, fmt.Errorf("bench: create topic %s: %w", topic, err)
 	}
 	for {
@@ -208,6 +234,8 @@ func ensureTopic(ctx context.Context, adm *kadm.Client, topic string) ([16]byte,
 				err = td.Err
 			case len(td.Partitions) == 0:
 				err = errors.New("no partitions in the metadata")
+			case len(td.Partitions) < int(partitions):
+				return [16]byte{}, fmt.Errorf("bench: topic %s has %d partitions, %d needed; name another --topic", topic, len(td.Partitions), partitions)
 			default:
 				return [16]byte(td.ID), nil
 			}

@@ -2,10 +2,14 @@ package bench
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcoord/kcoord/server"
 )
@@ -41,11 +45,65 @@ func TestCommitsAgainstKcoordAndKfake(t *testing.T) {
 	}
 }
 
+// With Groups, clients share groups and each commits its own partition,
+// as the members of a group do: every group ends up with a committed
+// offset for each of its clients' partitions.
+func TestCommitsSharesGroupsAmongClients(t *testing.T) {
+	srv := server.StartTestServer(t, server.TestConfig(t.TempDir()))
+	addr := srv.KafkaAddr().String()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cfg := DefaultCommitsConfig()
+	cfg.Brokers, cfg.Clients, cfg.Groups, cfg.Duration, cfg.Warmup = []string{addr}, 6, 2, 500*time.Millisecond, 100*time.Millisecond
+	cfg.Topic, cfg.Prefix = "shared", "shared"
+	r, err := Commits(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Commits == 0 || r.Errors != 0 {
+		t.Fatalf("result %+v", r)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for g := range 2 {
+		group := fmt.Sprintf("shared-%d", g)
+		offsets, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			t.Fatalf("%s: %v", group, err)
+		}
+		for p := range int32(3) {
+			if o, ok := offsets.Lookup("shared", p); !ok || o.At < 1 {
+				t.Errorf("%s partition %d: %+v, %v; want a commit from its client", group, p, o, ok)
+			}
+		}
+		if _, ok := offsets.Lookup("shared", 3); ok {
+			t.Errorf("%s has an offset for partition 3, which no client of it commits", group)
+		}
+	}
+	// A topic too small for the clients a group has is named, not
+	// committed to.
+	cfg.Groups = 1
+	if _, err := Commits(ctx, cfg); err == nil || !strings.Contains(err.Error(), "3 partitions, 6 needed") {
+		t.Errorf("6 clients in one group on a 3-partition topic: %v", err)
+	}
+}
+
 func TestCommitsRefusesNoClients(t *testing.T) {
 	cfg := DefaultCommitsConfig()
 	cfg.Clients = 0
 	if _, err := Commits(context.Background(), cfg); err == nil {
 		t.Error("0 clients accepted")
+	}
+	for _, groups := range []int{-1, 65} {
+		cfg := DefaultCommitsConfig()
+		cfg.Groups = groups
+		if _, err := Commits(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "groups") {
+			t.Errorf("%d groups for %d clients: %v", groups, cfg.Clients, err)
+		}
 	}
 }
 

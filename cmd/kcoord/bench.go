@@ -96,8 +96,10 @@ rising offset of one partition to its own consumer group (as an admin does:
 generation -1, no member), one commit in flight per client, for --duration
 after --warmup. Prints commits per second and the p50, p99 and max latency
 of acknowledged commits; errors (after the client's own retries) are
-counted apart. It creates the topic --topic (one partition) if it is not
-there, and uses the groups --topic-0, --topic-1, ...
+counted apart. It creates the topic --topic if it is not there, and uses
+the groups --topic-0, --topic-1, ...: one per client, or --groups groups
+that the clients share, each client committing its own partition (as
+members of a group do; the topic then has clients/groups partitions).
 
 Run it against kcoord and, in the same session, against the server you
 compare with (Kafka, Redpanda, kfake), and compare the two.`,
@@ -124,7 +126,8 @@ compare with (Kafka, Redpanda, kfake), and compare the two.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&bootstrap, "bootstrap-server", "127.0.0.1:9092", "the server's brokers, host:port,... [$KCOORD_BOOTSTRAP_SERVER]")
-	f.IntVar(&cfg.Clients, "clients", cfg.Clients, "clients committing at once, each with its own connection and group")
+	f.IntVar(&cfg.Clients, "clients", cfg.Clients, "clients committing at once, each with its own connection")
+	f.IntVar(&cfg.Groups, "groups", cfg.Groups, "groups the clients share, each client committing its own partition (0: a group per client)")
 	f.DurationVar(&cfg.Duration, "duration", cfg.Duration, "how long commits are timed")
 	f.DurationVar(&cfg.Warmup, "warmup", cfg.Warmup, "how long the clients commit before timing starts")
 	f.StringVar(&cfg.Topic, "topic", cfg.Topic, "the topic committed to, and the prefix of the groups")
