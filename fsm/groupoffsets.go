@@ -6,39 +6,84 @@ import (
 )
 
 // groupOffsets is one group's committed offsets, kept compact: per topic
-// (sorted by name), its partitions' offsets sorted by partition, each in 48
-// bytes. A map[TopicPartition]Offset per group took 163 bytes an offset
-// (its 72-byte slots, the slots its growth leaves empty, and a table per
-// group); at a million offsets per node that was half of the heap. The
-// ShardFSM holds it under its lock; it is not safe for concurrent use.
+// (sorted by name), its partitions' offsets sorted by partition, each in 24
+// bytes with no pointer, so the GC never scans them. A map[TopicPartition]Offset
+// per group took 163 bytes an offset (its 72-byte slots, the slots its
+// growth leaves empty, and a table per group); at a million offsets per
+// node that was half of the heap. The ShardFSM holds it under its lock; it
+// is not safe for concurrent use.
 type groupOffsets struct {
 	topics []topicOffsets
 	n      int // offsets held
 }
 
 // topicOffsets is one topic's committed partitions, sorted by partition.
+// extra holds, index for index with parts, what few commits carry: the
+// metadata string and an explicit expiry (OffsetCommit v1–v4). It is nil
+// until an offset of the topic has either (metadata other than "", an
+// ExpireTimestamp other than -1: clients commit neither almost always),
+// so a commit of the common kind costs 24 bytes an offset and no pointer;
+// once made, it stays with the topic's parts.
 type topicOffsets struct {
 	topic string
 	parts []partitionOffset
+	extra []offsetExtra
 }
 
-// partitionOffset is an Offset and its partition, with the int32s side by
-// side so the struct has no padding.
+// partitionOffset is an offset without its metadata and expiry, with the
+// int32s side by side so the struct has no padding.
 type partitionOffset struct {
-	offset, commitTS, expireTS int64
-	metadata                   string
-	leaderEpoch, partition     int32
+	offset, commitTS       int64
+	leaderEpoch, partition int32
 }
+
+// offsetExtra is an offset's metadata and expiry (plainExtra when it has
+// neither).
+type offsetExtra struct {
+	metadata string
+	expireTS int64
+}
+
+// plainExtra is the extra of an offset without metadata or expiry.
+var plainExtra = offsetExtra{expireTS: -1}
 
 func packOffset(partition int32, o Offset) partitionOffset {
-	return partitionOffset{
-		offset: o.Offset, commitTS: o.CommitTimestamp, expireTS: o.ExpireTimestamp,
-		metadata: o.Metadata, leaderEpoch: o.LeaderEpoch, partition: partition,
+	return partitionOffset{offset: o.Offset, commitTS: o.CommitTimestamp, leaderEpoch: o.LeaderEpoch, partition: partition}
+}
+
+func extraOf(o Offset) offsetExtra {
+	return offsetExtra{metadata: o.Metadata, expireTS: o.ExpireTimestamp}
+}
+
+// at returns the offset at index i.
+func (t *topicOffsets) at(i int) Offset {
+	p, e := t.parts[i], plainExtra
+	if t.extra != nil {
+		e = t.extra[i]
+	}
+	return Offset{Offset: p.offset, LeaderEpoch: p.leaderEpoch, Metadata: e.metadata, CommitTimestamp: p.commitTS, ExpireTimestamp: e.expireTS}
+}
+
+// put stores o as the offset at index i, of partition.
+func (t *topicOffsets) put(i int, partition int32, o Offset) {
+	t.parts[i] = packOffset(partition, o)
+	e := extraOf(o)
+	switch {
+	case t.extra != nil:
+		t.extra[i] = e
+	case e != plainExtra:
+		t.extra = plainExtras(len(t.parts))
+		t.extra[i] = e
 	}
 }
 
-func (p partitionOffset) unpack() Offset {
-	return Offset{Offset: p.offset, LeaderEpoch: p.leaderEpoch, Metadata: p.metadata, CommitTimestamp: p.commitTS, ExpireTimestamp: p.expireTS}
+// plainExtras is n plainExtra, with room for nothing more.
+func plainExtras(n int) []offsetExtra {
+	out := make([]offsetExtra, n)
+	for i := range out {
+		out[i] = plainExtra
+	}
+	return out
 }
 
 func (g *groupOffsets) topic(name string) (int, bool) {
@@ -93,22 +138,24 @@ func (g *groupOffsets) setAll(batch []tpOffset) {
 
 // mergeTopic merges run, one topic's sorted offsets, into that topic.
 // Offsets of partitions it holds are replaced in place; new ones make a
-// slice of exactly the size needed.
+// slice of exactly the size needed (and of extras, when the topic has
+// them or a new offset needs one).
 func (g *groupOffsets) mergeTopic(topic string, run []tpOffset) {
 	ti, ok := g.topic(topic)
 	if !ok {
 		g.topics = slices.Insert(g.topics, ti, topicOffsets{topic: topic})
 	}
 	t := &g.topics[ti]
-	added := 0
+	added, plain := 0, true
 	for i, k := 0, 0; k < len(run); {
 		switch {
 		case i < len(t.parts) && t.parts[i].partition < run[k].tp.Partition:
 			i++
 		case i < len(t.parts) && t.parts[i].partition == run[k].tp.Partition:
-			t.parts[i] = packOffset(run[k].tp.Partition, run[k].o)
+			t.put(i, run[k].tp.Partition, run[k].o)
 			i, k = i+1, k+1
 		default:
+			plain = plain && extraOf(run[k].o) == plainExtra
 			added, k = added+1, k+1
 		}
 	}
@@ -116,21 +163,38 @@ func (g *groupOffsets) mergeTopic(topic string, run []tpOffset) {
 		return
 	}
 	merged := make([]partitionOffset, 0, len(t.parts)+added)
+	var extra []offsetExtra
+	if t.extra != nil || !plain {
+		extra = make([]offsetExtra, 0, len(t.parts)+added)
+	}
+	kept := func(i int) {
+		merged = append(merged, t.parts[i])
+		if extra != nil {
+			e := plainExtra
+			if t.extra != nil {
+				e = t.extra[i]
+			}
+			extra = append(extra, e)
+		}
+	}
 	i, k := 0, 0
 	for i < len(t.parts) || k < len(run) {
 		switch {
 		case k == len(run) || i < len(t.parts) && t.parts[i].partition < run[k].tp.Partition:
-			merged = append(merged, t.parts[i])
+			kept(i)
 			i++
 		case i < len(t.parts) && t.parts[i].partition == run[k].tp.Partition:
-			merged = append(merged, t.parts[i]) // replaced above
+			kept(i) // replaced above
 			i, k = i+1, k+1
 		default:
 			merged = append(merged, packOffset(run[k].tp.Partition, run[k].o))
+			if extra != nil {
+				extra = append(extra, extraOf(run[k].o))
+			}
 			k++
 		}
 	}
-	t.parts = merged
+	t.parts, t.extra = merged, extra
 	g.n += added
 }
 
@@ -144,9 +208,8 @@ func (g *groupOffsets) removeAll(tps []TopicPartition) {
 		}
 		if ti, ok := g.topic(tps[i].Topic); ok {
 			t := &g.topics[ti]
-			kept := t.parts[:0]
-			k := i
-			for _, p := range t.parts {
+			n, k := 0, i
+			for x, p := range t.parts {
 				for k < j && tps[k].Partition < p.partition {
 					k++
 				}
@@ -154,10 +217,17 @@ func (g *groupOffsets) removeAll(tps []TopicPartition) {
 					g.n--
 					continue
 				}
-				kept = append(kept, p)
+				t.parts[n] = p
+				if t.extra != nil {
+					t.extra[n] = t.extra[x]
+				}
+				n++
 			}
-			clear(t.parts[len(kept):])
-			t.parts = kept
+			t.parts = t.parts[:n]
+			if t.extra != nil {
+				clear(t.extra[n:]) // drop the removed metadata strings
+				t.extra = t.extra[:n]
+			}
 			if len(t.parts) == 0 {
 				g.topics = slices.Delete(g.topics, ti, ti+1)
 			}
@@ -183,7 +253,7 @@ func (g *groupOffsets) get(tp TopicPartition) (Offset, bool) {
 	if !ok {
 		return Offset{}, false
 	}
-	return t.parts[j].unpack(), true
+	return t.at(j), true
 }
 
 // len is how many offsets g holds (0 for nil).
@@ -199,9 +269,10 @@ func (g *groupOffsets) each(fn func(TopicPartition, Offset)) {
 	if g == nil {
 		return
 	}
-	for _, t := range g.topics {
-		for _, p := range t.parts {
-			fn(TopicPartition{Topic: t.topic, Partition: p.partition}, p.unpack())
+	for ti := range g.topics {
+		t := &g.topics[ti]
+		for i, p := range t.parts {
+			fn(TopicPartition{Topic: t.topic, Partition: p.partition}, t.at(i))
 		}
 	}
 }

@@ -20,7 +20,17 @@ func TestGroupOffsetsBehavesAsAMap(t *testing.T) {
 		tp := TopicPartition{Topic: topics[rng.IntN(len(topics))], Partition: int32(rng.IntN(40)) - 2}
 		switch rng.IntN(3) {
 		case 0, 1:
-			o := Offset{Offset: rng.Int64(), LeaderEpoch: rng.Int32(), Metadata: fmt.Sprint(step), CommitTimestamp: int64(step), ExpireTimestamp: -1}
+			// Most offsets carry no metadata and no expiry, as clients
+			// commit them; some carry either, or an expiry of 0.
+			o := Offset{Offset: rng.Int64(), LeaderEpoch: rng.Int32(), CommitTimestamp: int64(step), ExpireTimestamp: -1}
+			switch rng.IntN(8) {
+			case 0:
+				o.Metadata = fmt.Sprint(step)
+			case 1:
+				o.ExpireTimestamp = int64(step) + 1000
+			case 2:
+				o.ExpireTimestamp = 0
+			}
 			g.set(tp, o)
 			model[tp] = o
 		case 2:
