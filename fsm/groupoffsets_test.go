@@ -175,6 +175,60 @@ func TestLargeCommitsInAnyOrder(t *testing.T) {
 	}
 }
 
+// One commit that replaces offsets and adds others, mixing offsets with
+// and without metadata or expiry in either part, stores each exactly, and
+// a topic whose offsets all come plain keeps no extras.
+func TestCommitsMixingMetadataAndExpiry(t *testing.T) {
+	plain := func(off int64) Offset { return Offset{Offset: off, LeaderEpoch: 1, CommitTimestamp: 5, ExpireTimestamp: -1} }
+	f := NewShardFSM(0, nil)
+	model := map[TopicPartition]Offset{}
+	apply := func(offsets map[int32]Offset, topic string) {
+		t.Helper()
+		c := &OffsetCommit{GroupID: "g", Timestamp: 5}
+		for p, o := range offsets {
+			c.Offsets = append(c.Offsets, OffsetCommitPartition{Topic: topic, Partition: p, Offset: o})
+			model[TopicPartition{Topic: topic, Partition: p}] = o
+		}
+		f.applyOffsetCommit(c)
+		if err := f.offsets["g"].check(); err != nil {
+			t.Fatal(err)
+		}
+		got := f.Offsets("g")
+		if len(got) != len(model) {
+			t.Fatalf("%d offsets, want %d", len(got), len(model))
+		}
+		for tp, o := range model {
+			if got[tp] != o {
+				t.Fatalf("%v = %+v, want %+v", tp, got[tp], o)
+			}
+		}
+	}
+	apply(map[int32]Offset{0: plain(1), 2: plain(1), 4: plain(1)}, "t")
+	apply(map[int32]Offset{9: plain(9)}, "plain")
+	// Replace 2 with metadata and add 1 and 3 plain, in one commit.
+	withMeta := plain(2)
+	withMeta.Metadata = "m"
+	apply(map[int32]Offset{2: withMeta, 1: plain(2), 3: plain(2)}, "t")
+	// Add partitions mixing plain, an expiry and an expiry of 0.
+	expiring, zero := plain(3), plain(3)
+	expiring.ExpireTimestamp, zero.ExpireTimestamp = 99, 0
+	apply(map[int32]Offset{5: expiring, 6: plain(3), 7: zero}, "t")
+	// And to a topic without extras, new partitions mixing both.
+	apply(map[int32]Offset{8: withMeta, 10: plain(4)}, "plain")
+	del := &OffsetDelete{GroupID: "g", Partitions: []TopicPartition{{Topic: "t", Partition: 2}, {Topic: "t", Partition: 5}, {Topic: "plain", Partition: 9}}}
+	for _, tp := range del.Partitions {
+		delete(model, tp)
+	}
+	f.applyOffsetDelete(del)
+	apply(nil, "t")
+	apply(map[int32]Offset{0: plain(7)}, "only-plain")
+	for _, tt := range f.offsets["g"].topics {
+		if tt.topic == "only-plain" && tt.extra != nil {
+			t.Errorf("a topic of plain offsets keeps %d extras", len(tt.extra))
+		}
+	}
+}
+
 // check reports a broken invariant of g: a group in the FSM holds at least
 // one offset, no topic is empty, topics and partitions are sorted and
 // unique, and n counts them.
@@ -186,6 +240,9 @@ func (g *groupOffsets) check() error {
 	for i, t := range g.topics {
 		if len(t.parts) == 0 {
 			return fmt.Errorf("topic %q has no partitions", t.topic)
+		}
+		if t.extra != nil && len(t.extra) != len(t.parts) {
+			return fmt.Errorf("topic %q: %d extras beside %d partitions", t.topic, len(t.extra), len(t.parts))
 		}
 		if i > 0 && g.topics[i-1].topic >= t.topic {
 			return fmt.Errorf("topics %q, %q out of order", g.topics[i-1].topic, t.topic)
