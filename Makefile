@@ -61,7 +61,7 @@ build:
 # after, on their own, without it.
 test:
 	$(GO) test -race ./... -count=1 -timeout 15m
-	$(GO) test ./bench -count=1 -timeout 10m -run 'TestReportMeasuresEveryServer|TestShardsMeasuresEveryStepOfAConfiguration'
+	$(GO) test ./bench -count=1 -timeout 10m -run 'TestReportMeasuresEveryServer|TestShardsMeasuresEveryStepOfAConfiguration|TestLoadMeasuresEveryStep'
 
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(PKGS)
@@ -69,12 +69,14 @@ bench:
 # docs/benchmarks.md, measured on this machine: kcoord beside kfake in one
 # run (kcoord bench report; a few minutes), then the section "How many
 # Raft groups" (kcoord bench shards: 8, 16 and 50 shards on 3 and 5 nodes;
-# about 15 minutes). BENCH_DIR is where the nodes keep their data: the disk
-# a deployment would use. Either failing leaves docs/benchmarks.md as it
-# was.
+# about 15 minutes), then the sections "Scale" (kcoord bench load: three
+# processes filled with 100 k and with 1 M groups of 10 partitions; about
+# 20 minutes). BENCH_DIR is where the nodes keep their data: the disk a
+# deployment would use. Any failing leaves docs/benchmarks.md as it was.
 BENCH_DIR ?= $(CURDIR)
+LOAD_GROUPS ?= 100000,1000000
 benchmarks: build
-	{ bin/kcoord bench report --dir $(BENCH_DIR) && echo && bin/kcoord bench shards --dir $(BENCH_DIR); } > docs/benchmarks.md.tmp || { rm -f docs/benchmarks.md.tmp; exit 1; }
+	{ bin/kcoord bench report --dir $(BENCH_DIR) && echo && bin/kcoord bench shards --dir $(BENCH_DIR) && echo && bin/kcoord bench load --dir $(BENCH_DIR) --groups $(LOAD_GROUPS); } > docs/benchmarks.md.tmp || { rm -f docs/benchmarks.md.tmp; exit 1; }
 	mv docs/benchmarks.md.tmp docs/benchmarks.md
 
 run:

@@ -31,6 +31,10 @@
 //     commit to one of its groups succeeds through a fresh client.
 //   - fill.go: Fill, many groups of many partitions committed through
 //     concurrent committers, one OffsetCommit per group.
+//   - load.go: Load, behind `kcoord bench load` (issue 36: a large
+//     state): three processes filled in timed segments, resident memory
+//     and bytes an offset, data directories, failover empty and full, a
+//     restart after SIGKILL; WriteLoad, its "Scale" section.
 //   - shards.go: Shards, behind `kcoord bench shards` (issue 35: how
 //     many Raft groups a cluster should run): ShardsConfig in, a
 //     ShardsResult per (nodes, shards) configuration out, and
@@ -48,7 +52,7 @@
 //
 // # Goroutines
 //
-// Commits, Fill, ProcsFailover, Report and Shards are called from one
+// Commits, Fill, Load, ProcsFailover, Report and Shards are called from one
 // goroutine; Commits runs one goroutine per client, each committing one
 // offset at a time, Fill one per committer, each committing one group at
 // a time, and ProcsFailover and Shards' failover step one per shard they

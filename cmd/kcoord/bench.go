@@ -23,7 +23,7 @@ func newBenchCmd() *cobra.Command {
 		Args:  cobra.NoArgs,
 	}
 	bench.AddCommand(newBenchAssignCmd(), newBenchCommitsCmd(), newBenchReportCmd())
-	bench.AddCommand(newBenchShardsCmd())
+	bench.AddCommand(newBenchShardsCmd(), newBenchLoadCmd())
 	return bench
 }
 

@@ -1,0 +1,97 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A small load runs every step on three processes: the fill in its
+// segments, memory and data directories before and after, and the
+// restart of a killed node; failover is left to TestReport's run.
+func TestLoadMeasuresEveryStep(t *testing.T) {
+	if testing.Short() || raceOn {
+		t.Skip("builds kcoord and starts three processes; make test runs it without -race")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cfg := LoadConfig{Binary: kcoordBinary(t), Dir: t.TempDir(), Groups: 201, Partitions: 3, Committers: 4, Segments: 2}
+	r, err := Load(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Segments) != 2 || r.Segments[0].Groups != 101 || r.Segments[1].Groups != 100 {
+		t.Errorf("segments %+v; want 101 and 100 groups", r.Segments)
+	}
+	if r.Fill.Groups != 201 || r.Fill.Lost != 0 || r.Offsets() != 603 {
+		t.Errorf("fill %+v, %d offsets; want 201 groups, 603 offsets", r.Fill, r.Offsets())
+	}
+	if len(r.RSSBeforeMB) != 3 || len(r.RSSAfterMB) != 3 || len(r.DataMB) != 3 {
+		t.Fatalf("memory %v → %v, data %v: want three nodes each", r.RSSBeforeMB, r.RSSAfterMB, r.DataMB)
+	}
+	for i := range 3 {
+		if r.RSSAfterMB[i] <= 0 || r.DataMB[i] <= 0 {
+			t.Errorf("node %d: %v MiB resident, %v MiB of data", i+1, r.RSSAfterMB[i], r.DataMB[i])
+		}
+	}
+	if r.Restarted < 1 || r.Restarted > 3 || r.Restart <= 0 {
+		t.Errorf("restart of node %d took %v", r.Restarted, r.Restart)
+	}
+	var b strings.Builder
+	if err := WriteLoad(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	t.Log(b.String())
+	for _, want := range []string{"## Scale: 201 groups × 3 partitions", "bytes an offset", "ready again after", "Fill rate by segment"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the section lacks %q", want)
+		}
+	}
+	if strings.Contains(b.String(), "failover") {
+		t.Error("a load without failover trials reports one")
+	}
+}
+
+// WriteLoad's failover rows give both clusters' figures and their ratio,
+// and bytes an offset come from the memory the fill added.
+func TestWriteLoadReportsFailoverAndMemory(t *testing.T) {
+	r := LoadResult{
+		Config:      LoadConfig{Groups: 1000, Partitions: 10, Committers: 64, Segments: 2, FailoverTrials: 1},
+		Segments:    []FillResult{{Groups: 500, Elapsed: time.Second}, {Groups: 500, Elapsed: 2 * time.Second}},
+		Fill:        FillResult{Groups: 1000, Elapsed: 3 * time.Second},
+		RSSBeforeMB: []float64{30, 30, 30},
+		RSSAfterMB:  []float64{40, 40, 40},
+		DataMB:      []float64{5, 5, 5},
+		Empty:       FailoverResult{Trials: 1, Shards: []time.Duration{time.Second}, P50: time.Second, Max: time.Second},
+		Full:        FailoverResult{Trials: 1, Shards: []time.Duration{1500 * time.Millisecond}, P50: 1500 * time.Millisecond, Max: 1500 * time.Millisecond},
+		Restarted:   2, Restart: 1200 * time.Millisecond,
+	}
+	if got := r.BytesPerOffset(1); got != 10*(1<<20)/10000.0 {
+		t.Errorf("bytes an offset %v", got)
+	}
+	var b strings.Builder
+	if err := WriteLoad(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"## Scale: 1 k groups × 10 partitions", "333 group commits/s", "500 and 250 group commits/s (last ÷ first 0.50)",
+		"30 → 40 MiB (1049 bytes an offset)", "1.00 s / 1.00 s", "p50 full ÷ empty 1.50", "node 2 SIGKILLed, ready again after | 1.20 s"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the section lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+func TestLoadRefusesSizesThatDoNotFit(t *testing.T) {
+	for _, c := range []LoadConfig{
+		{Groups: 0, Partitions: 1, Committers: 1, Segments: 1},
+		{Groups: 5, Partitions: 1, Committers: 1, Segments: 6},
+		{Groups: 5, Partitions: 0, Committers: 1, Segments: 1},
+		{Groups: 5, Partitions: 1, Committers: 1, Segments: 1, FailoverTrials: -1},
+	} {
+		if _, err := Load(context.Background(), c); !errors.Is(err, ErrLoadConfig) {
+			t.Errorf("%+v: %v, want ErrLoadConfig", c, err)
+		}
+	}
+}
