@@ -204,7 +204,7 @@ func (f *ShardFSM) applyConsumerGroupWrite(c *ConsumerGroupWrite) any {
 		if len(c.Subscriptions) == 0 {
 			return fmt.Errorf("%w: %q", ErrGroupNotFound, c.GroupID)
 		}
-		if classic, ok := f.groups[c.GroupID]; ok && !classic.Empty() && !c.Upgrade {
+		if classic, ok := f.groups.get(c.GroupID); ok && !classic.Empty() && !c.Upgrade {
 			return fmt.Errorf("%w: %q has %d classic members", ErrGroupTypeConflict, c.GroupID, len(classic.Members))
 		}
 		g = ConsumerGroup{ID: c.GroupID, StateTimestamp: c.Timestamp}
@@ -252,7 +252,7 @@ func (f *ShardFSM) applyConsumerGroupWrite(c *ConsumerGroupWrite) any {
 	}
 	slices.SortFunc(next.Members, func(a, b ConsumerMember) int { return cmp.Compare(a.ID, b.ID) })
 	if !exists {
-		delete(f.groups, c.GroupID) // a classic group, upgraded
+		f.groups.delete(c.GroupID) // a classic group, upgraded
 	}
 	f.consumerGroups[c.GroupID] = next
 	return nil

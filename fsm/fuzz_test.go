@@ -49,11 +49,11 @@ type fuzzFSM interface {
 func (f *ShardFSM) fuzzState() any {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	groups := make(map[string]Group, len(f.groups))
-	for id, g := range f.groups {
+	groups := make(map[string]Group, f.groups.len())
+	f.groups.each(func(g Group) {
 		clearEmpty(reflect.ValueOf(&g).Elem())
-		groups[id] = g
-	}
+		groups[g.ID] = g
+	})
 	offsets := make(map[string]map[TopicPartition]Offset, len(f.offsets))
 	for id, m := range f.offsets {
 		if err := m.check(); err != nil {

@@ -179,7 +179,9 @@ func TestLargeCommitsInAnyOrder(t *testing.T) {
 // and without metadata or expiry in either part, stores each exactly, and
 // a topic whose offsets all come plain keeps no extras.
 func TestCommitsMixingMetadataAndExpiry(t *testing.T) {
-	plain := func(off int64) Offset { return Offset{Offset: off, LeaderEpoch: 1, CommitTimestamp: 5, ExpireTimestamp: -1} }
+	plain := func(off int64) Offset {
+		return Offset{Offset: off, LeaderEpoch: 1, CommitTimestamp: 5, ExpireTimestamp: -1}
+	}
 	f := NewShardFSM(0, nil)
 	model := map[TopicPartition]Offset{}
 	apply := func(offsets map[int32]Offset, topic string) {

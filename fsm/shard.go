@@ -24,7 +24,7 @@ type ShardFSM struct {
 
 	mu        sync.RWMutex
 	clusterID string
-	groups    map[string]Group // classic groups
+	groups    classicGroups
 	// consumerGroups are the consumer-protocol groups; an id is in groups
 	// or here, never both.
 	consumerGroups map[string]ConsumerGroup
@@ -43,7 +43,7 @@ func NewShardFSM(shard int32, logger hclog.Logger) *ShardFSM {
 	return &ShardFSM{
 		shard:          shard,
 		logger:         logger,
-		groups:         make(map[string]Group),
+		groups:         newClassicGroups(0),
 		consumerGroups: make(map[string]ConsumerGroup),
 		offsets:        make(map[string]*groupOffsets),
 	}
@@ -93,7 +93,7 @@ func (f *ShardFSM) applyLocked(l *raft.Log) any {
 			return fmt.Errorf("%w: %q is a consumer group with %d members", ErrGroupTypeConflict, c.Group.ID, len(cg.Members))
 		}
 		delete(f.consumerGroups, c.Group.ID) // an empty consumer group, downgraded
-		f.groups[c.Group.ID] = c.Group
+		f.groups.put(c.Group)
 	case *GroupDelete:
 		return f.applyGroupDelete(c)
 	case *OffsetCommit:
@@ -114,7 +114,7 @@ func (f *ShardFSM) applyLocked(l *raft.Log) any {
 }
 
 func (f *ShardFSM) applyGroupDelete(c *GroupDelete) any {
-	g, classic := f.groups[c.GroupID]
+	g, classic := f.groups.get(c.GroupID)
 	cg, consumer := f.consumerGroups[c.GroupID]
 	switch {
 	case classic && !g.Empty(), consumer && !cg.Empty():
@@ -124,16 +124,16 @@ func (f *ShardFSM) applyGroupDelete(c *GroupDelete) any {
 			return ErrGroupNotFound
 		}
 	}
-	delete(f.groups, c.GroupID)
+	f.groups.delete(c.GroupID)
 	delete(f.consumerGroups, c.GroupID)
 	delete(f.offsets, c.GroupID)
 	return nil
 }
 
 func (f *ShardFSM) applyOffsetCommit(c *OffsetCommit) {
-	_, classic := f.groups[c.GroupID]
+	classic := f.groups.has(c.GroupID)
 	if _, consumer := f.consumerGroups[c.GroupID]; !classic && !consumer {
-		f.groups[c.GroupID] = Group{ID: c.GroupID, State: StateEmpty, StateTimestamp: c.Timestamp}
+		f.groups.put(Group{ID: c.GroupID, State: StateEmpty, StateTimestamp: c.Timestamp})
 	}
 	if len(c.Offsets) == 0 {
 		return
@@ -179,18 +179,15 @@ func (f *ShardFSM) ClusterID() string {
 func (f *ShardFSM) Group(id string) (Group, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	g, ok := f.groups[id]
-	return g, ok
+	return f.groups.get(id)
 }
 
 // Groups returns every stored group, sorted by id.
 func (f *ShardFSM) Groups() []Group {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	out := make([]Group, 0, len(f.groups))
-	for _, g := range f.groups {
-		out = append(out, g)
-	}
+	out := make([]Group, 0, f.groups.len())
+	f.groups.each(func(g Group) { out = append(out, g) })
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }
@@ -228,10 +225,8 @@ func (f *ShardFSM) Offset(group string, tp TopicPartition) (Offset, bool) {
 func (f *ShardFSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	s := &shardSnapshot{ClusterID: f.clusterID, Groups: make([]Group, 0, len(f.groups)), Features: slices.Clone(f.features)}
-	for _, g := range f.groups {
-		s.Groups = append(s.Groups, g)
-	}
+	s := &shardSnapshot{ClusterID: f.clusterID, Groups: make([]Group, 0, f.groups.len()), Features: slices.Clone(f.features)}
+	f.groups.each(func(g Group) { s.Groups = append(s.Groups, g) })
 	for _, g := range f.consumerGroups {
 		s.ConsumerGroups = append(s.ConsumerGroups, g)
 	}
@@ -251,9 +246,9 @@ func (f *ShardFSM) Restore(rc io.ReadCloser) error {
 	if err := readSnapshot(rc, &s); err != nil {
 		return err
 	}
-	groups := make(map[string]Group, len(s.Groups))
+	groups := newClassicGroups(len(s.Groups))
 	for _, g := range s.Groups {
-		groups[g.ID] = g
+		groups.put(g)
 	}
 	consumerGroups := make(map[string]ConsumerGroup, len(s.ConsumerGroups))
 	for _, g := range s.ConsumerGroups {
@@ -282,7 +277,7 @@ func (f *ShardFSM) Restore(rc io.ReadCloser) error {
 	f.clusterID, f.groups, f.consumerGroups, f.offsets = s.ClusterID, groups, consumerGroups, offsets
 	f.features.restore(s.Features)
 	f.mu.Unlock()
-	f.logger.Info("restored snapshot", "shard", f.shard, "groups", len(groups), "consumer_groups", len(consumerGroups), "offset_groups", len(offsets))
+	f.logger.Info("restored snapshot", "shard", f.shard, "groups", groups.len(), "consumer_groups", len(consumerGroups), "offset_groups", len(offsets))
 	return nil
 }
 
