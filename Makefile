@@ -61,7 +61,7 @@ build:
 # after, on their own, without it.
 test:
 	$(GO) test -race ./... -count=1 -timeout 15m
-	$(GO) test ./bench -count=1 -timeout 10m -run 'TestReportMeasuresEveryServer|TestShardsMeasuresEveryStepOfAConfiguration|TestLoadMeasuresEveryStep'
+	$(GO) test ./bench -count=1 -timeout 15m -run 'TestReportMeasuresEveryServer|TestShardsMeasuresEveryStepOfAConfiguration|TestLoadMeasuresEveryStep'
 
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem $(PKGS)

@@ -30,6 +30,19 @@ func TestClassicGroupsBehaveAsAMap(t *testing.T) {
 			return Group{ID: id, State: StateEmpty, StateTimestamp: int64(step), Members: []Member{}}
 		},
 		func(id string, step int) Group { return Group{ID: id, State: StateStable, StateTimestamp: int64(step)} },
+		// Empty with one field beyond the simple ones: each keeps it.
+		func(id string, step int) Group {
+			return Group{ID: id, State: StateEmpty, StateTimestamp: int64(step), ProtocolType: "consumer"}
+		},
+		func(id string, step int) Group {
+			return Group{ID: id, State: StateEmpty, StateTimestamp: int64(step), Protocol: "range"}
+		},
+		func(id string, step int) Group {
+			return Group{ID: id, State: StateEmpty, StateTimestamp: int64(step), Generation: 1}
+		},
+		func(id string, step int) Group {
+			return Group{ID: id, State: StateEmpty, StateTimestamp: int64(step), Leader: "m"}
+		},
 	}
 	for step := range 5000 {
 		id := fmt.Sprint("g", rng.IntN(50))
@@ -46,7 +59,8 @@ func TestClassicGroupsBehaveAsAMap(t *testing.T) {
 		if ok != wantOK || !reflect.DeepEqual(got, want) || c.has(id) != wantOK {
 			t.Fatalf("step %d: get(%s) = %+v %v, want %+v %v", step, id, got, ok, want, wantOK)
 		}
-		if _, both := c.full[id]; both && c.simple[id] != 0 {
+		_, inFull := c.full[id]
+		if _, inSimple := c.simple[id]; inFull && inSimple {
 			t.Fatalf("step %d: %s is in both maps", step, id)
 		}
 	}

@@ -58,7 +58,7 @@ size (make benchmarks appends them to docs/benchmarks.md).`,
 			for i, n := range sizes {
 				d, err := os.MkdirTemp(dir, "kcoord-bench-load-")
 				if err != nil {
-					return err
+					return fmt.Errorf("%d groups: %w", n, err)
 				}
 				c := cfg
 				c.Binary, c.Dir, c.Groups, c.Logger = bin, d, n, logger
@@ -71,7 +71,7 @@ size (make benchmarks appends them to docs/benchmarks.md).`,
 					fmt.Fprintln(cmd.OutOrStdout())
 				}
 				if err := bench.WriteLoad(cmd.OutOrStdout(), r); err != nil {
-					return err
+					return fmt.Errorf("%d groups: %w", n, err)
 				}
 			}
 			return nil
