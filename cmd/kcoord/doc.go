@@ -60,6 +60,10 @@
 //   - benchshards.go: `kcoord bench shards`: clusters of each shard count
 //     and size measured (throughput, idle CPU, failover, add, drain), as
 //     the markdown section `make benchmarks` appends (package bench).
+//   - benchload.go: `kcoord bench load`: three processes filled with many
+//     groups, each size measured (fill rate by segment, resident memory
+//     and bytes an offset, failover empty and full, restart), as the
+//     "Scale" sections `make benchmarks` appends (package bench).
 //   - verify.go: `kcoord verify`: the chaos workload and checkers against
 //     any running Kafka-compatible cluster.
 //   - chaos.go: `kcoord chaos` and `kcoord chaos upgrade`: the chaos suite
