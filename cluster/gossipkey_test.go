@@ -191,7 +191,13 @@ func TestGossipKeyRotationKeepsNodesTogether(t *testing.T) {
 	}
 	for _, tn := range []*testNode{n1, n2, n3} {
 		eventually(t, 3*time.Second, "the watch loop reloads the file", func() bool { return len(tn.gossip.keys.ring.GetKeys()) == 1 })
-		if got := tn.logs.Lines("[INFO]", "gossip keys reloaded", "keys=1", "primary_key_id="+keyIDOf(t, newKey)); len(got) != 1 {
+		// The keyring changes before the reload is logged: wait for the
+		// line, then hold it to one.
+		reloaded := func() []string {
+			return tn.logs.Lines("[INFO]", "gossip keys reloaded", "keys=1", "primary_key_id="+keyIDOf(t, newKey))
+		}
+		eventually(t, 3*time.Second, "the reload is logged", func() bool { return len(reloaded()) > 0 })
+		if got := reloaded(); len(got) != 1 {
 			t.Errorf("node %d: reload logged %d times: %q", tn.ID(), len(got), got)
 		}
 	}

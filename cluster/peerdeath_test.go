@@ -135,6 +135,12 @@ func TestAReplicaRemovedUnawaresNamesTheGossipedLeader(t *testing.T) {
 	leader, follower := gossipLeaderAndFollower(t)
 	fid := serverID(follower.ID())
 	ls := leader.Shard(0)
+	// What the follower is to name comes by gossip, which a loaded
+	// machine may deliver after the election: wait for it first.
+	eventually(t, 5*time.Second, "the follower's leader table names shard 0's leader", func() bool {
+		e, ok := follower.leaders.get(0)
+		return ok && e.Node == leader.ID() && e.Term == ls.Term()
+	})
 	if err := ls.Raft.DemoteVoter(fid, 0, 5*time.Second).Error(); err != nil {
 		t.Fatal(err)
 	}
