@@ -49,7 +49,7 @@ func TestLoadMeasuresEveryStep(t *testing.T) {
 			t.Errorf("the section lacks %q", want)
 		}
 	}
-	if strings.Contains(b.String(), "failover") {
+	if strings.Contains(b.String(), "| failover p50") {
 		t.Error("a load without failover trials reports one")
 	}
 }
