@@ -138,18 +138,9 @@ func Load(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
 			return r, fmt.Errorf("failover of the full cluster: %w", err)
 		}
 	}
-	st, err := p.Status(ctx)
+	r.Restarted, r.Restart, err = restartBusiest(ctx, p)
 	if err != nil {
 		return r, err
-	}
-	if r.Restarted, _ = busiest(st); r.Restarted < 1 {
-		return r, fmt.Errorf("bench: no node leads a group shard to restart (%s)", leadsString(st))
-	}
-	if err := p.Kill(r.Restarted); err != nil {
-		return r, err
-	}
-	if r.Restart, err = p.Restart(ctx, r.Restarted); err != nil {
-		return r, fmt.Errorf("restart: %w", err)
 	}
 	return r, nil
 }
@@ -185,23 +176,6 @@ func btoi(b bool) int {
 		return 1
 	}
 	return 0
-}
-
-// residentMBs is every node's VmRSS, by node id - 1.
-func residentMBs(p *Procs) ([]float64, error) {
-	var out []float64
-	for i := 1; i <= p.Nodes(); i++ {
-		pid, err := p.Pid(i)
-		if err != nil {
-			return nil, errorsJoinRunning(err, p)
-		}
-		mb, err := ResidentMB(pid)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, mb)
-	}
-	return out, nil
 }
 
 // dirMB is the size of the regular files under dir, in MiB. The node

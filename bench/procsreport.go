@@ -102,27 +102,50 @@ func fillAndRestart(ctx context.Context, cfg ReportConfig, p *Procs, f *procsFig
 		return ctx.Err()
 	case <-time.After(fillSettle):
 	}
+	if f.rssMB, err = residentMBs(p); err != nil {
+		return err
+	}
+	f.restarted, f.restart, err = restartBusiest(ctx, p)
+	return err
+}
+
+// restartBusiest SIGKILLs the node leading the most group shards, starts
+// it again and returns it and how long it took from its start until
+// /readyz answered 200.
+func restartBusiest(ctx context.Context, p *Procs) (int, time.Duration, error) {
+	st, err := p.Status(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	node, _ := busiest(st)
+	if node < 1 {
+		return 0, 0, fmt.Errorf("bench: no node leads a group shard to restart (%s)", leadsString(st))
+	}
+	if err := p.Kill(node); err != nil {
+		return node, 0, err
+	}
+	took, err := p.Restart(ctx, node)
+	if err != nil {
+		return node, 0, fmt.Errorf("restart: %w", err)
+	}
+	return node, took, nil
+}
+
+// residentMBs is every node's VmRSS, by node id - 1.
+func residentMBs(p *Procs) ([]float64, error) {
+	var out []float64
 	for i := 1; i <= p.Nodes(); i++ {
 		pid, err := p.Pid(i)
 		if err != nil {
-			return errorsJoinRunning(err, p)
+			return nil, errorsJoinRunning(err, p)
 		}
 		mb, err := ResidentMB(pid)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		f.rssMB = append(f.rssMB, mb)
+		out = append(out, mb)
 	}
-	st, err := p.Status(ctx)
-	if err != nil {
-		return err
-	}
-	f.restarted, _ = busiest(st)
-	if err := p.Kill(f.restarted); err != nil {
-		return err
-	}
-	f.restart, err = p.Restart(ctx, f.restarted)
-	return err
+	return out, nil
 }
 
 // errorsJoinRunning adds to err why a process is not running, if one

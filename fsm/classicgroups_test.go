@@ -86,35 +86,29 @@ func TestClassicGroupsBehaveAsAMap(t *testing.T) {
 //	go test ./fsm -run '^$' -bench ClassicGroupsMemory -benchtime 1x
 func BenchmarkClassicGroupsMemory(b *testing.B) {
 	const groups = 100_000
-	heap := func() uint64 {
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
 	ids := make([]string, groups)
 	for i := range ids {
 		ids[i] = fmt.Sprint("group-", i)
 	}
 	b.Run("classicGroups", func(b *testing.B) {
 		for b.Loop() {
-			before := heap()
+			before := heapAfterGC()
 			c := newClassicGroups(0)
 			for i, id := range ids {
 				c.put(Group{ID: id, State: StateEmpty, StateTimestamp: int64(i)})
 			}
-			b.ReportMetric(float64(heap()-before)/groups, "B/group")
+			b.ReportMetric(float64(heapAfterGC()-before)/groups, "B/group")
 			runtime.KeepAlive(c)
 		}
 	})
 	b.Run("map-of-groups", func(b *testing.B) {
 		for b.Loop() {
-			before := heap()
+			before := heapAfterGC()
 			m := make(map[string]Group)
 			for i, id := range ids {
 				m[id] = Group{ID: id, State: StateEmpty, StateTimestamp: int64(i)}
 			}
-			b.ReportMetric(float64(heap()-before)/groups, "B/group")
+			b.ReportMetric(float64(heapAfterGC()-before)/groups, "B/group")
 			runtime.KeepAlive(m)
 		}
 	})

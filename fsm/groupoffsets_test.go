@@ -72,6 +72,15 @@ func TestGroupOffsetsBehavesAsAMap(t *testing.T) {
 	nilSet.each(func(TopicPartition, Offset) { t.Error("a nil set visits an offset") })
 }
 
+// heapAfterGC is the heap in use after a collection: what the memory
+// benchmarks count.
+func heapAfterGC() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
 // BenchmarkOffsetsMemory reports the heap bytes per committed offset of
 // 10 k groups × 10 partitions of one topic, in groupOffsets beside the map
 // per group the FSM used before.
@@ -79,16 +88,10 @@ func TestGroupOffsetsBehavesAsAMap(t *testing.T) {
 //	go test ./fsm -run '^$' -bench OffsetsMemory -benchtime 1x
 func BenchmarkOffsetsMemory(b *testing.B) {
 	const groups, partitions = 10_000, 10
-	heap := func() uint64 {
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return ms.HeapAlloc
-	}
 	o := Offset{Offset: 42, LeaderEpoch: -1, CommitTimestamp: 1, ExpireTimestamp: -1}
 	b.Run("groupOffsets", func(b *testing.B) {
 		for b.Loop() {
-			before := heap()
+			before := heapAfterGC()
 			all := make(map[string]*groupOffsets, groups)
 			for i := range groups {
 				g := &groupOffsets{}
@@ -99,13 +102,13 @@ func BenchmarkOffsetsMemory(b *testing.B) {
 				g.setAll(sortBatch(batch)) // as applyOffsetCommit does
 				all[fmt.Sprint("group-", i)] = g
 			}
-			b.ReportMetric(float64(heap()-before)/(groups*partitions), "B/offset")
+			b.ReportMetric(float64(heapAfterGC()-before)/(groups*partitions), "B/offset")
 			runtime.KeepAlive(all)
 		}
 	})
 	b.Run("map-per-group", func(b *testing.B) {
 		for b.Loop() {
-			before := heap()
+			before := heapAfterGC()
 			all := make(map[string]map[TopicPartition]Offset, groups)
 			for i := range groups {
 				m := make(map[TopicPartition]Offset, partitions)
@@ -114,7 +117,7 @@ func BenchmarkOffsetsMemory(b *testing.B) {
 				}
 				all[fmt.Sprint("group-", i)] = m
 			}
-			b.ReportMetric(float64(heap()-before)/(groups*partitions), "B/offset")
+			b.ReportMetric(float64(heapAfterGC()-before)/(groups*partitions), "B/offset")
 			runtime.KeepAlive(all)
 		}
 	})
