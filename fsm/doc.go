@@ -92,6 +92,9 @@
 //     snapshot, configured once.
 //   - snapshot.go: the snapshot framing: version byte, then the document,
 //     streamed.
+//   - shardsnapshot.go: a ShardFSM's snapshot: the packed copy Snapshot
+//     takes, and the version-2 document written and read a record at a
+//     time with msgp, in go-msgpack's bytes.
 //   - formats.go: Formats, the log and snapshot formats this build reads
 //     and writes, for `kcoord version`.
 package fsm

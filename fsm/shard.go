@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -220,107 +219,29 @@ func (f *ShardFSM) Offset(group string, tp TopicPartition) (Offset, bool) {
 	return m.get(tp)
 }
 
-// Snapshot captures the state for raft. It runs on raft's FSM goroutine, so
-// it only copies the maps; Persist, on another goroutine, sorts and encodes.
+// Snapshot captures the state for raft. It runs on raft's FSM goroutine,
+// under the read lock, so it only copies (the packed offsets as they are);
+// Persist, on raft's snapshot goroutine, sorts and writes
+// (shardsnapshot.go).
 func (f *ShardFSM) Snapshot() (raft.FSMSnapshot, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	s := &shardSnapshot{ClusterID: f.clusterID, Groups: make([]Group, 0, f.groups.len()), Features: slices.Clone(f.features)}
-	f.groups.each(func(g Group) { s.Groups = append(s.Groups, g) })
-	for _, g := range f.consumerGroups {
-		s.ConsumerGroups = append(s.ConsumerGroups, g)
-	}
-	for group, m := range f.offsets {
-		m.each(func(tp TopicPartition, o Offset) {
-			s.Offsets = append(s.Offsets, snapshotOffset{Group: group, TopicPartition: tp, Offset: o})
-		})
-	}
-	return s, nil
+	return copyShard(f), nil
 }
 
 // Restore replaces the state with a snapshot written by Persist (or by a
-// release that wrote JSON snapshots).
+// release that wrote JSON snapshots). It reads and builds the new state
+// before it takes the lock.
 func (f *ShardFSM) Restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	var s shardSnapshot
-	if err := readSnapshot(rc, &s); err != nil {
+	s, err := readShardSnapshot(rc)
+	if err != nil {
 		return err
 	}
-	groups := newClassicGroups(len(s.Groups))
-	for _, g := range s.Groups {
-		groups.put(g)
-	}
-	consumerGroups := make(map[string]ConsumerGroup, len(s.ConsumerGroups))
-	for _, g := range s.ConsumerGroups {
-		consumerGroups[g.ID] = g
-	}
-	// Persist writes offsets sorted; a JSON snapshot of an older release
-	// may not be, so they are grouped (stably: sortBatch then keeps a later
-	// duplicate) and merged a group at a time.
-	slices.SortStableFunc(s.Offsets, func(a, b snapshotOffset) int { return cmp.Compare(a.Group, b.Group) })
-	offsets := make(map[string]*groupOffsets)
-	for i := 0; i < len(s.Offsets); {
-		j := i + 1
-		for j < len(s.Offsets) && s.Offsets[j].Group == s.Offsets[i].Group {
-			j++
-		}
-		batch := make([]tpOffset, 0, j-i)
-		for _, o := range s.Offsets[i:j] {
-			batch = append(batch, tpOffset{o.TopicPartition, o.Offset})
-		}
-		m := &groupOffsets{}
-		m.setAll(sortBatch(batch))
-		offsets[s.Offsets[i].Group] = m
-		i = j
-	}
 	f.mu.Lock()
-	f.clusterID, f.groups, f.consumerGroups, f.offsets = s.ClusterID, groups, consumerGroups, offsets
-	f.features.restore(s.Features)
+	f.clusterID, f.groups, f.consumerGroups, f.offsets = s.clusterID, s.groups, s.consumerGroups, s.offsets
+	f.features.restore(s.features)
 	f.mu.Unlock()
-	f.logger.Info("restored snapshot", "shard", f.shard, "groups", groups.len(), "consumer_groups", len(consumerGroups), "offset_groups", len(offsets))
+	f.logger.Info("restored snapshot", "shard", f.shard, "groups", s.groups.len(), "consumer_groups", len(s.consumerGroups), "offset_groups", len(s.offsets))
 	return nil
 }
-
-// shardSnapshot is the snapshot document of a ShardFSM. Version 1 (JSON)
-// had no cluster id.
-type shardSnapshot struct {
-	ClusterID string           `json:"cluster_id,omitempty" codec:"cluster_id"`
-	Groups    []Group          `json:"groups" codec:"groups"`
-	Offsets   []snapshotOffset `json:"offsets" codec:"offsets"`
-	// ConsumerGroups came after JSON snapshots; a snapshot without them
-	// restores none.
-	ConsumerGroups []ConsumerGroup `json:"-" codec:"consumer_groups,omitempty"`
-	// Features is the levels stamped into the shard, sorted by feature;
-	// absent until a level above 1 is stamped, so a snapshot of a shard
-	// at level 1 is byte for byte what release 0.1.0 writes.
-	Features []FeatureLevel `json:"-" codec:"features,omitempty"`
-}
-
-// snapshotOffset is one committed offset in a shardSnapshot. JSON and
-// msgpack both inline the embedded TopicPartition's fields ("t", "p").
-type snapshotOffset struct {
-	Group string `json:"g" codec:"g"`
-	TopicPartition
-	Offset Offset `json:"o" codec:"o"`
-}
-
-// Persist implements raft.FSMSnapshot: it sorts the copy (so equal states
-// write equal snapshots) and streams it into sink.
-func (s *shardSnapshot) Persist(sink raft.SnapshotSink) error {
-	sort.Slice(s.Groups, func(i, j int) bool { return s.Groups[i].ID < s.Groups[j].ID })
-	sort.Slice(s.ConsumerGroups, func(i, j int) bool { return s.ConsumerGroups[i].ID < s.ConsumerGroups[j].ID })
-	sort.Slice(s.Offsets, func(i, j int) bool {
-		a, b := s.Offsets[i], s.Offsets[j]
-		if a.Group != b.Group {
-			return a.Group < b.Group
-		}
-		if a.Topic != b.Topic {
-			return a.Topic < b.Topic
-		}
-		return a.Partition < b.Partition
-	})
-	return writeSnapshot(sink, s)
-}
-
-// Release implements raft.FSMSnapshot.
-func (s *shardSnapshot) Release() {}
