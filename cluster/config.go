@@ -159,6 +159,13 @@ type Config struct {
 	// so that moves (a snapshot sent to each new replica) never take the
 	// cluster's whole bandwidth. Default 4.
 	MaxConcurrentMoves int
+	// SnapshotThrottleRate is leader.replication.throttled.rate: the bytes
+	// a second this node sends of Raft snapshots, over all its shards (a
+	// snapshot goes to each replica a move adds, and to a follower that
+	// fell behind the log). 0 is the default, raftnet's
+	// UnthrottledSnapshotRate, as Kafka's; otherwise at least
+	// raftnet.MinSnapshotRate.
+	SnapshotThrottleRate int64
 
 	// MaxSyncDuration is kcoord.log.max.sync.ms: a write or fsync of the
 	// node store (LogStoreNode) still in flight after it marks the node's
@@ -446,6 +453,9 @@ func (c Config) withDefaults() Config {
 	if c.MaxConcurrentMoves == 0 {
 		c.MaxConcurrentMoves = d.MaxConcurrentMoves
 	}
+	if c.SnapshotThrottleRate == 0 {
+		c.SnapshotThrottleRate = raftnet.UnthrottledSnapshotRate
+	}
 	if c.MaxSyncDuration == 0 {
 		c.MaxSyncDuration = d.MaxSyncDuration
 	}
@@ -533,6 +543,9 @@ func (c *Config) Validate() error {
 	}
 	if cc.TransportTimeout < 0 || cc.TransportMaxPool < 0 {
 		return bad("TransportTimeout and TransportMaxPool must not be negative")
+	}
+	if _, err := raftnet.NewSnapshotThrottle(cc.SnapshotThrottleRate); err != nil {
+		return bad("SnapshotThrottleRate: %v", err)
 	}
 	for _, shard := range []int32{MetaShard, 0} {
 		if err := raft.ValidateConfig(cc.raftConfig(shard)); err != nil {

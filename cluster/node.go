@@ -58,6 +58,9 @@ type Node struct {
 	// off) and carry every shard's AppendEntries to a peer on one stream
 	// (unless Config.SeparateAppendStreams).
 	hubs *raftnet.Hubs
+	// snapshots throttles the snapshots every shard of the node sends
+	// (nil: unthrottled).
+	snapshots *raftnet.SnapshotThrottle
 	// made are every shard Open made, meta first, then the group shards
 	// by id; Node.Shard hands them out before they run.
 	made []*Shard
@@ -269,6 +272,10 @@ func Open(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	go n.serveAdmin(n.admin)
+	if n.snapshots, err = raftnet.NewSnapshotThrottle(cfg.SnapshotThrottleRate); err != nil {
+		_ = mux.Close()
+		return nil, err
+	}
 	if n.hubs, err = raftnet.StartHubs(mux, raftnet.HubConfig{
 		LocalID:                serverID(cfg.NodeID),
 		HeartbeatTimeout:       cfg.HeartbeatTimeout,
@@ -596,6 +603,7 @@ func (n *Node) startShard(s *Shard, st *shardStores, bootstrap bool) (err error)
 		HeartbeatReuse:   cfg.HeartbeatReuse,
 		HeartbeatTimeout: cfg.HeartbeatTimeout,
 		PipelineAppends:  cfg.PipelineAppends,
+		SnapshotThrottle: n.snapshots,
 	})
 	if err != nil {
 		return err

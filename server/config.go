@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/kcoord/kcoord/cluster"
+	"github.com/kcoord/kcoord/cluster/raftnet"
 	"github.com/kcoord/kcoord/groups"
 )
 
@@ -135,6 +136,12 @@ type Config struct {
 	// the most shards whose replicas move at once when nodes are added or
 	// removed (cluster.Config.MaxConcurrentMoves).
 	PlacementMaxConcurrentMoves int32
+	// LeaderReplicationThrottledRate is leader.replication.throttled.rate:
+	// the bytes a second this node sends of Raft snapshots, to the
+	// replicas moves add and to followers that fell behind the log, over
+	// all its shards (cluster.Config.SnapshotThrottleRate). Unbounded
+	// (math.MaxInt64) by default, as in Kafka.
+	LeaderReplicationThrottledRate int64
 	// LogMaxSync is kcoord.log.max.sync.ms: a write or fsync of the node's
 	// log still in flight after it marks the disk stalled, and the node
 	// fences itself (stops leading, leaves routing, fails /readyz) until
@@ -253,24 +260,25 @@ func DefaultConfig() Config {
 		GroupConsumerMaxSize:              2147483647,
 		GroupConsumerMigrationPolicy:      "bidirectional",
 
-		OffsetsRetention:              10080 * time.Minute,
-		OffsetsRetentionCheckInterval: 10 * time.Minute,
-		OffsetMetadataMaxBytes:        4096,
-		OffsetsCommitTimeout:          5 * time.Second,
-		GroupElectionHold:             2 * time.Second,
-		PlacementMaxConcurrentMoves:   4,
-		ShutdownDrain:                 4 * time.Second,
-		LogMaxSync:                    cluster.DefaultMaxSyncDuration,
-		MetadataMaxStaleness:          5 * time.Second,
-		FeaturesAutoFinalize:          true,
-		SocketRequestMaxBytes:         104857600,
-		SASLServerMaxReceiveSize:      524288,
-		MaxConnections:                2147483647,
-		MaxConnectionsPerIP:           2147483647,
-		QueuedMaxRequestBytes:         209715200,
-		MaxPartitionsPerTopic:         4096,
-		MaxTopics:                     10000,
-		MaxPartitions:                 100000,
+		OffsetsRetention:               10080 * time.Minute,
+		OffsetsRetentionCheckInterval:  10 * time.Minute,
+		OffsetMetadataMaxBytes:         4096,
+		OffsetsCommitTimeout:           5 * time.Second,
+		GroupElectionHold:              2 * time.Second,
+		PlacementMaxConcurrentMoves:    4,
+		LeaderReplicationThrottledRate: raftnet.UnthrottledSnapshotRate,
+		ShutdownDrain:                  4 * time.Second,
+		LogMaxSync:                     cluster.DefaultMaxSyncDuration,
+		MetadataMaxStaleness:           5 * time.Second,
+		FeaturesAutoFinalize:           true,
+		SocketRequestMaxBytes:          104857600,
+		SASLServerMaxReceiveSize:       524288,
+		MaxConnections:                 2147483647,
+		MaxConnectionsPerIP:            2147483647,
+		QueuedMaxRequestBytes:          209715200,
+		MaxPartitionsPerTopic:          4096,
+		MaxTopics:                      10000,
+		MaxPartitions:                  100000,
 	}
 }
 

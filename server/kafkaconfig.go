@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kcoord/kcoord/cluster"
+	"github.com/kcoord/kcoord/cluster/raftnet"
 )
 
 // kafkaKey maps one Kafka broker config name to a Config field; exactly one
@@ -142,6 +143,9 @@ var kafkaKeys = []kafkaKey{
 	{name: "kcoord.placement.max.concurrent.moves", min: 1, max: 1024,
 		int32p: func(c *Config) *int32 { return &c.PlacementMaxConcurrentMoves },
 		help:   "shards whose replicas move at once when nodes are added or removed"},
+	{name: "leader.replication.throttled.rate", min: raftnet.MinSnapshotRate, max: math.MaxInt64,
+		int64p: func(c *Config) *int64 { return &c.LeaderReplicationThrottledRate },
+		help:   "bytes a second this node sends of Raft snapshots, to the replicas a move adds and to followers behind the log, over all its shards; the default is unbounded, as in Kafka"},
 	{name: "kcoord.log.max.sync.ms", min: 0, max: math.MaxInt32, unit: time.Millisecond,
 		durp: func(c *Config) *time.Duration { return &c.LogMaxSync },
 		help: "a write or fsync of the node's log still in flight after this fences the node (it stops leading and serving until the disk answers); 0 turns the watchdog off"},

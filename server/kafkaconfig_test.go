@@ -40,6 +40,8 @@ var kafkaDefaults = map[string]string{
 	"connections.max.reauth.ms":    "0",
 	"sasl.server.max.receive.size": "524288",
 
+	"leader.replication.throttled.rate": "9223372036854775807", // Kafka's Long.MAX_VALUE: unbounded
+
 	"kcoord.max.partitions.per.topic":                  "4096",
 	"kcoord.max.topics":                                "10000",
 	"kcoord.max.partitions":                            "100000",

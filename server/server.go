@@ -240,6 +240,7 @@ func (s *Server) startNode(advertised string) error {
 	ccfg.Shards, ccfg.BootstrapExpect = s.cfg.OffsetsTopicNumPartitions, s.cfg.BootstrapExpect
 	ccfg.ReplicationFactor = int(s.cfg.OffsetsTopicReplicationFactor)
 	ccfg.MaxConcurrentMoves = int(s.cfg.PlacementMaxConcurrentMoves)
+	ccfg.SnapshotThrottleRate = s.cfg.LeaderReplicationThrottledRate
 	ccfg.GossipAddr, ccfg.AdvertiseGossipAddr, ccfg.Join = s.cfg.GossipAddr, s.cfg.AdvertiseGossipAddr, s.cfg.Join
 	ccfg.GossipKeyFile = s.cfg.GossipKeyFile
 	ccfg.UnsafeSkipSync = s.cfg.UnsafeSkipFsync

@@ -41,6 +41,10 @@
 //   - appendwire.go and appendwire_gen.go: the append stream's messages,
 //     encoded by code tinylib/msgp generates (go generate
 //     ./cluster/raftnet regenerates appendwire_gen.go).
+//   - snapshotthrottle.go: SnapshotThrottle, the node's bound on the
+//     bytes a second its shards send of snapshots
+//     (leader.replication.throttled.rate), which every shard's
+//     InstallSnapshot reads through.
 //   - match.go: matchTracker, the highest index each follower acknowledged
 //     to a shard's leader (placement's catch-up check, RaftStats).
 //   - pausewatch.go: the process's pause watch (PausedRecently): after a

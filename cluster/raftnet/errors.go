@@ -31,4 +31,8 @@ var (
 	// ErrRaftTLS wraps the errors of loading the Raft port's TLS files
 	// (LoadTLS).
 	ErrRaftTLS = errors.New("cluster: raft TLS")
+
+	// ErrSnapshotRate is a snapshot throttle below MinSnapshotRate
+	// (NewSnapshotThrottle).
+	ErrSnapshotRate = errors.New("cluster: leader.replication.throttled.rate too low")
 )

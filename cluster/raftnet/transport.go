@@ -49,6 +49,9 @@ type Transport struct {
 	shard int32
 	// pipeline: AppendEntriesPipeline offers an appendPipeline.
 	pipeline bool
+	// snapshots throttles the snapshots InstallSnapshot sends (nil: no
+	// throttle); the node's shards share it.
+	snapshots *SnapshotThrottle
 	// beatsIn holds raft's heartbeat fast path closed once the transport
 	// closes, and Close waits for the heartbeats it is handling.
 	beatsIn *handlerGate
@@ -68,6 +71,9 @@ type TransportConfig struct {
 	// the append hub (appendPipeline); without an append hub it does
 	// nothing.
 	PipelineAppends bool
+	// SnapshotThrottle bounds the snapshots the shard sends, together
+	// with every shard given the same one; nil: unbounded.
+	SnapshotThrottle *SnapshotThrottle
 }
 
 // NewTransport registers shard's stream on mux and returns its
@@ -86,11 +92,12 @@ func NewTransport(mux *Mux, hubs *Hubs, shard int32, cfg TransportConfig) (*Tran
 			Timeout: cfg.Timeout,
 			Logger:  cfg.Logger,
 		})},
-		match:    newMatchTracker(),
-		beats:    newHeartbeats(cfg.HeartbeatReuse, cfg.HeartbeatTimeout),
-		shard:    shard,
-		pipeline: cfg.PipelineAppends,
-		beatsIn:  &handlerGate{},
+		match:     newMatchTracker(),
+		beats:     newHeartbeats(cfg.HeartbeatReuse, cfg.HeartbeatTimeout),
+		shard:     shard,
+		pipeline:  cfg.PipelineAppends,
+		snapshots: cfg.SnapshotThrottle,
+		beatsIn:   &handlerGate{},
 	}
 	if hubs != nil {
 		t.hub, t.app = hubs.beats, hubs.appends
@@ -180,9 +187,12 @@ func (t Transport) AppendEntriesPipeline(id raft.ServerID, target raft.ServerAdd
 	return newAppendPipeline(t.app, t.appm, t.shard, id, target, t.beats, t.match), nil
 }
 
-// InstallSnapshot records the snapshot's index once it is installed.
+// InstallSnapshot sends the snapshot as fast as the node's snapshot
+// throttle lets it, and records the snapshot's index once it is
+// installed. Raft's replication goroutine to the follower calls it and
+// waits for the whole transfer.
 func (t Transport) InstallSnapshot(id raft.ServerID, target raft.ServerAddress, args *raft.InstallSnapshotRequest, resp *raft.InstallSnapshotResponse, data io.Reader) error {
-	err := t.unpipelinedTransport.InstallSnapshot(id, target, args, resp, data)
+	err := t.unpipelinedTransport.InstallSnapshot(id, target, args, resp, t.snapshots.reader(data))
 	if err == nil && resp.Success {
 		t.match.acked(id, args.Term, args.LastLogIndex)
 	}
