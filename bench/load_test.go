@@ -9,15 +9,17 @@ import (
 )
 
 // A small load runs every step on three processes: the fill in its
-// segments, memory and data directories before and after, and the
-// restart of a killed node; failover is left to TestReport's run.
+// segments, memory and data directories before and after, the restart of
+// a killed node, and a fourth node added under load until it holds
+// replicas; failover is left to TestReport's run.
 func TestLoadMeasuresEveryStep(t *testing.T) {
 	if testing.Short() || raceOn {
 		t.Skip("builds kcoord and starts three processes; make test runs it without -race")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cfg := LoadConfig{Binary: kcoordBinary(t), Dir: t.TempDir(), Groups: 201, Partitions: 3, Committers: 4, Segments: 2}
+	cfg := LoadConfig{Binary: kcoordBinary(t), Dir: t.TempDir(), Groups: 201, Partitions: 3, Committers: 4, Segments: 2,
+		AddNode: true, MoveBaseline: 2 * time.Second}
 	r, err := Load(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -39,12 +41,15 @@ func TestLoadMeasuresEveryStep(t *testing.T) {
 	if r.Restarted < 1 || r.Restarted > 3 || r.Restart <= 0 {
 		t.Errorf("restart of node %d took %v", r.Restarted, r.Restart)
 	}
+	if a := r.Added; a.Node != 4 || a.Replicas < 1 || a.Share <= 0 || a.Settled < a.Share || a.Before.Commits == 0 || a.During.Commits+a.During.Errors == 0 {
+		t.Errorf("added node %+v; want node 4 voting in shards, and commits timed before and during", a)
+	}
 	var b strings.Builder
 	if err := WriteLoad(&b, r); err != nil {
 		t.Fatal(err)
 	}
 	t.Log(b.String())
-	for _, want := range []string{"## Scale: 201 groups × 3 partitions", "bytes an offset", "ready again after", "Fill rate by segment"} {
+	for _, want := range []string{"## Scale: 201 groups × 3 partitions", "bytes an offset", "ready again after", "Fill rate by segment", "node 4 added under load", "commit p99 before → while replicas move"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the section lacks %q", want)
 		}

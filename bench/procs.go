@@ -62,6 +62,9 @@ type Procs struct {
 	cfg   ProcsConfig
 	dir   string
 	nodes []*proc
+	// bootstrap is the nodes started together (--bootstrap-expect);
+	// those AddNode adds after them join alone.
+	bootstrap int
 }
 
 // proc is one node: its addresses, files and current process.
@@ -120,24 +123,11 @@ func startProcsOnce(ctx context.Context, cfg ProcsConfig) (*Procs, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Procs{cfg: cfg, dir: dir}
-	for i := 1; i <= cfg.Nodes; i++ {
-		nodeDir := filepath.Join(dir, fmt.Sprintf("node%d", i))
-		if err := os.MkdirAll(nodeDir, 0o755); err != nil {
+	p := &Procs{cfg: cfg, dir: dir, bootstrap: cfg.Nodes}
+	for range cfg.Nodes {
+		if err := p.newProc(); err != nil {
 			return nil, err
 		}
-		n := &proc{id: i, dataDir: filepath.Join(nodeDir, "data"), logPath: filepath.Join(nodeDir, "kcoord.log")}
-		if n.kafka, err = FreeLoopbackAddr(false); err == nil {
-			if n.raft, err = FreeLoopbackAddr(false); err == nil {
-				if n.gossip, err = FreeLoopbackAddr(true); err == nil {
-					n.http, err = FreeLoopbackAddr(false)
-				}
-			}
-		}
-		if err != nil {
-			return nil, err
-		}
-		p.nodes = append(p.nodes, n)
 	}
 	for i := 1; i <= cfg.Nodes; i++ {
 		if err := p.launch(i); err != nil {
@@ -156,6 +146,48 @@ func startProcsOnce(ctx context.Context, cfg ProcsConfig) (*Procs, error) {
 	}
 	cfg.Logger.Info("kcoord processes ready", "nodes", cfg.Nodes, "dir", dir)
 	return p, nil
+}
+
+// newProc adds the next node's directory and free ports, not started.
+func (p *Procs) newProc() error {
+	i := len(p.nodes) + 1
+	nodeDir := filepath.Join(p.dir, fmt.Sprintf("node%d", i))
+	if err := os.MkdirAll(nodeDir, 0o755); err != nil {
+		return err
+	}
+	n := &proc{id: i, dataDir: filepath.Join(nodeDir, "data"), logPath: filepath.Join(nodeDir, "kcoord.log")}
+	var err error
+	if n.kafka, err = FreeLoopbackAddr(false); err == nil {
+		if n.raft, err = FreeLoopbackAddr(false); err == nil {
+			if n.gossip, err = FreeLoopbackAddr(true); err == nil {
+				n.http, err = FreeLoopbackAddr(false)
+			}
+		}
+	}
+	if err != nil {
+		return err
+	}
+	p.nodes = append(p.nodes, n)
+	return nil
+}
+
+// AddNode starts one more node, as an operator adds one: `kcoord serve
+// --join` the others' gossip addresses, without --bootstrap-expect, on a
+// fresh data directory. It returns the node's id once it is ready; placement
+// then moves its share of replicas to it. Stop stops it with the rest.
+func (p *Procs) AddNode(ctx context.Context) (int, error) {
+	if err := p.newProc(); err != nil {
+		return 0, err
+	}
+	i := len(p.nodes)
+	if err := p.launch(i); err != nil {
+		return i, err
+	}
+	if _, err := p.WaitReady(ctx, i); err != nil {
+		return i, err
+	}
+	p.cfg.Logger.Info("kcoord process added", "node", i)
+	return i, nil
 }
 
 func (p *Procs) node(i int) *proc { return p.nodes[i-1] }
@@ -195,16 +227,19 @@ func (p *Procs) launch(i int) error {
 			seeds = append(seeds, o.gossip)
 		}
 	}
-	args := append([]string{"serve",
+	args := []string{"serve",
 		"--node-id", strconv.Itoa(i),
 		"--data-dir", n.dataDir,
 		"--kafka-addr", n.kafka,
 		"--raft-addr", n.raft,
 		"--gossip-addr", n.gossip,
 		"--http-addr", n.http,
-		"--bootstrap-expect", strconv.Itoa(len(p.nodes)),
 		"--join", strings.Join(seeds, ","),
-	}, p.cfg.Extra...)
+	}
+	if i <= p.bootstrap {
+		args = append(args, "--bootstrap-expect", strconv.Itoa(p.bootstrap))
+	}
+	args = append(args, p.cfg.Extra...)
 	logf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err

@@ -33,8 +33,11 @@ node's resident memory; a fill of that many groups of --partitions partitions
 through --committers clients, in --segments timed parts, so the rate can be
 read as the state grows; each node's resident memory and data directory
 after it, and the bytes an offset added; the failover of the full cluster;
-and how long the node leading the most shards takes to be ready again after
-a SIGKILL. Prints a markdown section "## Scale: N groups × P partitions" per
+how long the node leading the most shards takes to be ready again after
+a SIGKILL; and, with --add-node, a fourth node added while 8 clients keep
+committing to the filled groups: the time until it holds its share of
+replicas and until placement settles, and the commits' p99 while replicas
+move against their p99 in the --move-baseline before. Prints a markdown section "## Scale: N groups × P partitions" per
 size (make benchmarks appends them to docs/benchmarks.md).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -84,5 +87,7 @@ size (make benchmarks appends them to docs/benchmarks.md).`,
 	f.IntVar(&cfg.Committers, "committers", cfg.Committers, "clients of the fill, one request in flight each")
 	f.IntVar(&cfg.Segments, "segments", cfg.Segments, "timed parts of the fill, of equal size")
 	f.IntVar(&cfg.FailoverTrials, "failover-trials", cfg.FailoverTrials, "kills timed before and after the fill (0: none)")
+	f.BoolVar(&cfg.AddNode, "add-node", cfg.AddNode, "at the end, add a fourth node under a steady commit load and time it until placement settles")
+	f.DurationVar(&cfg.MoveBaseline, "move-baseline", cfg.MoveBaseline, "how long the steady load runs before the node is added (its commit latency is the baseline)")
 	return cmd
 }

@@ -1,0 +1,111 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// commitProbe keeps a few clients committing to groups that already hold
+// offsets, one commit in flight each, and records when each commit began,
+// how long it took and whether it failed, so that the latencies of one
+// phase (before a node is added, while replicas move) can be read apart
+// from another's. Its goroutines run from startCommitProbe until stop.
+type commitProbe struct {
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu      sync.Mutex
+	samples []probeSample
+}
+
+// probeSample is one commit of the probe.
+type probeSample struct {
+	at   time.Time
+	took time.Duration
+	err  bool
+}
+
+// ProbeWindow is what the probe's commits that began within a phase did.
+type ProbeWindow struct {
+	Commits, Errors int
+	P50, P99, Max   time.Duration
+}
+
+func (w ProbeWindow) String() string {
+	return fmt.Sprintf("%d commits (%d errors), p50 %v, p99 %v, max %v", w.Commits, w.Errors,
+		w.P50.Round(time.Microsecond), w.P99.Round(time.Microsecond), w.Max.Round(time.Microsecond))
+}
+
+// startCommitProbe starts clients committers against brokers. Client c
+// commits all partitions of topic to group(c), group(c+clients), ...,
+// wrapping at groups, with rising offsets.
+func startCommitProbe(ctx context.Context, brokers []string, clients, groups int, group func(int) string, topic string, topicID [16]byte, partitions int) (*commitProbe, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	p := &commitProbe{cancel: cancel}
+	cls := make([]*kgo.Client, clients)
+	for i := range cls {
+		cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RetryTimeout(30*time.Second))
+		if err != nil {
+			cancel()
+			for _, c := range cls[:i] {
+				c.Close()
+			}
+			return nil, err
+		}
+		cls[i] = cl
+	}
+	for c, cl := range cls {
+		p.wg.Go(func() {
+			defer cl.Close()
+			for k, offset := c, int64(1_000_000); ctx.Err() == nil; k, offset = (k+clients)%groups, offset+1 {
+				start := time.Now()
+				err := commitGroup(ctx, cl, FillRequest(group(k), topic, topicID, partitions, offset))
+				if ctx.Err() != nil {
+					return // stopped: the commit in flight is not counted
+				}
+				p.mu.Lock()
+				p.samples = append(p.samples, probeSample{at: start, took: time.Since(start), err: err != nil})
+				p.mu.Unlock()
+				if err != nil {
+					time.Sleep(errorPause)
+				}
+			}
+		})
+	}
+	return p, nil
+}
+
+// stop ends the probe and waits for its clients.
+func (p *commitProbe) stop() {
+	p.cancel()
+	p.wg.Wait()
+}
+
+// window sums the commits that began in [from, to).
+func (p *commitProbe) window(from, to time.Time) ProbeWindow {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var w ProbeWindow
+	var lat []time.Duration
+	for _, s := range p.samples {
+		if s.at.Before(from) || !s.at.Before(to) {
+			continue
+		}
+		if s.err {
+			w.Errors++
+			continue
+		}
+		lat = append(lat, s.took)
+	}
+	w.Commits = len(lat)
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		w.P50, w.P99, w.Max = quantile(lat, 0.50), quantile(lat, 0.99), lat[len(lat)-1]
+	}
+	return w
+}
