@@ -23,10 +23,11 @@ type commitProbe struct {
 	samples []probeSample
 }
 
-// probeSample is one commit of the probe.
+// probeSample is one commit of the probe, to group(key).
 type probeSample struct {
 	at   time.Time
 	took time.Duration
+	key  int
 	err  bool
 }
 
@@ -69,7 +70,7 @@ func startCommitProbe(ctx context.Context, brokers []string, clients, groups int
 					return // stopped: the commit in flight is not counted
 				}
 				p.mu.Lock()
-				p.samples = append(p.samples, probeSample{at: start, took: time.Since(start), err: err != nil})
+				p.samples = append(p.samples, probeSample{at: start, took: time.Since(start), key: k, err: err != nil})
 				p.mu.Unlock()
 				if err != nil {
 					time.Sleep(errorPause)
@@ -86,14 +87,15 @@ func (p *commitProbe) stop() {
 	p.wg.Wait()
 }
 
-// window sums the commits that began in [from, to).
-func (p *commitProbe) window(from, to time.Time) ProbeWindow {
+// window sums the commits that began in [from, to) and that keep
+// (nil: all of them).
+func (p *commitProbe) window(from, to time.Time, keep func(probeSample) bool) ProbeWindow {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var w ProbeWindow
 	var lat []time.Duration
 	for _, s := range p.samples {
-		if s.at.Before(from) || !s.at.Before(to) {
+		if s.at.Before(from) || !s.at.Before(to) || keep != nil && !keep(s) {
 			continue
 		}
 		if s.err {

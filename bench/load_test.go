@@ -73,6 +73,12 @@ func TestWriteLoadReportsFailoverAndMemory(t *testing.T) {
 		Full:        FailoverResult{Trials: 1, Shards: []time.Duration{1500 * time.Millisecond}, P50: 1500 * time.Millisecond, Max: 1500 * time.Millisecond},
 		Restarted:   2, Restart: 1200 * time.Millisecond,
 	}
+	r.Config.AddNode, r.Config.MoveBaseline, r.Config.ServeArgs = true, 10*time.Second, []string{"-c=leader.replication.throttled.rate=10485760"}
+	r.Added = AddNodeResult{Node: 4, Target: 12, Replicas: 12, Share: 20 * time.Second, Settled: 25 * time.Second, LeaderChanges: 7,
+		Before: ProbeWindow{Commits: 1000, P50: 2 * time.Millisecond, P99: 10 * time.Millisecond},
+		During: ProbeWindow{Commits: 2000, Errors: 1, P50: 3 * time.Millisecond, P99: 250 * time.Millisecond},
+		Steady: ProbeWindow{Commits: 1900, P99: 20 * time.Millisecond},
+		Moved:  ProbeWindow{Commits: 100, P50: 240 * time.Millisecond, P99: 300 * time.Millisecond}}
 	if got := r.BytesPerOffset(1); got != 10*(1<<20)/10000.0 {
 		t.Errorf("bytes an offset %v", got)
 	}
@@ -81,7 +87,10 @@ func TestWriteLoadReportsFailoverAndMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"## Scale: 1 k groups × 10 partitions", "333 group commits/s", "500 and 250 group commits/s (last ÷ first 0.50)",
-		"30 → 40 MiB (1049 bytes an offset)", "1.00 s / 1.00 s", "p50 full ÷ empty 1.50", "node 2 SIGKILLed, ready again after | 1.20 s"} {
+		"30 → 40 MiB (1049 bytes an offset)", "1.00 s / 1.00 s", "p50 full ÷ empty 1.50", "node 2 SIGKILLed, ready again after | 1.20 s",
+		"--serve-arg=-c=leader.replication.throttled.rate=10485760", "serve's defaults but -c=leader.replication.throttled.rate=10485760",
+		"its share (12 replicas), placement settled | 20.00 s, 25.00 s", "10.00 ms → 250.00 ms (25.00×",
+		"one of the 7 leader changes | 20.00 ms (2.00× before; 1900 commits); 100 commits, p50 240.00 ms, p99 300.00 ms"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the section lacks %q:\n%s", want, b.String())
 		}
@@ -94,9 +103,40 @@ func TestLoadRefusesSizesThatDoNotFit(t *testing.T) {
 		{Groups: 5, Partitions: 1, Committers: 1, Segments: 6},
 		{Groups: 5, Partitions: 0, Committers: 1, Segments: 1},
 		{Groups: 5, Partitions: 1, Committers: 1, Segments: 1, FailoverTrials: -1},
+		{Groups: 5, Partitions: 1, Committers: 1, Segments: 1, AddNode: true},
 	} {
 		if _, err := Load(context.Background(), c); !errors.Is(err, ErrLoadConfig) {
 			t.Errorf("%+v: %v, want ErrLoadConfig", c, err)
 		}
+	}
+}
+
+// A commit met a leadership change when its shard's leader differs
+// between the polls around it, or is unknown in either.
+func TestLeaderTimelineTellsCommitsThatMetALeaderChange(t *testing.T) {
+	at := func(ms int) time.Time { return time.Unix(100, 0).Add(time.Duration(ms) * time.Millisecond) }
+	tl := leaderTimeline{
+		{at: at(0), leaders: map[int32]shardLeader{0: {1, 1}, 1: {1, 2}}},
+		{at: at(500), leaders: map[int32]shardLeader{0: {1, 1}, 1: {2, 3}}},
+		{at: at(1000), leaders: map[int32]shardLeader{0: {1, 1}, 1: {2, -1}}},
+	}
+	for _, tc := range []struct {
+		shard    int32
+		from, to int
+		want     bool
+	}{
+		{0, 10, 900, false},    // shard 0 kept its leader
+		{1, 10, 400, true},     // across the change at 500
+		{1, 600, 700, true},    // leader unknown at 1000
+		{1, 510, 520, true},    // ends before the next poll, which knows none
+		{2, 10, 20, true},      // a shard no poll knows
+		{0, 1200, 1300, false}, // after the last poll: compared with it
+	} {
+		if got := tl.changed(tc.shard, at(tc.from), at(tc.to)); got != tc.want {
+			t.Errorf("shard %d, %d–%d ms: changed %v, want %v", tc.shard, tc.from, tc.to, got, tc.want)
+		}
+	}
+	if n := tl.changes(); n != 2 {
+		t.Errorf("%d leader changes, want 2 (shard 1: node 2 → 3 → none)", n)
 	}
 }

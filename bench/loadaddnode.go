@@ -3,12 +3,14 @@ package bench
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kcoord/kcoord/cluster"
+	"github.com/kcoord/kcoord/groups"
 )
 
 // AddNodeResult is a node added to the full cluster under a steady commit
@@ -24,6 +26,13 @@ type AddNodeResult struct {
 	// Before is the probe's commits in the baseline before the node
 	// started; During those from its start until placement settled.
 	Before, During ProbeWindow
+	// Steady is those of During whose shard kept its leader from before
+	// the commit to after it; Moved the others, which met a leadership
+	// change (NOT_COORDINATOR, and the client's back-off before it looks
+	// the coordinator up again). LeaderChanges counts the shards' leader
+	// changes seen while replicas moved.
+	Steady, Moved ProbeWindow
+	LeaderChanges int
 }
 
 const (
@@ -80,13 +89,15 @@ func loadAddNode(ctx context.Context, cfg LoadConfig, p *Procs, firstSegment Fil
 	cfg.Logger.Info("node added; waiting for placement to settle", "node", r.Node, "share", r.Target)
 	pctx, cancel := context.WithTimeout(ctx, addNodeBound)
 	defer cancel()
-	var last cluster.ClusterStatus
+	last := st
+	leaders := leaderTimeline{{at: added, leaders: shardLeaders(st)}}
 	err = poll(pctx, addNodePoll, func() bool {
 		st, err := p.Status(pctx)
 		if err != nil {
 			return false // a node busy with a move may answer late: ask again
 		}
 		last = st
+		leaders = append(leaders, leaderPoll{at: time.Now(), leaders: shardLeaders(st)})
 		held := replicasOf(st, r.Node)
 		if r.Share == 0 && held >= r.Target {
 			r.Share = time.Since(added)
@@ -105,10 +116,70 @@ func loadAddNode(ctx context.Context, cfg LoadConfig, p *Procs, firstSegment Fil
 		return r, fmt.Errorf("%w (last status: node %d votes in %d shards, %d moving, %d under-replicated)",
 			errorsJoinRunning(err, p), r.Node, replicasOf(last, r.Node), last.Moving, last.UnderReplicated)
 	}
-	r.Before, r.During = probe.window(baselineStart, added), probe.window(added, settled)
-	cfg.Logger.Info("placement settled", "node", r.Node, "share", r.Share, "settled", r.Settled,
-		"before", r.Before.String(), "during", r.During.String())
+	probe.stop() // every commit timed is over before it is sorted
+	met := func(s probeSample) bool {
+		return leaders.changed(groups.PartitionFor(group(s.key), int32(shards)), s.at, s.at.Add(s.took))
+	}
+	r.Before, r.During = probe.window(baselineStart, added, nil), probe.window(added, settled, nil)
+	r.Steady = probe.window(added, settled, func(s probeSample) bool { return !met(s) })
+	r.Moved = probe.window(added, settled, met)
+	r.LeaderChanges = leaders.changes()
+	cfg.Logger.Info("placement settled", "node", r.Node, "share", r.Share, "settled", r.Settled, "leader_changes", r.LeaderChanges,
+		"before", r.Before.String(), "during", r.During.String(), "steady", r.Steady.String(), "moved", r.Moved.String())
 	return r, nil
+}
+
+// leaderPoll is each group shard's leader (a term and node) as one status
+// call saw it.
+type leaderPoll struct {
+	at      time.Time
+	leaders map[int32]shardLeader
+}
+
+type shardLeader struct {
+	term uint64
+	node int32
+}
+
+// leaderTimeline is the polls of the add-node phase, in order.
+type leaderTimeline []leaderPoll
+
+func shardLeaders(st cluster.ClusterStatus) map[int32]shardLeader {
+	m := make(map[int32]shardLeader, len(st.Shards))
+	for _, s := range st.Shards {
+		if s.Shard >= 0 { // group shards only, not the metadata group
+			m[s.Shard] = shardLeader{term: s.Term, node: s.Leader}
+		}
+	}
+	return m
+}
+
+// changed reports whether shard's leader differs between the last poll at
+// or before from and the first at or after to (the last poll when none
+// is), or is unknown in either.
+func (tl leaderTimeline) changed(shard int32, from, to time.Time) bool {
+	if len(tl) == 0 {
+		return false
+	}
+	i := max(sort.Search(len(tl), func(i int) bool { return tl[i].at.After(from) })-1, 0)
+	j := min(sort.Search(len(tl), func(i int) bool { return !tl[i].at.Before(to) }), len(tl)-1)
+	a, aok := tl[i].leaders[shard]
+	b, bok := tl[j].leaders[shard]
+	return !aok || !bok || a != b || a.node < 0
+}
+
+// changes counts the leader changes between consecutive polls, over
+// every shard.
+func (tl leaderTimeline) changes() int {
+	n := 0
+	for i := 1; i < len(tl); i++ {
+		for shard, l := range tl[i].leaders {
+			if prev, ok := tl[i-1].leaders[shard]; ok && prev.node != l.node {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // replicasOf is how many group shards st says node votes in.

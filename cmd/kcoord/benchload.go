@@ -88,6 +88,7 @@ size (make benchmarks appends them to docs/benchmarks.md).`,
 	f.IntVar(&cfg.Segments, "segments", cfg.Segments, "timed parts of the fill, of equal size")
 	f.IntVar(&cfg.FailoverTrials, "failover-trials", cfg.FailoverTrials, "kills timed before and after the fill (0: none)")
 	f.BoolVar(&cfg.AddNode, "add-node", cfg.AddNode, "at the end, add a fourth node under a steady commit load and time it until placement settles")
+	f.StringArrayVar(&cfg.ServeArgs, "serve-arg", nil, "one more argument for every node's kcoord serve (repeatable), such as -c=leader.replication.throttled.rate=10485760")
 	f.DurationVar(&cfg.MoveBaseline, "move-baseline", cfg.MoveBaseline, "how long the steady load runs before the node is added (its commit latency is the baseline)")
 	return cmd
 }
