@@ -126,6 +126,10 @@ func sortBatch(batch []tpOffset) []tpOffset {
 // one merge per topic: a commit of many partitions in any order costs
 // their sort, not a shift of the slice per partition.
 func (g *groupOffsets) setAll(batch []tpOffset) {
+	if len(g.topics) == 0 {
+		g.fill(batch)
+		return
+	}
 	for i := 0; i < len(batch); {
 		j := i + 1
 		for j < len(batch) && batch[j].tp.Topic == batch[i].tp.Topic {
@@ -134,6 +138,50 @@ func (g *groupOffsets) setAll(batch []tpOffset) {
 		g.mergeTopic(batch[i].tp.Topic, batch[i:j])
 		i = j
 	}
+}
+
+// fill makes g, which holds nothing, hold batch (sorted, no duplicates:
+// sortBatch's), each topic's slices of exactly its size: what setAll's
+// merges would make, without them (a snapshot's restore and a new group's
+// first commit).
+func (g *groupOffsets) fill(batch []tpOffset) {
+	topics := 0
+	for i := range batch {
+		if i == 0 || batch[i].tp.Topic != batch[i-1].tp.Topic {
+			topics++
+		}
+	}
+	g.topics = make([]topicOffsets, 0, topics)
+	for i := 0; i < len(batch); {
+		j, plain := i, true
+		for ; j < len(batch) && batch[j].tp.Topic == batch[i].tp.Topic; j++ {
+			plain = plain && extraOf(batch[j].o) == plainExtra
+		}
+		t := topicOffsets{topic: batch[i].tp.Topic, parts: make([]partitionOffset, j-i)}
+		if !plain {
+			t.extra = make([]offsetExtra, j-i)
+		}
+		for k := i; k < j; k++ {
+			t.parts[k-i] = packOffset(batch[k].tp.Partition, batch[k].o)
+			if t.extra != nil {
+				t.extra[k-i] = extraOf(batch[k].o)
+			}
+		}
+		g.topics = append(g.topics, t)
+		i = j
+	}
+	g.n = len(batch)
+}
+
+// sortedBatch reports whether batch is as sortBatch leaves it: sorted by
+// compareTP, with no partition twice.
+func sortedBatch(batch []tpOffset) bool {
+	for i := 1; i < len(batch); i++ {
+		if compareTP(batch[i-1].tp, batch[i].tp) >= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // mergeTopic merges run, one topic's sorted offsets, into that topic.

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"runtime"
 	"slices"
 	"testing"
@@ -263,4 +264,45 @@ func (g *groupOffsets) check() error {
 		return fmt.Errorf("counts %d offsets, holds %d", g.n, n)
 	}
 	return nil
+}
+
+// A group's first offsets are laid out directly (fill) exactly as the
+// merges of setAll would lay them out: the same topics, parts and
+// extras, extras only where a topic has a non-plain offset, and slices of
+// exactly their size.
+func TestFillingAnEmptyGroupIsMerging(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for round := range 200 {
+		var batch []tpOffset
+		for range rng.IntN(40) {
+			o := Offset{Offset: rng.Int64N(1000), LeaderEpoch: rng.Int32N(5) - 1, CommitTimestamp: int64(round), ExpireTimestamp: -1}
+			if rng.IntN(8) == 0 {
+				o.Metadata = "m"
+			}
+			if rng.IntN(8) == 0 {
+				o.ExpireTimestamp = 99
+			}
+			batch = append(batch, tpOffset{TopicPartition{Topic: []string{"a", "b", "c"}[rng.IntN(3)], Partition: rng.Int32N(20)}, o})
+		}
+		batch = sortBatch(batch)
+		merged := &groupOffsets{}
+		for i := 0; i < len(batch); { // setAll's path for a group that holds something
+			j := i + 1
+			for j < len(batch) && batch[j].tp.Topic == batch[i].tp.Topic {
+				j++
+			}
+			merged.mergeTopic(batch[i].tp.Topic, batch[i:j])
+			i = j
+		}
+		filled := &groupOffsets{}
+		filled.setAll(batch)
+		if !reflect.DeepEqual(filled.topics, merged.topics) && len(batch) > 0 || filled.n != merged.n {
+			t.Fatalf("round %d: filled %+v, merged %+v", round, filled, merged)
+		}
+		for _, tp := range filled.topics {
+			if cap(tp.parts) != len(tp.parts) || tp.extra != nil && cap(tp.extra) != len(tp.extra) {
+				t.Fatalf("round %d: topic %s holds room for more", round, tp.topic)
+			}
+		}
+	}
 }

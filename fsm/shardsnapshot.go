@@ -305,7 +305,11 @@ func (b *offsetsBuilder) flush(into map[string]*groupOffsets) {
 		m = &groupOffsets{}
 		into[b.group] = m
 	}
-	m.setAll(sortBatch(b.run))
+	run := b.run
+	if !sortedBatch(run) { // as Persist writes them, they are
+		run = sortBatch(run)
+	}
+	m.setAll(run)
 	b.run = b.run[:0]
 }
 
@@ -346,7 +350,7 @@ func decodeShardV2(r *msgp.Reader) (*restoredShard, error) {
 			case "cluster_id":
 				s.clusterID, err = readString(r)
 			case "groups":
-				err = readArray(r, func() error {
+				err = readArrayHinted(r, func(n uint32) { s.groups = newClassicGroups(int(min(n, maxHint))) }, func() error {
 					var g Group
 					if err := decodeOne(&g); err != nil {
 						return err
@@ -366,6 +370,11 @@ func decodeShardV2(r *msgp.Reader) (*restoredShard, error) {
 			case "features":
 				err = decodeOne(&s.features)
 			case "offsets":
+				if len(s.offsets) == 0 {
+					// A group with offsets is, at scale, one a commit
+					// made: about as many as the groups read before.
+					s.offsets = make(map[string]*groupOffsets, s.groups.len()+len(s.consumerGroups))
+				}
 				err = readOffsets(r, s.offsets)
 			default:
 				err = r.Skip()
@@ -386,12 +395,25 @@ func decodeShardV2(r *msgp.Reader) (*restoredShard, error) {
 
 // readArray calls each once per element of the array (or nil) next in r.
 func readArray(r *msgp.Reader, each func() error) error {
+	return readArrayHinted(r, nil, each)
+}
+
+// maxHint bounds a size hint taken from a snapshot's array header, which
+// a damaged file could make huge: past it, maps grow as elements arrive.
+const maxHint = 1 << 17
+
+// readArrayHinted is readArray that first tells hint (when not nil) the
+// number of elements the header announces.
+func readArrayHinted(r *msgp.Reader, hint func(uint32), each func() error) error {
 	if r.IsNil() {
 		return r.ReadNil()
 	}
 	n, err := r.ReadArrayHeader()
 	if err != nil {
 		return err
+	}
+	if hint != nil {
+		hint(n)
 	}
 	for range n {
 		if err := each(); err != nil {
