@@ -32,16 +32,7 @@ func apply(t *testing.T, f raft.FSM, index uint64, cmd Command) any {
 
 func roundTrip(t *testing.T, from, into raft.FSM) {
 	t.Helper()
-	snap, err := from.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sink memSink
-	if err := snap.Persist(&sink); err != nil {
-		t.Fatal(err)
-	}
-	snap.Release()
-	if err := into.Restore(io.NopCloser(&sink)); err != nil {
+	if err := into.Restore(io.NopCloser(bytes.NewReader(persisted(t, from)))); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/tinylib/msgp/msgp"
 )
 
@@ -51,7 +53,8 @@ func referenceSnapshot(tb testing.TB, f *ShardFSM) []byte {
 	return sink.Bytes()
 }
 
-func persisted(tb testing.TB, f *ShardFSM) []byte {
+// persisted is f's snapshot as Persist writes it.
+func persisted(tb testing.TB, f raft.FSM) []byte {
 	tb.Helper()
 	snap, err := f.Snapshot()
 	if err != nil {
@@ -61,6 +64,7 @@ func persisted(tb testing.TB, f *ShardFSM) []byte {
 	if err := snap.Persist(&sink); err != nil {
 		tb.Fatal(err)
 	}
+	snap.Release()
 	return sink.Bytes()
 }
 
@@ -133,18 +137,8 @@ func shardState(f *ShardFSM) any {
 	}
 	var groups []Group
 	f.groups.each(func(g Group) { groups = append(groups, g) })
-	slices.SortFunc(groups, func(a, b Group) int { return cmpString(a.ID, b.ID) })
+	slices.SortFunc(groups, func(a, b Group) int { return cmp.Compare(a.ID, b.ID) })
 	return []any{f.clusterID, groups, f.consumerGroups, offsets, []FeatureLevel(f.features)}
-}
-
-func cmpString(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // TestStreamedRestoreMatchesGoMsgpacks: what the streamed reader restores
