@@ -135,10 +135,8 @@ func (s *shardCopy) write(w io.Writer) error {
 		if err := flush(); err != nil {
 			return err
 		}
-		for i := range s.consumerGroups {
-			if err := enc.Encode(&s.consumerGroups[i]); err != nil {
-				return err
-			}
+		if err := encodeEach(enc, s.consumerGroups); err != nil {
+			return err
 		}
 	}
 	if len(s.features) > 0 {
@@ -155,10 +153,8 @@ func (s *shardCopy) write(w io.Writer) error {
 	if err := flush(); err != nil {
 		return err
 	}
-	for i := range s.groups {
-		if err := enc.Encode(&s.groups[i]); err != nil {
-			return err
-		}
+	if err := encodeEach(enc, s.groups); err != nil {
+		return err
 	}
 	out = msgp.AppendString(out, "offsets")
 	n := 0
@@ -191,6 +187,17 @@ func (s *shardCopy) write(w io.Writer) error {
 		return err
 	}
 	return bw.Flush()
+}
+
+// encodeEach encodes the elements of items one after another, as
+// go-msgpack encodes the elements of a list.
+func encodeEach[T any](enc *codec.Encoder, items []T) error {
+	for i := range items {
+		if err := enc.Encode(&items[i]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // appendOffsetRecord appends the snapshotOffset of t's offset at index i
