@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -16,19 +17,22 @@ import (
 // phase (before a node is added, while replicas move) can be read apart
 // from another's. Its goroutines run from startCommitProbe until stop.
 type commitProbe struct {
-	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	cancel   context.CancelFunc
+	stopping atomic.Bool // no new commit starts
+	wg       sync.WaitGroup
 
 	mu      sync.Mutex
 	samples []probeSample
 }
 
-// probeSample is one commit of the probe, to group(key).
+// probeSample is one commit of the probe, to group(key); prev is when
+// the client's commit to that group before it began (zero for its
+// first): franz-go keeps each group's coordinator from then on.
 type probeSample struct {
-	at   time.Time
-	took time.Duration
-	key  int
-	err  bool
+	at, prev time.Time
+	took     time.Duration
+	key      int
+	err      bool
 }
 
 // ProbeWindow is what the probe's commits that began within a phase did.
@@ -42,7 +46,8 @@ func (w ProbeWindow) String() string {
 		w.P50.Round(time.Microsecond), w.P99.Round(time.Microsecond), w.Max.Round(time.Microsecond))
 }
 
-// startCommitProbe starts clients committers against brokers. Client c
+// startCommitProbe starts clients committers against brokers (groups
+// must be positive). Client c
 // commits all partitions of topic to group(c), group(c+clients), ...,
 // wrapping at groups, with rising offsets.
 func startCommitProbe(ctx context.Context, brokers []string, clients, groups int, group func(int) string, topic string, topicID [16]byte, partitions int) (*commitProbe, error) {
@@ -63,15 +68,17 @@ func startCommitProbe(ctx context.Context, brokers []string, clients, groups int
 	for c, cl := range cls {
 		p.wg.Go(func() {
 			defer cl.Close()
-			for k, offset := c, int64(1_000_000); ctx.Err() == nil; k, offset = (k+clients)%groups, offset+1 {
+			last := map[int]time.Time{} // this client's groups only
+			for k, offset := c, int64(1_000_000); ctx.Err() == nil && !p.stopping.Load(); k, offset = (k+clients)%groups, offset+1 {
 				start := time.Now()
 				err := commitGroup(ctx, cl, FillRequest(group(k), topic, topicID, partitions, offset))
 				if ctx.Err() != nil {
 					return // stopped: the commit in flight is not counted
 				}
 				p.mu.Lock()
-				p.samples = append(p.samples, probeSample{at: start, took: time.Since(start), key: k, err: err != nil})
+				p.samples = append(p.samples, probeSample{at: start, prev: last[k], took: time.Since(start), key: k, err: err != nil})
 				p.mu.Unlock()
+				last[k] = start
 				if err != nil {
 					time.Sleep(errorPause)
 				}
@@ -81,10 +88,20 @@ func startCommitProbe(ctx context.Context, brokers []string, clients, groups int
 	return p, nil
 }
 
-// stop ends the probe and waits for its clients.
+// stop ends the probe and waits for its clients: a commit in flight is
+// waited for, up to commitGrace, and counted (the slowest are the ones a
+// window must not lose).
 func (p *commitProbe) stop() {
+	p.stopping.Store(true)
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(commitGrace):
+		p.cancel()
+		<-done
+	}
 	p.cancel()
-	p.wg.Wait()
 }
 
 // window sums the commits that began in [from, to) and that keep

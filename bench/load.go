@@ -155,7 +155,7 @@ func Load(ctx context.Context, cfg LoadConfig) (LoadResult, error) {
 		return r, err
 	}
 	if cfg.AddNode {
-		if r.Added, err = loadAddNode(ctx, cfg, p, r.Segments[0]); err != nil {
+		if r.Added, err = loadAddNode(ctx, cfg, p); err != nil {
 			return r, fmt.Errorf("add a node under load: %w", err)
 		}
 	}
@@ -168,7 +168,7 @@ func loadFill(ctx context.Context, cfg LoadConfig, p *Procs, r *LoadResult) erro
 	for s := range cfg.Segments {
 		fc := DefaultFillConfig()
 		fc.Brokers, fc.Topic = p.Brokers(), loadTopic
-		fc.Groups = cfg.Groups/cfg.Segments + btoi(s < cfg.Groups%cfg.Segments)
+		fc.Groups = segmentGroups(cfg, s)
 		fc.Partitions, fc.Committers = cfg.Partitions, cfg.Committers
 		fc.Prefix = loadPrefix(s)
 		res, err := Fill(ctx, fc)
@@ -186,6 +186,11 @@ func loadFill(ctx context.Context, cfg LoadConfig, p *Procs, r *LoadResult) erro
 		return fmt.Errorf("no group stored: %v", r.Fill)
 	}
 	return nil
+}
+
+// segmentGroups is how many groups the fill's segment s holds.
+func segmentGroups(cfg LoadConfig, s int) int {
+	return cfg.Groups/cfg.Segments + btoi(s < cfg.Groups%cfg.Segments)
 }
 
 // loadTopic is the topic the load commits to.
@@ -261,8 +266,8 @@ func WriteLoad(w io.Writer, r LoadResult) error {
 		fmt.Fprintf(&b, "| commit p99 before → while replicas move | %s → %s (%.2f×; p50 %s → %s; %d and %d commits, %d and %d errors) |\n",
 			ms(a.Before.P99), ms(a.During.P99), ratio(a.During.P99.Seconds(), a.Before.P99.Seconds()), ms(a.Before.P50), ms(a.During.P50),
 			a.Before.Commits, a.During.Commits, a.Before.Errors, a.During.Errors)
-		fmt.Fprintf(&b, "| while replicas move: commits to shards that kept their leader, p99; those that met one of the %d leader changes | %s (%.2f× before; %d commits); %d commits, p50 %s, p99 %s |\n",
-			a.LeaderChanges, ms(a.Steady.P99), ratio(a.Steady.P99.Seconds(), a.Before.P99.Seconds()), a.Steady.Commits, a.Moved.Commits, ms(a.Moved.P50), ms(a.Moved.P99))
+		fmt.Fprintf(&b, "| while replicas move: commits to shards that kept their leader, p99; those that met one of the %d leader changes | %s (%.2f× before; %d commits, %d errors); %d commits, %d errors, p50 %s, p99 %s |\n",
+			a.LeaderChanges, ms(a.Steady.P99), ratio(a.Steady.P99.Seconds(), a.Before.P99.Seconds()), a.Steady.Commits, a.Steady.Errors, a.Moved.Commits, a.Moved.Errors, ms(a.Moved.P50), ms(a.Moved.P99))
 	}
 	b.WriteString("\n")
 	rates := make([]string, 0, len(r.Segments))

@@ -90,7 +90,7 @@ func TestWriteLoadReportsFailoverAndMemory(t *testing.T) {
 		"30 → 40 MiB (1049 bytes an offset)", "1.00 s / 1.00 s", "p50 full ÷ empty 1.50", "node 2 SIGKILLed, ready again after | 1.20 s",
 		"--serve-arg=-c=leader.replication.throttled.rate=10485760", "serve's defaults but -c=leader.replication.throttled.rate=10485760",
 		"its share (12 replicas), placement settled | 20.00 s, 25.00 s", "10.00 ms → 250.00 ms (25.00×",
-		"one of the 7 leader changes | 20.00 ms (2.00× before; 1900 commits); 100 commits, p50 240.00 ms, p99 300.00 ms"} {
+		"one of the 7 leader changes | 20.00 ms (2.00× before; 1900 commits, 0 errors); 100 commits, 0 errors, p50 240.00 ms, p99 300.00 ms"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the section lacks %q:\n%s", want, b.String())
 		}
@@ -119,6 +119,7 @@ func TestLeaderTimelineTellsCommitsThatMetALeaderChange(t *testing.T) {
 		{at: at(0), leaders: map[int32]shardLeader{0: {1, 1}, 1: {1, 2}}},
 		{at: at(500), leaders: map[int32]shardLeader{0: {1, 1}, 1: {2, 3}}},
 		{at: at(1000), leaders: map[int32]shardLeader{0: {1, 1}, 1: {2, -1}}},
+		{at: at(1500), leaders: map[int32]shardLeader{0: {0, 1}, 1: {3, 2}}}, // shard 0's term missing: no change
 	}
 	for _, tc := range []struct {
 		shard    int32
@@ -130,13 +131,14 @@ func TestLeaderTimelineTellsCommitsThatMetALeaderChange(t *testing.T) {
 		{1, 600, 700, true},    // leader unknown at 1000
 		{1, 510, 520, true},    // ends before the next poll, which knows none
 		{2, 10, 20, true},      // a shard no poll knows
-		{0, 1200, 1300, false}, // after the last poll: compared with it
+		{0, 1200, 1300, false}, // across a poll without shard 0's term
+		{0, 1600, 1700, false}, // after the last poll: compared with it
 	} {
 		if got := tl.changed(tc.shard, at(tc.from), at(tc.to)); got != tc.want {
 			t.Errorf("shard %d, %d–%d ms: changed %v, want %v", tc.shard, tc.from, tc.to, got, tc.want)
 		}
 	}
 	if n := tl.changes(); n != 2 {
-		t.Errorf("%d leader changes, want 2 (shard 1: node 2 → 3 → none)", n)
+		t.Errorf("%d leader changes, want 2 (shard 1: node 2 → 3, none, → 2)", n)
 	}
 }

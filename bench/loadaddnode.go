@@ -26,11 +26,12 @@ type AddNodeResult struct {
 	// Before is the probe's commits in the baseline before the node
 	// started; During those from its start until placement settled.
 	Before, During ProbeWindow
-	// Steady is those of During whose shard kept its leader from before
-	// the commit to after it; Moved the others, which met a leadership
-	// change (NOT_COORDINATOR, and the client's back-off before it looks
-	// the coordinator up again). LeaderChanges counts the shards' leader
-	// changes seen while replicas moved.
+	// Steady is those of During whose shard kept its leader from the
+	// client's previous commit to the group until after this one; Moved
+	// the others, which met a leadership change (NOT_COORDINATOR, and the
+	// client's back-off before it looks the coordinator up again).
+	// LeaderChanges counts the shards' leader changes seen while replicas
+	// moved.
 	Steady, Moved ProbeWindow
 	LeaderChanges int
 }
@@ -50,7 +51,7 @@ const (
 // first segment, for cfg.MoveBaseline, then adds a node and waits until
 // placement has settled with the new node holding replicas, the probe
 // going on all along.
-func loadAddNode(ctx context.Context, cfg LoadConfig, p *Procs, firstSegment FillResult) (AddNodeResult, error) {
+func loadAddNode(ctx context.Context, cfg LoadConfig, p *Procs) (AddNodeResult, error) {
 	var r AddNodeResult
 	if err := waitSpread(ctx, p); err != nil {
 		return r, err
@@ -71,7 +72,7 @@ func loadAddNode(ctx context.Context, cfg LoadConfig, p *Procs, firstSegment Fil
 		return r, err
 	}
 	group := func(k int) string { return fmt.Sprintf("%s-%d", loadPrefix(0), k) }
-	probe, err := startCommitProbe(ctx, p.Brokers(), probeClients, firstSegment.Groups, group, loadTopic, topicID, cfg.Partitions)
+	probe, err := startCommitProbe(ctx, p.Brokers(), probeClients, segmentGroups(cfg, 0), group, loadTopic, topicID, cfg.Partitions)
 	if err != nil {
 		return r, err
 	}
@@ -83,6 +84,10 @@ func loadAddNode(ctx context.Context, cfg LoadConfig, p *Procs, firstSegment Fil
 	case <-time.After(cfg.MoveBaseline):
 	}
 	added := time.Now()
+	if st, err = p.Status(ctx); err != nil {
+		return r, err
+	}
+	leaders := leaderTimeline{{at: added, leaders: shardLeaders(st)}}
 	if r.Node, err = p.AddNode(ctx); err != nil {
 		return r, fmt.Errorf("add node %d: %w", r.Node, errorsJoinRunning(err, p))
 	}
@@ -90,35 +95,49 @@ func loadAddNode(ctx context.Context, cfg LoadConfig, p *Procs, firstSegment Fil
 	pctx, cancel := context.WithTimeout(ctx, addNodeBound)
 	defer cancel()
 	last := st
-	leaders := leaderTimeline{{at: added, leaders: shardLeaders(st)}}
+	var quiet time.Time // since when no shard moves, none is under-replicated, and the node votes
 	err = poll(pctx, addNodePoll, func() bool {
+		asked := time.Now()
 		st, err := p.Status(pctx)
 		if err != nil {
 			return false // a node busy with a move may answer late: ask again
 		}
 		last = st
-		leaders = append(leaders, leaderPoll{at: time.Now(), leaders: shardLeaders(st)})
+		leaders = append(leaders, leaderPoll{at: asked, leaders: shardLeaders(st)})
 		held := replicasOf(st, r.Node)
 		if r.Share == 0 && held >= r.Target {
-			r.Share = time.Since(added)
+			r.Share = asked.Sub(added)
 		}
-		if held > 0 && st.Moving == 0 && st.UnderReplicated == 0 {
-			r.Settled, r.Replicas = time.Since(added), held
-			if r.Share == 0 { // placement gave it fewer than floor
-				r.Share = r.Settled
-			}
-			return true
+		if held == 0 || st.Moving > 0 || st.UnderReplicated > 0 {
+			quiet = time.Time{}
+			return false
 		}
-		return false
+		if quiet.IsZero() {
+			quiet, r.Replicas = asked, held
+		}
+		// Moves start a few shards at a time, a placement round apart:
+		// between two batches none moves for a moment.
+		return time.Since(quiet) >= settleQuiet
 	}, fmt.Sprintf("node %d not given its share", r.Node))
-	settled := time.Now()
 	if err != nil {
 		return r, fmt.Errorf("%w (last status: node %d votes in %d shards, %d moving, %d under-replicated)",
 			errorsJoinRunning(err, p), r.Node, replicasOf(last, r.Node), last.Moving, last.UnderReplicated)
 	}
-	probe.stop() // every commit timed is over before it is sorted
+	settled := quiet
+	r.Settled = settled.Sub(added)
+	if r.Share == 0 { // placement gave it fewer than floor
+		r.Share = r.Settled
+	}
+	probe.stop() // the commits in flight end first: every one timed is counted
+	// A commit meets a leader change when its shard's leader changed
+	// since the client last committed to the group, whose coordinator it
+	// kept since: its next commit is the one answered NOT_COORDINATOR.
 	met := func(s probeSample) bool {
-		return leaders.changed(groups.PartitionFor(group(s.key), int32(shards)), s.at, s.at.Add(s.took))
+		from := s.prev
+		if from.IsZero() {
+			from = s.at
+		}
+		return leaders.changed(groups.PartitionFor(group(s.key), int32(shards)), from, s.at.Add(s.took))
 	}
 	r.Before, r.During = probe.window(baselineStart, added, nil), probe.window(added, settled, nil)
 	r.Steady = probe.window(added, settled, func(s probeSample) bool { return !met(s) })
@@ -128,6 +147,11 @@ func loadAddNode(ctx context.Context, cfg LoadConfig, p *Procs, firstSegment Fil
 		"before", r.Before.String(), "during", r.During.String(), "steady", r.Steady.String(), "moved", r.Moved.String())
 	return r, nil
 }
+
+// settleQuiet is how long placement must stay settled before the add is
+// over: three placement rounds (kcoord.placement's one second), so the
+// pause between two batches of moves is not taken for the end.
+const settleQuiet = 3 * time.Second
 
 // leaderPoll is each group shard's leader (a term and node) as one status
 // call saw it.
@@ -156,7 +180,9 @@ func shardLeaders(st cluster.ClusterStatus) map[int32]shardLeader {
 
 // changed reports whether shard's leader differs between the last poll at
 // or before from and the first at or after to (the last poll when none
-// is), or is unknown in either.
+// is), or is unknown in either. Only the leader node counts: a status
+// whose leader's own report was missing names it from gossip, without its
+// term.
 func (tl leaderTimeline) changed(shard int32, from, to time.Time) bool {
 	if len(tl) == 0 {
 		return false
@@ -165,18 +191,23 @@ func (tl leaderTimeline) changed(shard int32, from, to time.Time) bool {
 	j := min(sort.Search(len(tl), func(i int) bool { return !tl[i].at.Before(to) }), len(tl)-1)
 	a, aok := tl[i].leaders[shard]
 	b, bok := tl[j].leaders[shard]
-	return !aok || !bok || a != b || a.node < 0
+	return !aok || !bok || a.node != b.node || a.node < 0
 }
 
-// changes counts the leader changes between consecutive polls, over
-// every shard.
+// changes counts, over every shard, the polls that found another leader
+// than the one last known (a poll that knew none is passed over).
 func (tl leaderTimeline) changes() int {
 	n := 0
-	for i := 1; i < len(tl); i++ {
-		for shard, l := range tl[i].leaders {
-			if prev, ok := tl[i-1].leaders[shard]; ok && prev.node != l.node {
+	known := map[int32]int32{}
+	for _, p := range tl {
+		for shard, l := range p.leaders {
+			if l.node < 0 {
+				continue
+			}
+			if prev, ok := known[shard]; ok && prev != l.node {
 				n++
 			}
+			known[shard] = l.node
 		}
 	}
 	return n

@@ -57,7 +57,8 @@ var (
 // addresses) and otherwise with serve's defaults: production Raft timings
 // and serve's offsets.topic.num.partitions. Nodes are numbered from 1, as
 // their --node-id. Its methods are called from one goroutine, except
-// Brokers, KafkaAddr, HTTPAddr and Status, which only read.
+// Brokers, KafkaAddr, HTTPAddr and Status, which only read and may run
+// on others, though not while AddNode adds a node.
 type Procs struct {
 	cfg   ProcsConfig
 	dir   string
@@ -181,6 +182,7 @@ func (p *Procs) AddNode(ctx context.Context) (int, error) {
 	}
 	i := len(p.nodes)
 	if err := p.launch(i); err != nil {
+		p.nodes = p.nodes[:i-1] // never started: not a node of the cluster
 		return i, err
 	}
 	if _, err := p.WaitReady(ctx, i); err != nil {

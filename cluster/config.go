@@ -544,8 +544,8 @@ func (c *Config) Validate() error {
 	if cc.TransportTimeout < 0 || cc.TransportMaxPool < 0 {
 		return bad("TransportTimeout and TransportMaxPool must not be negative")
 	}
-	if _, err := raftnet.NewSnapshotThrottle(cc.SnapshotThrottleRate); err != nil {
-		return bad("SnapshotThrottleRate: %v", err)
+	if cc.SnapshotThrottleRate < raftnet.MinSnapshotRate {
+		return bad("SnapshotThrottleRate %d is below %d bytes a second (leader.replication.throttled.rate)", cc.SnapshotThrottleRate, raftnet.MinSnapshotRate)
 	}
 	for _, shard := range []int32{MetaShard, 0} {
 		if err := raft.ValidateConfig(cc.raftConfig(shard)); err != nil {

@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -200,7 +201,7 @@ func TestStreamedRestoreReadsAnyKeyOrder(t *testing.T) {
 		return msgp.AppendString(b, group)
 	}
 	b := []byte{snapshotVersionMsgpack}
-	b = msgp.AppendMapHeader(b, 4)
+	b = msgp.AppendMapHeader(b, 5)
 	b = msgp.AppendString(b, "offsets")
 	b = msgp.AppendArrayHeader(b, 5)
 	b = record(b, "g2", "t", 9, 1, false)
@@ -214,6 +215,8 @@ func TestStreamedRestoreReadsAnyKeyOrder(t *testing.T) {
 	b = msgp.AppendNil(b)
 	b = msgp.AppendString(b, "groups")
 	b = msgp.AppendNil(b)
+	b = msgp.AppendString(b, strings.Repeat("long key ", 20)) // longer than any key read
+	b = msgp.AppendString(b, "skipped")
 	b = msgp.AppendString(b, "cluster_id")
 	b = msgp.AppendString(b, "c")
 
@@ -251,6 +254,7 @@ func TestStreamedRestoreRefusesBrokenOffsets(t *testing.T) {
 		"a partition too large":  msgp.AppendInt64(msgp.AppendString(msgp.AppendMapHeader(msgp.AppendArrayHeader(slices.Clone(head), 1), 1), "p"), 1<<40),
 		"a group not a string":   msgp.AppendInt64(msgp.AppendString(msgp.AppendMapHeader(msgp.AppendArrayHeader(slices.Clone(head), 1), 1), "g"), 1),
 		"more records promised":  msgp.AppendArrayHeader(slices.Clone(head), 3),
+		"a key claiming 4 GiB":   append([]byte{snapshotVersionMsgpack, 0x81, 0xdb, 0xff, 0xff, 0xff, 0xff}, "groups"...),
 		"a group claiming 2 GiB": append(msgp.AppendString(msgp.AppendMapHeader(msgp.AppendArrayHeader(slices.Clone(head), 1), 1), "g"), 0xdb, 0x7f, 0xff, 0xff, 0xff, 'x'),
 	} {
 		f := richShard(t)

@@ -24,13 +24,15 @@ type SnapshotThrottle struct {
 
 // snapshotChunk is the most a throttled snapshot read asks of the
 // throttle at once (and the throttle's burst): a second's worth at the
-// smallest rate, so a read never waits for more than that.
+// smallest rate.
 const snapshotChunk = MinSnapshotRate
 
 // MinSnapshotRate is the smallest rate a SnapshotThrottle takes, in bytes
 // a second. raft's NetworkTransport gives a snapshot's send a deadline of
-// its Timeout per 256 KiB; a throttle above 1 MiB/s stays well inside it
-// for any Timeout of a second or more.
+// its Timeout per 256 KiB, and the snapshots a node sends at once share
+// the rate: at 1 MiB/s and serve's 10 s Timeout, some forty can be under
+// way before a send would outlast its deadline (placement moves at most
+// kcoord.placement.max.concurrent.moves shards at a time).
 const MinSnapshotRate = 1 << 20
 
 // UnthrottledSnapshotRate is the rate that leaves snapshots unthrottled
@@ -72,8 +74,9 @@ func (t *throttledReader) Read(p []byte) (int, error) {
 	}
 	n, err := t.r.Read(p)
 	if n > 0 {
-		// Waits at most a second (n ≤ the burst, which the limiter
-		// refills at MinSnapshotRate or faster); it cannot fail.
+		// Waits until the rate allows n more bytes, behind the other
+		// snapshots sending meanwhile; it cannot fail (n ≤ the burst, and
+		// the context never ends).
 		_ = t.lim.WaitN(context.Background(), n)
 	}
 	return n, err

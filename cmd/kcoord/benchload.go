@@ -34,7 +34,7 @@ through --committers clients, in --segments timed parts, so the rate can be
 read as the state grows; each node's resident memory and data directory
 after it, and the bytes an offset added; the failover of the full cluster;
 how long the node leading the most shards takes to be ready again after
-a SIGKILL; and, with --add-node, a fourth node added while 8 clients keep
+a SIGKILL; and, with --add-node (on by default), a fourth node added while 8 clients keep
 committing to the filled groups: the time until it holds its share of
 replicas and until placement settles, and the commits' p99 while replicas
 move against their p99 in the --move-baseline before. Prints a markdown section "## Scale: N groups × P partitions" per
