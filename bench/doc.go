@@ -34,7 +34,15 @@
 //   - load.go: Load, behind `kcoord bench load` (issue 36: a large
 //     state): three processes filled in timed segments, resident memory
 //     and bytes an offset, data directories, failover empty and full, a
-//     restart after SIGKILL; WriteLoad, its "Scale" section.
+//     restart after SIGKILL, a node added under load; WriteLoad, its
+//     "Scale" section.
+//   - loadaddnode.go: Load's last phase: a fourth process added
+//     (Procs.AddNode) while the probe commits, timed until placement
+//     settles, the commits split by whether their shard changed leader
+//     (leaderTimeline).
+//   - commitprobe.go: commitProbe, a few clients committing to existing
+//     groups, each commit's start and latency kept so that a phase's
+//     p99 can be read apart (ProbeWindow).
 //   - shards.go: Shards, behind `kcoord bench shards` (issue 35: how
 //     many Raft groups a cluster should run): ShardsConfig in, a
 //     ShardsResult per (nodes, shards) configuration out, and
