@@ -333,8 +333,8 @@ func decodeShardV2(r *msgp.Reader) (*restoredShard, error) {
 	s := &restoredShard{groups: newClassicGroups(0), consumerGroups: make(map[string]ConsumerGroup), offsets: make(map[string]*groupOffsets)}
 	dec := codec.NewDecoderBytes(nil, msgpack)
 	var raw bytes.Buffer
-	// decodeOne decodes the next value of r into v by go-msgpack.
-	decodeOne := func(v any) error {
+	// decodeNext decodes the next value of r into v by go-msgpack.
+	decodeNext := func(v any) error {
 		raw.Reset()
 		if _, err := r.CopyNext(&raw); err != nil {
 			return err
@@ -364,7 +364,7 @@ func decodeShardV2(r *msgp.Reader) (*restoredShard, error) {
 			case "groups":
 				err = readArrayHinted(r, func(n uint32) { s.groups = newClassicGroups(int(min(n, maxHint))) }, func() error {
 					var g Group
-					if err := decodeOne(&g); err != nil {
+					if err := decodeNext(&g); err != nil {
 						return err
 					}
 					s.groups.put(g)
@@ -373,14 +373,14 @@ func decodeShardV2(r *msgp.Reader) (*restoredShard, error) {
 			case "consumer_groups":
 				err = readArray(r, func() error {
 					var g ConsumerGroup
-					if err := decodeOne(&g); err != nil {
+					if err := decodeNext(&g); err != nil {
 						return err
 					}
 					s.consumerGroups[g.ID] = g
 					return nil
 				})
 			case "features":
-				err = decodeOne(&s.features)
+				err = decodeNext(&s.features)
 			case "offsets":
 				if len(s.offsets) == 0 {
 					// A group with offsets is, at scale, one a commit
