@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kcoord/kcoord/cluster"
 )
 
 // A small load runs every step on three processes: the fill in its
@@ -116,10 +118,10 @@ func TestLoadRefusesSizesThatDoNotFit(t *testing.T) {
 func TestLeaderTimelineTellsCommitsThatMetALeaderChange(t *testing.T) {
 	at := func(ms int) time.Time { return time.Unix(100, 0).Add(time.Duration(ms) * time.Millisecond) }
 	tl := leaderTimeline{
-		{at: at(0), leaders: map[int32]shardLeader{0: {1, 1}, 1: {1, 2}}},
-		{at: at(500), leaders: map[int32]shardLeader{0: {1, 1}, 1: {2, 3}}},
-		{at: at(1000), leaders: map[int32]shardLeader{0: {1, 1}, 1: {2, -1}}},
-		{at: at(1500), leaders: map[int32]shardLeader{0: {0, 1}, 1: {3, 2}}}, // shard 0's term missing: no change
+		{at: at(0), leaders: map[int32]int32{0: 1, 1: 2}},
+		{at: at(500), leaders: map[int32]int32{0: 1, 1: 3}},
+		{at: at(1000), leaders: map[int32]int32{0: 1, 1: -1}},
+		{at: at(1500), leaders: map[int32]int32{0: 1, 1: 2}},
 	}
 	for _, tc := range []struct {
 		shard    int32
@@ -131,7 +133,7 @@ func TestLeaderTimelineTellsCommitsThatMetALeaderChange(t *testing.T) {
 		{1, 600, 700, true},    // leader unknown at 1000
 		{1, 510, 520, true},    // ends before the next poll, which knows none
 		{2, 10, 20, true},      // a shard no poll knows
-		{0, 1200, 1300, false}, // across a poll without shard 0's term
+		{0, 1200, 1300, false}, // shard 0 kept its leader across polls
 		{0, 1600, 1700, false}, // after the last poll: compared with it
 	} {
 		if got := tl.changed(tc.shard, at(tc.from), at(tc.to)); got != tc.want {
@@ -140,5 +142,48 @@ func TestLeaderTimelineTellsCommitsThatMetALeaderChange(t *testing.T) {
 	}
 	if n := tl.changes(); n != 2 {
 		t.Errorf("%d leader changes, want 2 (shard 1: node 2 → 3, none, → 2)", n)
+	}
+}
+
+// The pause between two batches of moves is not the end of the add:
+// placement has settled only once quiet for settleQuiet, counted from the
+// first of the quiet statuses after the last busy one.
+func TestSettleWatchWaitsOutThePauseBetweenBatches(t *testing.T) {
+	at := func(ms int) time.Time { return time.Unix(100, 0).Add(time.Duration(ms) * time.Millisecond) }
+	var w settleWatch
+	for _, step := range []struct {
+		ms          int
+		quiet, done bool
+	}{
+		{0, false, false},
+		{500, true, false},   // the first batch is done...
+		{1000, true, false},  // ...and the next not yet started
+		{1500, false, false}, // it started
+		{2000, true, false},
+		{4500, true, false},
+		{5000, true, true}, // quiet for settleQuiet since 2000
+	} {
+		if got := w.observe(at(step.ms), step.quiet); got != step.done {
+			t.Fatalf("at %d ms (quiet %v): settled %v, want %v", step.ms, step.quiet, got, step.done)
+		}
+	}
+	if !w.since.Equal(at(2000)) {
+		t.Errorf("settled since %v, want the quiet that began at 2000 ms", w.since)
+	}
+}
+
+// A status whose leader's own report was missing names the leader from
+// gossip with no term: the same leader, not a change.
+func TestALeaderWithoutItsTermIsTheSameLeader(t *testing.T) {
+	st := func(term uint64) cluster.ClusterStatus {
+		return cluster.ClusterStatus{Shards: []cluster.ShardStatus{{Shard: -1, Leader: 1, Term: 9}, {Shard: 0, Leader: 2, Term: term}}}
+	}
+	t0 := time.Unix(100, 0)
+	tl := leaderTimeline{{at: t0, leaders: shardLeaders(st(4))}, {at: t0.Add(time.Second), leaders: shardLeaders(st(0))}}
+	if tl.changed(0, t0, t0.Add(time.Second)) || tl.changes() != 0 {
+		t.Error("a missing term counted as a leader change")
+	}
+	if _, ok := tl[0].leaders[-1]; ok {
+		t.Error("the metadata group is in the group shards' timeline")
 	}
 }

@@ -95,7 +95,7 @@ func loadAddNode(ctx context.Context, cfg LoadConfig, p *Procs) (AddNodeResult, 
 	pctx, cancel := context.WithTimeout(ctx, addNodeBound)
 	defer cancel()
 	last := st
-	var quiet time.Time // since when no shard moves, none is under-replicated, and the node votes
+	var settle settleWatch
 	err = poll(pctx, addNodePoll, func() bool {
 		asked := time.Now()
 		st, err := p.Status(pctx)
@@ -108,22 +108,14 @@ func loadAddNode(ctx context.Context, cfg LoadConfig, p *Procs) (AddNodeResult, 
 		if r.Share == 0 && held >= r.Target {
 			r.Share = asked.Sub(added)
 		}
-		if held == 0 || st.Moving > 0 || st.UnderReplicated > 0 {
-			quiet = time.Time{}
-			return false
-		}
-		if quiet.IsZero() {
-			quiet, r.Replicas = asked, held
-		}
-		// Moves start a few shards at a time, a placement round apart:
-		// between two batches none moves for a moment.
-		return time.Since(quiet) >= settleQuiet
+		r.Replicas = held
+		return settle.observe(asked, held > 0 && st.Moving == 0 && st.UnderReplicated == 0)
 	}, fmt.Sprintf("node %d not given its share", r.Node))
 	if err != nil {
 		return r, fmt.Errorf("%w (last status: node %d votes in %d shards, %d moving, %d under-replicated)",
 			errorsJoinRunning(err, p), r.Node, replicasOf(last, r.Node), last.Moving, last.UnderReplicated)
 	}
-	settled := quiet
+	settled := settle.since
 	r.Settled = settled.Sub(added)
 	if r.Share == 0 { // placement gave it fewer than floor
 		r.Share = r.Settled
@@ -153,26 +145,45 @@ func loadAddNode(ctx context.Context, cfg LoadConfig, p *Procs) (AddNodeResult, 
 // pause between two batches of moves is not taken for the end.
 const settleQuiet = 3 * time.Second
 
-// leaderPoll is each group shard's leader (a term and node) as one status
-// call saw it.
-type leaderPoll struct {
-	at      time.Time
-	leaders map[int32]shardLeader
+// settleWatch tells when placement has settled: moves start a few shards
+// at a time, a placement round apart, so between two batches none moves
+// for a moment, and only a quiet that lasts settleQuiet is the end.
+type settleWatch struct {
+	since time.Time // the first of the quiet statuses in a row; zero: none
 }
 
-type shardLeader struct {
-	term uint64
-	node int32
+// observe takes a status asked at at, quiet when no shard moves, none is
+// under-replicated and the new node votes, and reports whether placement
+// has been quiet for settleQuiet since.
+func (w *settleWatch) observe(at time.Time, quiet bool) bool {
+	if !quiet {
+		w.since = time.Time{}
+		return false
+	}
+	if w.since.IsZero() {
+		w.since = at
+	}
+	return at.Sub(w.since) >= settleQuiet
+}
+
+// leaderPoll is each group shard's leader node (-1: unknown) as one
+// status call saw it.
+type leaderPoll struct {
+	at      time.Time
+	leaders map[int32]int32
 }
 
 // leaderTimeline is the polls of the add-node phase, in order.
 type leaderTimeline []leaderPoll
 
-func shardLeaders(st cluster.ClusterStatus) map[int32]shardLeader {
-	m := make(map[int32]shardLeader, len(st.Shards))
+// shardLeaders is each group shard's leader node in st. Only the node
+// counts: a status whose leader's own report was missing names it from
+// gossip, without its term.
+func shardLeaders(st cluster.ClusterStatus) map[int32]int32 {
+	m := make(map[int32]int32, len(st.Shards))
 	for _, s := range st.Shards {
 		if s.Shard >= 0 { // group shards only, not the metadata group
-			m[s.Shard] = shardLeader{term: s.Term, node: s.Leader}
+			m[s.Shard] = s.Leader
 		}
 	}
 	return m
@@ -180,9 +191,7 @@ func shardLeaders(st cluster.ClusterStatus) map[int32]shardLeader {
 
 // changed reports whether shard's leader differs between the last poll at
 // or before from and the first at or after to (the last poll when none
-// is), or is unknown in either. Only the leader node counts: a status
-// whose leader's own report was missing names it from gossip, without its
-// term.
+// is), or is unknown in either.
 func (tl leaderTimeline) changed(shard int32, from, to time.Time) bool {
 	if len(tl) == 0 {
 		return false
@@ -191,7 +200,7 @@ func (tl leaderTimeline) changed(shard int32, from, to time.Time) bool {
 	j := min(sort.Search(len(tl), func(i int) bool { return !tl[i].at.Before(to) }), len(tl)-1)
 	a, aok := tl[i].leaders[shard]
 	b, bok := tl[j].leaders[shard]
-	return !aok || !bok || a.node != b.node || a.node < 0
+	return !aok || !bok || a != b || a < 0
 }
 
 // changes counts, over every shard, the polls that found another leader
@@ -200,14 +209,14 @@ func (tl leaderTimeline) changes() int {
 	n := 0
 	known := map[int32]int32{}
 	for _, p := range tl {
-		for shard, l := range p.leaders {
-			if l.node < 0 {
+		for shard, node := range p.leaders {
+			if node < 0 {
 				continue
 			}
-			if prev, ok := known[shard]; ok && prev != l.node {
+			if prev, ok := known[shard]; ok && prev != node {
 				n++
 			}
-			known[shard] = l.node
+			known[shard] = node
 		}
 	}
 	return n
