@@ -68,3 +68,14 @@ func (c *classicGroups) each(fn func(Group)) {
 		fn(g)
 	}
 }
+
+// SimpleGroup is a simple group as the coordinator needs it: its id and
+// when it became Empty.
+type SimpleGroup struct {
+	ID             string
+	StateTimestamp int64
+}
+
+// Simple reports whether g is a simple group: one a commit made, Empty,
+// with no protocol, generation, leader or members.
+func (g Group) Simple() bool { return isSimple(g) }

@@ -191,6 +191,29 @@ func (f *ShardFSM) Groups() []Group {
 	return out
 }
 
+// FullGroups returns every stored group that is not simple (Group.Simple),
+// in no order: the groups a coordinator keeps in memory while it leads.
+func (f *ShardFSM) FullGroups() []Group {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	out := make([]Group, 0, len(f.groups.full))
+	for _, g := range f.groups.full {
+		out = append(out, g)
+	}
+	return out
+}
+
+// EachSimpleGroup calls fn with every simple group, in no order, under the
+// FSM's read lock: fn must not call the FSM, and it holds up Apply while
+// it runs.
+func (f *ShardFSM) EachSimpleGroup(fn func(SimpleGroup)) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	for id, ts := range f.groups.simple {
+		fn(SimpleGroup{ID: id, StateTimestamp: ts})
+	}
+}
+
 // HasOffsets reports whether the group has any committed offset.
 func (f *ShardFSM) HasOffsets(group string) bool {
 	f.mu.RLock()

@@ -19,7 +19,9 @@ func (c *Coordinator) Describe(ctx context.Context, groupID string) (GroupDescri
 				return GroupDescription{GroupID: groupID, State: Dead.String()}, nil
 			}
 			defer g.mu.Unlock()
-			return g.describe(), nil
+			d := g.describe()
+			g.evictIfIdle() // a dormant group described goes back to sleep
+			return d, nil
 		},
 		consumer: func(g *consumerGroup) (GroupDescription, error) {
 			if g == nil {
@@ -71,8 +73,14 @@ func (c *Coordinator) List(ctx context.Context) ([]GroupListing, error) {
 		return nil, ErrNotCoordinator // the confirmed leadership ended meanwhile
 	}
 	groups := groupList(c.classics, c.consumers)
+	dormant := c.dormantLocked()
 	c.mu.RUnlock()
-	out := make([]GroupListing, 0, len(groups))
+	out := make([]GroupListing, 0, len(groups)+len(dormant))
+	for _, sg := range dormant {
+		if l, ok := dormantGroup(c, sg).listing(); ok {
+			out = append(out, l)
+		}
+	}
 	for _, g := range groups {
 		g.lock()
 		if l, ok := g.listing(); ok {
@@ -87,7 +95,7 @@ func (c *Coordinator) List(ctx context.Context) ([]GroupListing, error) {
 // listing is the group as ListGroups and the status page show it, unless
 // it is closed or Dead. Called with g.mu held.
 func (g *classicGroup) listing() (GroupListing, bool) {
-	if g.closed || g.state == Dead {
+	if g.closed && !g.evicted || g.state == Dead {
 		return GroupListing{}, false
 	}
 	l := GroupListing{GroupID: g.id, Type: GroupTypeClassic, ProtocolType: g.protocolType, State: g.state.String(), Members: len(g.members),

@@ -16,8 +16,12 @@ type classicGroup struct {
 	c  *Coordinator
 	id string
 
-	mu             sync.Mutex
-	closed         bool // the coordinator stopped serving this group
+	mu     sync.Mutex
+	closed bool // the coordinator stopped serving this group
+	// evicted is set with closed when the group went dormant (dormant.go):
+	// what it holds is still the group's state, so a listing that took it
+	// before it went still shows it.
+	evicted        bool
 	state          State
 	stateTimestamp int64 // Unix ms of the last state change
 	// rebalanceStart is when the rebalance in progress began (zero when

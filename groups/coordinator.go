@@ -95,8 +95,13 @@ type Coordinator struct {
 	holdStats
 	classics map[string]*classicGroup
 	// classics and consumers (in consumerGroups, consumer.go) are the
-	// live groups by id; an id is in one of them, never both.
+	// live groups by id; an id is in one of them, never both. A simple
+	// group of the FSM in neither is dormant (dormant.go).
 	consumerGroups
+	// removing counts, by group id, the removals of an Empty group that a
+	// retention sweep enqueued and that are still in flight: such a group
+	// is not woken (dormant.go).
+	removing map[string]int
 }
 
 // NewCoordinator returns an inactive coordinator for shard, writing through
@@ -117,6 +122,7 @@ func NewCoordinator(cfg Config, shard int32, log Log, state *fsm.ShardFSM) (*Coo
 		logger:   logger.With("shard", shard),
 		now:      func() int64 { return time.Now().UnixMilli() },
 		classics: make(map[string]*classicGroup),
+		removing: make(map[string]int),
 		consumerGroups: consumerGroups{
 			consumers: make(map[string]*consumerGroup),
 		},
@@ -161,7 +167,8 @@ func (c *Coordinator) Activate(epoch uint64) error {
 	// The groups are private until installed: lock them all now, so that
 	// no request reaches one before its members' sessions have started.
 	// (Iterate the slice afterwards: once installed, the map is shared.)
-	classics, loaded := loadLocked(c.state.Groups(), func(r fsm.Group) *classicGroup { return classicGroupFromRecord(c, r) })
+	// Simple groups stay dormant until a request names one (dormant.go).
+	classics, loaded := loadLocked(c.state.FullGroups(), func(r fsm.Group) *classicGroup { return classicGroupFromRecord(c, r) })
 	consumers, loadedConsumers := loadLocked(c.state.ConsumerGroups(), func(r fsm.ConsumerGroup) *consumerGroup { return consumerGroupFromRecord(c, r) })
 	all := append(loaded, loadedConsumers...)
 	unlockAll := func() {
@@ -310,8 +317,8 @@ func (c *Coordinator) Active() bool {
 	return c.active
 }
 
-// lookupClassic returns the live classic group, creating an Empty one when create
-// is set. It returns ErrNotCoordinator or ErrLoadInProgress when not
+// lookupClassic returns the live classic group, waking a dormant one
+// (dormant.go) or creating an Empty one when create is set. It returns ErrNotCoordinator or ErrLoadInProgress when not
 // serving, and errConsumerGroup for the id of a consumer group (an empty
 // one is taken over when create is set: Kafka turns an empty consumer
 // group into a classic one on a classic join); a nil group with a nil
@@ -342,9 +349,6 @@ func (c *Coordinator) lookupClassicOnce(id string, create bool) (*classicGroup, 
 			return nil, err
 		}
 	}
-	if !create {
-		return nil, nil
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.active {
@@ -353,10 +357,16 @@ func (c *Coordinator) lookupClassicOnce(id string, create bool) (*classicGroup, 
 	if _, taken := c.consumers[id]; taken {
 		return nil, errConsumerGroup // a consumer group was made meanwhile
 	}
-	if g, ok = c.classics[id]; !ok {
-		g = newClassicGroup(c, id)
-		c.classics[id] = g
+	if g, ok = c.classics[id]; ok {
+		return g, nil
 	}
+	if g = c.wakeLocked(id); g == nil {
+		if !create {
+			return nil, nil
+		}
+		g = newClassicGroup(c, id)
+	}
+	c.classics[id] = g
 	return g, nil
 }
 

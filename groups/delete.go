@@ -58,8 +58,9 @@ func (c *Coordinator) deleteClassic(g *classicGroup, groupID string) error {
 }
 
 // deleteStored removes offsets of a group that has no live state. Every
-// commit stores a group record and Activate loads them all, so this is
-// defensive: it keeps DeleteGroups correct if that ever changes.
+// commit stores a group record, which Activate loads or a lookup wakes
+// (dormant.go), so this is defensive: it keeps DeleteGroups correct if
+// that ever changes.
 func (c *Coordinator) deleteStored(groupID string) error {
 	b, err := fsm.Encode(&fsm.GroupDelete{GroupID: groupID})
 	if err != nil {

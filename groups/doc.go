@@ -74,6 +74,8 @@
 //   - dispatch.go: the one dispatch of a group id to the method of its
 //     kind.
 //   - doc.go: this overview.
+//   - dormant.go: groups that only hold offsets, which sleep in the FSM
+//     while idle instead of being held in memory, and wake on a request.
 //   - errors.go: the package's sentinel errors.
 //   - hold.go: holding requests while the shard's leadership settles
 //     (serving, OneHold) and Stop.

@@ -70,7 +70,11 @@ func (c *Coordinator) commitClassic(g *classicGroup, req CommitRequest, records 
 		g.mu.Unlock()
 		return err
 	}
-	return c.writeCommit(&g.mu, &g.inflight, g.id, records, c.cfg.UnsafeAckBeforeCommit)
+	err := c.writeCommit(&g.mu, &g.inflight, g.id, records, c.cfg.UnsafeAckBeforeCommit)
+	g.mu.Lock()
+	g.evictIfIdle() // a group that only holds offsets sleeps in the FSM
+	g.mu.Unlock()
+	return err
 }
 
 // writeCommit is the commit write of either kind: it enqueues a validated

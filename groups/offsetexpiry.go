@@ -24,7 +24,17 @@ func (g *classicGroup) removeIfEmpty(remaining int) bool {
 	g.transition(Dead)
 	g.closed = true
 	if _, stored := g.c.state.Group(g.id); stored || g.c.state.HasOffsets(g.id) {
-		g.logWrite(g.c.write(&fsm.GroupDelete{GroupID: g.id}), "removing an empty group", nil)
+		// Until the removal applies the FSM still holds the group, which
+		// must not be woken meanwhile (dormant.go).
+		c, id := g.c, g.id
+		c.markRemoving(id)
+		f := c.write(&fsm.GroupDelete{GroupID: id})
+		go func() {
+			if err := waitWrite(f); err != nil {
+				c.logger.Warn("removing an empty group failed", "group", id, "error", err)
+			}
+			c.unmarkRemoving(id)
+		}()
 	}
 	g.c.forgetClassic(g)
 	g.c.logger.Info("empty group removed", "group", g.id)
@@ -50,11 +60,36 @@ func (c *Coordinator) ExpireOffsets(now, retention int64) (offsets, groups int) 
 			groups++
 		}
 	}
+	c.mu.RLock()
+	dormant := c.dormantLocked()
+	c.mu.RUnlock()
+	for _, sg := range dormant {
+		n, removed := c.expireDormant(sg, now, retention)
+		offsets += n
+		if removed {
+			groups++
+		}
+	}
 	return offsets, groups
 }
 
+// expireDormant runs the retention rules for a dormant group (dormant.go),
+// waking it only when something is due. Called from the retention sweep's
+// goroutine.
+func (c *Coordinator) expireDormant(sg fsm.SimpleGroup, now, retention int64) (n int, removed bool) {
+	stored := c.state.Offsets(sg.ID)
+	if len(stored) > 0 && len(dormantGroup(c, sg).expiredOffsets(stored, now, retention)) == 0 {
+		return 0, false
+	}
+	g, err := c.lookupClassic(sg.ID, false)
+	if err != nil || g == nil {
+		return 0, false // no longer served here, or removed meanwhile
+	}
+	return g.expire(now, retention) // which lets it sleep again
+}
+
 // expire runs the retention rules for one group; removed reports that the
-// group itself was deleted.
+// group itself was deleted. A group left idle goes dormant (dormant.go).
 func (g *classicGroup) expire(now, retention int64) (n int, removed bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -63,6 +98,7 @@ func (g *classicGroup) expire(now, retention int64) (n int, removed bool) {
 	}
 	stored := g.c.state.Offsets(g.id)
 	expired := g.expiredOffsets(stored, now, retention)
+	defer g.evictIfIdle() // after removeIfEmpty: a removed group is closed
 	if len(expired) > 0 {
 		n := uint64(len(expired))
 		g.logWrite(g.c.write(&fsm.OffsetDelete{GroupID: g.id, Partitions: expired}), "expiring offsets", func() {

@@ -1,6 +1,10 @@
 package groups
 
-import "time"
+import (
+	"time"
+
+	"github.com/kcoord/kcoord/fsm"
+)
 
 // Stats is a point-in-time count of a coordinator's groups, for metrics.
 type Stats struct {
@@ -34,6 +38,7 @@ func (c *Coordinator) Stats() Stats {
 		Committed: c.committed.Load(), Rebalances: c.rebalances.Load(), Expired: c.expired.Load(), OffsetsExpired: c.offsetsExpired.Load(),
 		Held: c.held.Load(), HoldsExpired: c.holdExpired.Load(), HeldFor: time.Duration(c.heldFor.Load())}
 	groups := groupList(c.classics, c.consumers)
+	c.eachDormantLocked(func(fsm.SimpleGroup) { st.GroupsByState[Empty.String()]++ })
 	c.mu.RUnlock()
 	for _, g := range groups {
 		g.lock()
@@ -60,7 +65,7 @@ type Rebalance struct {
 // countInto adds the group to st unless it is closed. Called with g.mu
 // held.
 func (g *classicGroup) countInto(st *Stats) {
-	if !g.closed {
+	if !g.closed || g.evicted {
 		st.GroupsByState[g.state.String()]++
 		st.Members += len(g.members)
 	}
