@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"time"
@@ -138,26 +139,34 @@ func nextMove(v moveView) moveStep {
 // moveShard takes the next step (nextMove) of shard s, which this node
 // leads, towards its desired voters. Runs on the placement loop's
 // goroutine; each change waits for Raft up to placementApplyTimeout.
+//
+// A step is taken only on desired voters read after a metadata read
+// barrier, once a round (round.synced): this node's metadata replica may
+// be behind the planner's, as on a leader just elected, and acting on it
+// would move a shard the planner counts as done back towards voters it
+// replaced, beyond MaxConcurrentMoves. A round whose barrier fails moves
+// nothing.
 func (n *Node) moveShard(s *Shard, p placementFSM, round *moveRound) error {
-	want, ok := p.ShardVoters(s.ID)
-	if !ok {
-		return nil
-	}
-	conf, ok := s.configuration()
-	if !ok {
-		return nil
-	}
-	m := membersOf(conf)
-	step := nextMove(moveView{
-		shard: s.ID, self: n.cfg.NodeID, want: want,
-		voters: m.voters, nonvoters: m.nonvoters,
-		live:     round.live,
-		caughtUp: func(id int32) bool { return s.caughtUp(serverID(id)) },
-		leads:    round.leads,
-		nodes:    round.nodes,
-	})
+	step, conf := n.nextStep(s, p, round)
 	if step.kind == moveNone {
 		return nil
+	}
+	if !round.synced {
+		if round.syncErr != nil {
+			return round.syncErr
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), placementApplyTimeout)
+		err := n.SyncMetadata(ctx)
+		cancel()
+		if err != nil {
+			round.syncErr = fmt.Errorf("no move this round: reading the desired voters: %w", err)
+			return round.syncErr
+		}
+		*round = *n.newMoveRound(p)
+		round.synced = true
+		if step, conf = n.nextStep(s, p, round); step.kind == moveNone {
+			return nil
+		}
 	}
 	n.logger.Info("replica move step", "shard", s.ID, "step", step.kind, "target_node", step.node)
 	id := serverID(step.node)
@@ -188,6 +197,29 @@ func (n *Node) moveShard(s *Shard, p placementFSM, round *moveRound) error {
 	return fmt.Errorf("unknown move step %v", step.kind)
 }
 
+// nextStep is nextMove for shard s as this node sees it now, with the
+// configuration it read; moveNone when the shard has no desired voters
+// or no configuration yet.
+func (n *Node) nextStep(s *Shard, p placementFSM, round *moveRound) (moveStep, raft.Configuration) {
+	want, ok := p.ShardVoters(s.ID)
+	if !ok {
+		return moveStep{}, raft.Configuration{}
+	}
+	conf, ok := s.configuration()
+	if !ok {
+		return moveStep{}, raft.Configuration{}
+	}
+	m := membersOf(conf)
+	return nextMove(moveView{
+		shard: s.ID, self: n.cfg.NodeID, want: want,
+		voters: m.voters, nonvoters: m.nonvoters,
+		live:     round.live,
+		caughtUp: func(id int32) bool { return s.caughtUp(serverID(id)) },
+		leads:    round.leads,
+		nodes:    round.nodes,
+	}), conf
+}
+
 // moveRound is what every move step of one placement round reads: the
 // registered nodes, the live members' Raft addresses (and the set of their
 // ids), and how many group shards each node leads. The placement loop's
@@ -197,6 +229,12 @@ type moveRound struct {
 	addrs map[int32]string
 	live  map[int32]bool
 	leads map[int32]int
+	// synced is set once the round's metadata read barrier succeeded
+	// (moveShard): the metadata read from then on holds every change
+	// acknowledged before it, the planner's desired voters included.
+	// syncErr is the barrier's failure, which ends the round's moves.
+	synced  bool
+	syncErr error
 }
 
 func (n *Node) newMoveRound(p placementFSM) *moveRound {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/kcoord/kcoord/cluster/raftnet"
 	"github.com/kcoord/kcoord/fsm"
 )
 
@@ -42,13 +43,23 @@ type placementCluster struct {
 }
 
 func startPlacementCluster(t *testing.T) *placementCluster {
+	return startPlacementClusterWith(t, nil)
+}
+
+// startPlacementClusterWith is startPlacementCluster with each node's
+// configuration changed by mutate (if set).
+func startPlacementClusterWith(t *testing.T, mutate func(*Config)) *placementCluster {
 	pc := &placementCluster{t: t, nodes: map[int32]*testNode{}, acked: map[string]string{}}
 	for id := int32(1); id <= 3; id++ {
 		var join []string
 		if id > 1 {
 			join = []string{pc.get(1).GossipAddr()}
 		}
-		pc.set(id, startTestNode(t, placementConfig(t, id, 3, join)))
+		cfg := placementConfig(t, id, 3, join)
+		if mutate != nil {
+			mutate(&cfg)
+		}
+		pc.set(id, startTestNode(t, cfg))
 	}
 	for _, tn := range pc.running() {
 		waitReady(t, tn.Node, 20*time.Second)
@@ -393,4 +404,90 @@ func TestADeadNodeIsRemovedAndItsReplicasRecreated(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	pc.checkAcked()
+}
+
+// TestALeaderWithStaleMetadataDoesNotUndoAMove: a shard moved to its new
+// desired voters changes leader, and the new leader's metadata replica
+// is behind (here cut off from the metadata leader), still holding the
+// desired voters the planner replaced. It must not move the shard back
+// towards them: the planner counts the shard done and starts other moves,
+// so that would run more than MaxConcurrentMoves at once. The placement
+// loop is off; the test takes the steps itself.
+func TestALeaderWithStaleMetadataDoesNotUndoAMove(t *testing.T) {
+	pc := startPlacementClusterWith(t, func(cfg *Config) {
+		cfg.PlacementInterval = time.Hour
+		cfg.BalanceInterval = time.Hour
+	})
+	var meta *testNode
+	eventually(t, 10*time.Second, "a metadata leader", func() bool { meta = pc.leaderOf(MetaShard); return meta != nil })
+	for _, tn := range pc.running() {
+		if err := meta.applyMeta(&fsm.NodeRegister{ID: tn.ID(), RaftAddr: tn.RaftAddr()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Shard 0, led by a node other than the metadata leader.
+	const shard = 0
+	var lead *testNode
+	eventually(t, 10*time.Second, "shard 0 led by a node that does not lead the metadata group", func() bool {
+		lead = pc.leaderOf(shard)
+		if lead == nil {
+			return false
+		}
+		if lead.ID() == meta.ID() {
+			_ = lead.Shard(shard).transferLeadership("", "")
+			return false
+		}
+		return true
+	})
+	all := pc.ids()
+	moved := []int32{min(lead.ID(), meta.ID()), max(lead.ID(), meta.ID())}
+	setDesired := func(voters []int32) {
+		t.Helper()
+		if err := meta.applyMeta(&fsm.PlacementSet{Shards: []fsm.ShardPlacement{{Shard: shard, Voters: voters}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setDesired(all)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := lead.SyncMetadata(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// The leader's metadata replica stops here; the planner moves the
+	// shard to two voters, through the metadata leader leading it.
+	heal := meta.Faults().Add(raftnet.Fault{Peer: lead.RaftAddr(), Shards: []int32{MetaShard}, Drop: true})
+	defer heal()
+	setDesired(moved)
+	handOff := func(from, to *testNode) {
+		t.Helper()
+		eventually(t, 10*time.Second, fmt.Sprintf("node %d leading shard 0", to.ID()), func() bool {
+			if !to.Shard(shard).IsLeader() && from.Shard(shard).IsLeader() {
+				_ = from.Shard(shard).transferLeadership(serverID(to.ID()), raft.ServerAddress(to.RaftAddr()))
+			}
+			return to.Shard(shard).IsLeader()
+		})
+	}
+	handOff(lead, meta)
+	p := meta.meta.FSM.(placementFSM)
+	eventually(t, 10*time.Second, "shard 0 moved to its two desired voters", func() bool {
+		if err := meta.moveShard(meta.Shard(shard), p, meta.newMoveRound(p)); err != nil {
+			t.Logf("move step on node %d: %v", meta.ID(), err)
+		}
+		v, nv, ok := pc.config(shard)
+		return ok && slices.Equal(v, moved) && len(nv) == 0
+	})
+
+	// Back to the stale leader, which still sees every node desired.
+	handOff(meta, lead)
+	stale := lead.meta.FSM.(placementFSM)
+	if want, _ := stale.ShardVoters(shard); !slices.Equal(want, all) {
+		t.Fatalf("node %d's metadata replica has desired voters %v, want the stale %v: the test did not hold it back", lead.ID(), want, all)
+	}
+	if err := lead.moveShard(lead.Shard(shard), stale, lead.newMoveRound(stale)); err != nil {
+		t.Logf("move step on node %d: %v", lead.ID(), err)
+	}
+	if v, nv, _ := pc.config(shard); !slices.Equal(v, moved) || len(nv) > 0 {
+		t.Fatalf("a leader with stale metadata moved shard 0 back: voters %v non-voters %v, desired %v", v, nv, moved)
+	}
 }
