@@ -136,7 +136,9 @@
 //   - index.go: shardIndex, a shard's in-memory index (where each entry is,
 //     its stable values); only the committer changes it, under Store.mu.
 //   - replay.go: Store.load, run by Open before the committer starts:
-//     rebuilds every shard's index from the segments and cuts a torn tail.
+//     rebuilds every shard's index from the segments (replayLog, each
+//     shard's entries so far, one buffer reused for every segment) and
+//     cuts a torn tail.
 //   - legacy.go: the import of a node's bolt file (the store before this
 //     engine), run by Open when Options.Import names one.
 package nodestore
