@@ -203,15 +203,29 @@ func (f *ShardFSM) FullGroups() []Group {
 	return out
 }
 
-// EachSimpleGroup calls fn with every simple group, in no order, under the
-// FSM's read lock: fn must not call the FSM, and it holds up Apply while
-// it runs.
-func (f *ShardFSM) EachSimpleGroup(fn func(SimpleGroup)) {
+// SimpleGroups returns every simple group (Group.Simple), in no order.
+func (f *ShardFSM) SimpleGroups() []SimpleGroup {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	out := make([]SimpleGroup, 0, len(f.groups.simple))
 	for id, ts := range f.groups.simple {
-		fn(SimpleGroup{ID: id, StateTimestamp: ts})
+		out = append(out, SimpleGroup{ID: id, StateTimestamp: ts})
 	}
+	return out
+}
+
+// CountSimpleGroups returns how many simple groups the shard holds, and
+// how many of ids (distinct) are among them: what a coordinator needs to
+// count its dormant groups without listing them.
+func (f *ShardFSM) CountSimpleGroups(ids []string) (total, among int) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	for _, id := range ids {
+		if _, ok := f.groups.simple[id]; ok {
+			among++
+		}
+	}
+	return len(f.groups.simple), among
 }
 
 // HasOffsets reports whether the group has any committed offset.

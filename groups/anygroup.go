@@ -54,14 +54,6 @@ func groupList(classics map[string]*classicGroup, consumers map[string]*consumer
 	return out
 }
 
-// allGroups snapshots every live group of the shard. It takes c.mu
-// briefly and no group's lock.
-func (c *Coordinator) allGroups() []anyGroup {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return groupList(c.classics, c.consumers)
-}
-
 // loadLocked builds a group from each stored record and locks it, for
 // Activate: the groups are private until installed, so that no request
 // reaches one before its members' sessions have started.

@@ -194,7 +194,8 @@ func (c *Coordinator) Activate(epoch uint64) error {
 	// coordinator must not leak timers if it did not).
 	closeGroups(superseded)
 	n, nc := len(loaded), len(loadedConsumers)
-	c.logAtInfoIf(n+nc > 0, "coordinator active", "groups", n, "consumer_groups", nc, "epoch", epoch)
+	dormant, _ := c.state.CountSimpleGroups(nil)
+	c.logAtInfoIf(n+nc+dormant > 0, "coordinator active", "groups", n, "consumer_groups", nc, "dormant_groups", dormant, "epoch", epoch)
 	return nil
 }
 

@@ -17,8 +17,9 @@ import (
 // (evictIfIdle); and a request naming a dormant group finds it in the FSM
 // and makes it live again (wakeLocked), as a new leader would load it. A
 // dormant group is thus a simple group of the FSM whose id is in neither
-// live map, and not being removed. Listing, stats and retention add the
-// dormant groups to the live ones (eachDormantLocked).
+// live map, and not being removed. Listing and retention add the dormant
+// groups to the live ones (dormantLocked), stats their count
+// (dormantCountLocked).
 //
 // Nothing a client sees changes: a live simple group and one woken from
 // the FSM answer every request alike, the difference in state timestamp
@@ -42,8 +43,10 @@ func (c *Coordinator) wakeLocked(id string) *classicGroup {
 
 // evictIfIdle lets a live group go dormant when it is idle and the FSM
 // holds it as a simple group: Empty, no protocol type, generation, member
-// or pending member, no commit in flight. A request waiting for its lock
-// finds it closed and looks the id up again, which wakes it from the FSM.
+// or pending member, no commit in flight. A group of an id whose earlier
+// group's removal is still being written stays live: dormant, it would be
+// hidden with that one (wakeLocked). A request waiting for its lock finds
+// it closed and looks the id up again, which wakes it from the FSM.
 // Called with g.mu held.
 func (g *classicGroup) evictIfIdle() {
 	if g.closed || g.state != Empty || g.protocolType != "" || g.generation != 0 ||
@@ -53,32 +56,64 @@ func (g *classicGroup) evictIfIdle() {
 	if r, ok := g.c.state.Group(g.id); !ok || !r.Simple() {
 		return // not stored yet, or stored with more than a simple group holds
 	}
+	c := g.c
+	c.mu.Lock()
+	if c.removing[g.id] > 0 || c.classics[g.id] != g {
+		c.mu.Unlock()
+		return
+	}
+	delete(c.classics, g.id)
+	c.mu.Unlock()
 	g.close()
 	g.evicted = true
-	g.c.forgetClassic(g)
 }
 
-// eachDormantLocked calls fn with every dormant group. Called with c.mu
-// held (either way), so the dormant groups it finds and the live maps are
-// one view; fn must not call the FSM or take c.mu.
-func (c *Coordinator) eachDormantLocked(fn func(fsm.SimpleGroup)) {
-	c.state.EachSimpleGroup(func(sg fsm.SimpleGroup) {
-		if _, live := c.classics[sg.ID]; live {
-			return
-		}
-		if _, live := c.consumers[sg.ID]; live || c.removing[sg.ID] > 0 {
-			return
-		}
-		fn(sg)
-	})
-}
-
-// dormantLocked lists the dormant groups (eachDormantLocked). Called with
-// c.mu held.
+// dormantLocked lists the dormant groups. Called with c.mu held (either
+// way), so that they and the live maps are one view.
 func (c *Coordinator) dormantLocked() []fsm.SimpleGroup {
-	var out []fsm.SimpleGroup
-	c.eachDormantLocked(func(sg fsm.SimpleGroup) { out = append(out, sg) })
-	return out
+	out := c.state.SimpleGroups()
+	n := 0
+	for _, sg := range out {
+		if c.liveOrRemovingLocked(sg.ID) {
+			continue
+		}
+		out[n] = sg
+		n++
+	}
+	return out[:n]
+}
+
+// dormantCountLocked counts the dormant groups without listing them: the
+// FSM's simple groups less those whose id is live or being removed.
+// Called with c.mu held (either way).
+func (c *Coordinator) dormantCountLocked() int {
+	ids := make([]string, 0, len(c.classics)+len(c.consumers)+len(c.removing))
+	for id := range c.classics {
+		ids = append(ids, id)
+	}
+	for id := range c.consumers {
+		ids = append(ids, id) // an id is in one live map, never both
+	}
+	for id := range c.removing {
+		_, classic := c.classics[id]
+		if _, consumer := c.consumers[id]; !classic && !consumer {
+			ids = append(ids, id) // each id once: CountSimpleGroups counts them
+		}
+	}
+	total, among := c.state.CountSimpleGroups(ids)
+	return total - among
+}
+
+// liveOrRemovingLocked reports whether id is a live group of either kind
+// or one whose removal is being written. Called with c.mu held.
+func (c *Coordinator) liveOrRemovingLocked(id string) bool {
+	if _, ok := c.classics[id]; ok {
+		return true
+	}
+	if _, ok := c.consumers[id]; ok {
+		return true
+	}
+	return c.removing[id] > 0
 }
 
 // dormantGroup is the group a dormant one would be once woken, for

@@ -164,3 +164,70 @@ func TestAGroupBeingRemovedIsNotWoken(t *testing.T) {
 		t.Fatalf("a removed group: %+v", d)
 	}
 }
+
+// A sweep expires a group's offsets once, though the group goes to sleep
+// while their deletion is still being written: the groups it found live
+// and the dormant ones are one view.
+func TestASweepExpiresALiveGroupsOffsetsOnce(t *testing.T) {
+	c, log := newTestCoordinator(t, nil)
+	now := int64(1_000_000)
+	c.now = func() int64 { return now }
+	const retention = 1000
+	if err := commitOffsets(c, CommitRequest{GroupID: "g", Generation: -1, Partitions: []CommitPartition{{Topic: "old", Offset: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	now += retention
+	if err := commitOffsets(c, CommitRequest{GroupID: "g", Generation: -1, Partitions: []CommitPartition{{Topic: "new", Offset: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	// A heartbeat from no member wakes the group and leaves it live.
+	wantErr(t, c.Heartbeat(context.Background(), HeartbeatRequest{GroupID: "g", MemberID: "nobody", Generation: 1}), ErrUnknownMemberID)
+	if !live(c, "g") {
+		t.Fatal("the heartbeat did not wake the group")
+	}
+	log.SetDelay(200 * time.Millisecond)
+	if n, g := c.ExpireOffsets(now, retention); n != 1 || g != 0 {
+		t.Fatalf("the sweep expired %d offsets and %d groups, want 1 and 0", n, g)
+	}
+	waitFor(t, func() bool { _, ok := log.FSM.Offset("g", fsm.TopicPartition{Topic: "old"}); return !ok })
+}
+
+// A group made while an earlier group of its id is being removed stays
+// live until the removal is written: dormant, it would be hidden with
+// the one removed.
+func TestAGroupIsNotPutToSleepWhileItsIDIsBeingRemoved(t *testing.T) {
+	c, _ := newTestCoordinator(t, nil)
+	c.markRemoving("g") // an earlier group's removal, in flight
+	if err := commitOffsets(c, CommitRequest{GroupID: "g", Generation: -1, Partitions: []CommitPartition{{Topic: "t", Offset: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := c.Describe(context.Background(), "g"); err != nil || d.State != "Empty" {
+		t.Fatalf("the committed group described as %+v, %v; want Empty", d, err)
+	}
+	if _, ok := listed(t, c, "g"); !ok {
+		t.Fatal("the committed group is not listed")
+	}
+	c.unmarkRemoving("g")
+	if err := commitOffsets(c, CommitRequest{GroupID: "g", Generation: -1, Partitions: []CommitPartition{{Topic: "t", Offset: 2}}}); err != nil {
+		t.Fatal(err)
+	}
+	if live(c, "g") {
+		t.Fatal("the group is still held in memory once the removal was written")
+	}
+}
+
+// Stats counts every dormant group once, with the live and removed ones
+// left out.
+func TestStatsCountDormantGroupsOnce(t *testing.T) {
+	c, _ := newTestCoordinator(t, nil)
+	for _, id := range []string{"a", "b", "c"} {
+		if err := commitOffsets(c, CommitRequest{GroupID: id, Generation: -1, Partitions: []CommitPartition{{Topic: "t", Offset: 1}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantErr(t, c.Heartbeat(context.Background(), HeartbeatRequest{GroupID: "a", MemberID: "nobody", Generation: 1}), ErrUnknownMemberID)
+	c.markRemoving("b")
+	if st := c.Stats(); st.GroupsByState["Empty"] != 2 {
+		t.Fatalf("stats count %v, want 2 Empty groups (a live, c dormant; b being removed)", st.GroupsByState)
+	}
+}

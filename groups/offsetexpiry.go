@@ -53,16 +53,20 @@ func (c *Coordinator) ExpireOffsets(now, retention int64) (offsets, groups int) 
 	if !c.Active() || c.Check(context.Background()) != nil { // a shard led elsewhere: no hold, no round trip
 		return 0, 0
 	}
-	for _, g := range c.allGroups() {
+	// One view of both: a live group the first loop lets sleep must not
+	// be found dormant by the second, its offsets' deletion still in
+	// flight, and expired again.
+	c.mu.RLock()
+	live := groupList(c.classics, c.consumers)
+	dormant := c.dormantLocked()
+	c.mu.RUnlock()
+	for _, g := range live {
 		n, removed := g.expire(now, retention)
 		offsets += n
 		if removed {
 			groups++
 		}
 	}
-	c.mu.RLock()
-	dormant := c.dormantLocked()
-	c.mu.RUnlock()
 	for _, sg := range dormant {
 		n, removed := c.expireDormant(sg, now, retention)
 		offsets += n

@@ -1,10 +1,6 @@
 package groups
 
-import (
-	"time"
-
-	"github.com/kcoord/kcoord/fsm"
-)
+import "time"
 
 // Stats is a point-in-time count of a coordinator's groups, for metrics.
 type Stats struct {
@@ -30,15 +26,18 @@ type Stats struct {
 	HeldFor            time.Duration
 }
 
-// Stats counts the live groups. Called by the metrics scraper; it takes
-// each group's lock briefly, one at a time.
+// Stats counts the groups: the live ones, each under its lock briefly, one
+// at a time, and the dormant ones (dormant.go), counted Empty. Called by
+// the metrics scraper.
 func (c *Coordinator) Stats() Stats {
 	c.mu.RLock()
 	st := Stats{Active: c.active, GroupsByState: make(map[string]int),
 		Committed: c.committed.Load(), Rebalances: c.rebalances.Load(), Expired: c.expired.Load(), OffsetsExpired: c.offsetsExpired.Load(),
 		Held: c.held.Load(), HoldsExpired: c.holdExpired.Load(), HeldFor: time.Duration(c.heldFor.Load())}
 	groups := groupList(c.classics, c.consumers)
-	c.eachDormantLocked(func(fsm.SimpleGroup) { st.GroupsByState[Empty.String()]++ })
+	if dormant := c.dormantCountLocked(); dormant > 0 {
+		st.GroupsByState[Empty.String()] += dormant
+	}
 	c.mu.RUnlock()
 	for _, g := range groups {
 		g.lock()
