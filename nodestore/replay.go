@@ -198,9 +198,10 @@ type replayLog struct {
 }
 
 // maxReplaySpan bounds how far apart the entries a shard's replay holds
-// at once may be: a record naming an index further off is corrupt (a live
-// log is thousands of entries long), and is refused before it allocates.
-const maxReplaySpan = 1 << 32
+// at once may be (1 GiB of locs): a record naming an index further off is
+// corrupt (a live log is thousands of entries long), and is refused
+// before it allocates.
+const maxReplaySpan = 1 << 26
 
 // set records the entries of a kindLogs record of shard id.
 func (rl *replayLog) set(id int32, indexes []uint64, entries []loc) error {
@@ -243,10 +244,12 @@ func (rl *replayLog) delete(lo, hi uint64) {
 		return
 	}
 	last := rl.base + uint64(len(rl.locs)) - 1
-	for k := max(lo, rl.base); k <= min(hi, last); k++ {
-		if p := &rl.locs[k-rl.base]; p.n != 0 {
-			*p = loc{}
-			rl.count--
+	if from, to := max(lo, rl.base), min(hi, last); from <= to {
+		for i := from - rl.base; i <= to-rl.base; i++ { // slice positions: no index wraps
+			if p := &rl.locs[i]; p.n != 0 {
+				*p = loc{}
+				rl.count--
+			}
 		}
 	}
 	i := 0
