@@ -26,7 +26,7 @@ func (c *Coordinator) commitConsumer(g *consumerGroup, req CommitRequest, record
 		g.mu.Unlock()
 		return err
 	}
-	return c.writeCommit(&g.mu, &g.inflight, g.id, records, false)
+	return c.writeCommit(&g.mu, &g.inflight, g.id, records, false, nil)
 }
 
 // validateCommit checks a commit against the members. Called with g.mu
@@ -111,8 +111,10 @@ func (g *consumerGroup) expire(now, retention int64) (n int, removed bool) {
 	}
 	if len(expired) > 0 {
 		count := uint64(len(expired))
-		logWrite(g.c, g.c.write(&fsm.OffsetDelete{GroupID: g.id, Partitions: expired}), g.id, "expiring offsets", func() {
-			g.c.offsetsExpired.Add(count)
+		logWrite(g.c, g.c.write(&fsm.OffsetDelete{GroupID: g.id, Partitions: expired}), g.id, "expiring offsets", func(committed bool) {
+			if committed {
+				g.c.offsetsExpired.Add(count)
+			}
 		})
 		g.c.logger.Info("offsets expired", "group", g.id, "partitions", len(expired))
 	}

@@ -70,11 +70,8 @@ func (c *Coordinator) commitClassic(g *classicGroup, req CommitRequest, records 
 		g.mu.Unlock()
 		return err
 	}
-	err := c.writeCommit(&g.mu, &g.inflight, g.id, records, c.cfg.UnsafeAckBeforeCommit)
-	g.mu.Lock()
-	g.evictIfIdle() // a group that only holds offsets sleeps in the FSM
-	g.mu.Unlock()
-	return err
+	// A group that only holds offsets sleeps in the FSM once answered.
+	return c.writeCommit(&g.mu, &g.inflight, g.id, records, c.cfg.UnsafeAckBeforeCommit, g.evictIfIdle)
 }
 
 // writeCommit is the commit write of either kind: it enqueues a validated
@@ -83,10 +80,14 @@ func (c *Coordinator) commitClassic(g *classicGroup, req CommitRequest, records 
 // the caller holds and writeCommit unlocks), waits for the write without
 // the lock and counts the committed partitions. ackEarly (the planted
 // UnsafeAckBeforeCommit bug, classic groups only) answers at once and
-// lets the write finish on a goroutine of its own. Called from a handler
-// goroutine.
-func (c *Coordinator) writeCommit(mu *sync.Mutex, inflight *inflightCommits, id string, offsets []fsm.OffsetCommitPartition, ackEarly bool) error {
+// lets the write finish on a goroutine of its own. settled (if set) runs
+// under mu once the commit is done with the group, the write waited for.
+// Called from a handler goroutine.
+func (c *Coordinator) writeCommit(mu *sync.Mutex, inflight *inflightCommits, id string, offsets []fsm.OffsetCommitPartition, ackEarly bool, settled func()) error {
 	if len(offsets) == 0 {
+		if settled != nil {
+			settled()
+		}
 		mu.Unlock()
 		return nil
 	}
@@ -97,6 +98,9 @@ func (c *Coordinator) writeCommit(mu *sync.Mutex, inflight *inflightCommits, id 
 		err := waitWrite(f)
 		mu.Lock()
 		inflight.track(offsets, -1)
+		if settled != nil {
+			settled()
+		}
 		mu.Unlock()
 		if err == nil {
 			c.committed.Add(uint64(len(offsets)))

@@ -28,13 +28,7 @@ func (g *classicGroup) removeIfEmpty(remaining int) bool {
 		// must not be woken meanwhile (dormant.go).
 		c, id := g.c, g.id
 		c.markRemoving(id)
-		f := c.write(&fsm.GroupDelete{GroupID: id})
-		go func() {
-			if err := waitWrite(f); err != nil {
-				c.logger.Warn("removing an empty group failed", "group", id, "error", err)
-			}
-			c.unmarkRemoving(id)
-		}()
+		g.logWrite(c.write(&fsm.GroupDelete{GroupID: id}), "removing an empty group", func(bool) { c.unmarkRemoving(id) })
 	}
 	g.c.forgetClassic(g)
 	g.c.logger.Info("empty group removed", "group", g.id)
@@ -105,8 +99,10 @@ func (g *classicGroup) expire(now, retention int64) (n int, removed bool) {
 	defer g.evictIfIdle() // after removeIfEmpty: a removed group is closed
 	if len(expired) > 0 {
 		n := uint64(len(expired))
-		g.logWrite(g.c.write(&fsm.OffsetDelete{GroupID: g.id, Partitions: expired}), "expiring offsets", func() {
-			g.c.offsetsExpired.Add(n) // counted once committed, not when asked for
+		g.logWrite(g.c.write(&fsm.OffsetDelete{GroupID: g.id, Partitions: expired}), "expiring offsets", func(committed bool) {
+			if committed {
+				g.c.offsetsExpired.Add(n) // counted once committed, not when asked for
+			}
 		})
 		g.c.logger.Info("offsets expired", "group", g.id, "partitions", len(expired))
 	}
@@ -151,21 +147,21 @@ func (g *classicGroup) expiredOffsets(stored map[fsm.TopicPartition]fsm.Offset, 
 }
 
 // logWrite waits for a background write on a goroutine of its own, logs
-// a failure and calls committed (if set) after a success. Called with g.mu
-// held; it does not wait.
-func (g *classicGroup) logWrite(f raft.ApplyFuture, what string, committed func()) {
-	logWrite(g.c, f, g.id, what, committed)
+// a failure and then calls done (if set) with whether the write
+// committed. Called with g.mu held; it does not wait.
+func (g *classicGroup) logWrite(f raft.ApplyFuture, what string, done func(committed bool)) {
+	logWrite(g.c, f, g.id, what, done)
 }
 
 // logWrite is group.logWrite for any group of c.
-func logWrite(c *Coordinator, f raft.ApplyFuture, group, what string, committed func()) {
+func logWrite(c *Coordinator, f raft.ApplyFuture, group, what string, done func(committed bool)) {
 	go func() {
-		if err := waitWrite(f); err != nil {
+		err := waitWrite(f)
+		if err != nil {
 			c.logger.Warn(what+" failed", "group", group, "error", err)
-			return
 		}
-		if committed != nil {
-			committed()
+		if done != nil {
+			done(err == nil)
 		}
 	}()
 }
