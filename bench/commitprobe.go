@@ -92,6 +92,7 @@ func startCommitProbe(ctx context.Context, brokers []string, clients, groups int
 // waited for, up to commitGrace, and counted (the slowest are the ones a
 // window must not lose).
 func (p *commitProbe) stop() {
+	defer p.cancel()
 	p.stopping.Store(true)
 	done := make(chan struct{})
 	go func() { p.wg.Wait(); close(done) }()
@@ -101,7 +102,6 @@ func (p *commitProbe) stop() {
 		p.cancel()
 		<-done
 	}
-	p.cancel()
 }
 
 // window sums the commits that began in [from, to) and that keep

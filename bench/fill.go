@@ -123,7 +123,7 @@ func Fill(ctx context.Context, cfg FillConfig) (FillResult, error) {
 				if g >= int64(cfg.Groups) {
 					return
 				}
-				req := FillRequest(fmt.Sprintf("%s-%d", cfg.Prefix, g), cfg.Topic, topicID, cfg.Partitions, g+1)
+				req := FillRequest(fillGroup(cfg.Prefix, g), cfg.Topic, topicID, cfg.Partitions, g+1)
 				ok := false
 				for range fillAttempts {
 					if err := commitGroup(ctx, cl, req); err == nil {
@@ -184,3 +184,6 @@ func commitGroup(ctx context.Context, cl *kgo.Client, req *kmsg.OffsetCommitRequ
 	}
 	return nil
 }
+
+// fillGroup is the id of the k-th group a fill with prefix commits to.
+func fillGroup(prefix string, k int64) string { return fmt.Sprintf("%s-%d", prefix, k) }

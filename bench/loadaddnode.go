@@ -71,7 +71,7 @@ func loadAddNode(ctx context.Context, cfg LoadConfig, p *Procs) (AddNodeResult, 
 	if err != nil {
 		return r, err
 	}
-	group := func(k int) string { return fmt.Sprintf("%s-%d", loadPrefix(0), k) }
+	group := func(k int) string { return fillGroup(loadPrefix(0), int64(k)) }
 	probe, err := startCommitProbe(ctx, p.Brokers(), probeClients, segmentGroups(cfg, 0), group, loadTopic, topicID, cfg.Partitions)
 	if err != nil {
 		return r, err
@@ -182,7 +182,7 @@ type leaderTimeline []leaderPoll
 func shardLeaders(st cluster.ClusterStatus) map[int32]int32 {
 	m := make(map[int32]int32, len(st.Shards))
 	for _, s := range st.Shards {
-		if s.Shard >= 0 { // group shards only, not the metadata group
+		if s.Shard != cluster.MetaShard { // group shards only
 			m[s.Shard] = s.Leader
 		}
 	}

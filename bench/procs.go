@@ -60,12 +60,11 @@ var (
 // Brokers, KafkaAddr, HTTPAddr and Status, which only read and may run
 // on others, though not while AddNode adds a node.
 type Procs struct {
-	cfg   ProcsConfig
-	dir   string
+	cfg ProcsConfig
+	dir string
+	// nodes are the processes: the first cfg.Nodes started together
+	// (--bootstrap-expect), those AddNode adds after them joining alone.
 	nodes []*proc
-	// bootstrap is the nodes started together (--bootstrap-expect);
-	// those AddNode adds after them join alone.
-	bootstrap int
 }
 
 // proc is one node: its addresses, files and current process.
@@ -124,7 +123,7 @@ func startProcsOnce(ctx context.Context, cfg ProcsConfig) (*Procs, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Procs{cfg: cfg, dir: dir, bootstrap: cfg.Nodes}
+	p := &Procs{cfg: cfg, dir: dir}
 	for range cfg.Nodes {
 		if err := p.newProc(); err != nil {
 			return nil, err
@@ -238,8 +237,8 @@ func (p *Procs) launch(i int) error {
 		"--http-addr", n.http,
 		"--join", strings.Join(seeds, ","),
 	}
-	if i <= p.bootstrap {
-		args = append(args, "--bootstrap-expect", strconv.Itoa(p.bootstrap))
+	if i <= p.cfg.Nodes {
+		args = append(args, "--bootstrap-expect", strconv.Itoa(p.cfg.Nodes))
 	}
 	args = append(args, p.cfg.Extra...)
 	logf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)

@@ -110,7 +110,12 @@ func compareTP(a, b TopicPartition) int {
 
 // sortBatch sorts batch by partition and keeps the last offset given for
 // each (as applying them one by one would); it reorders batch in place.
+// A batch already in order, as clients and snapshots give it, is
+// returned as it is (strictly sorted, it has no partition twice).
 func sortBatch(batch []tpOffset) []tpOffset {
+	if sortedBatch(batch) {
+		return batch
+	}
 	slices.SortStableFunc(batch, func(a, b tpOffset) int { return compareTP(a.tp, b.tp) })
 	out := batch[:0]
 	for i, e := range batch {

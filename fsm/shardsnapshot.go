@@ -314,11 +314,7 @@ func (b *offsetsBuilder) flush(into map[string]*groupOffsets) {
 		m = &groupOffsets{}
 		into[b.group] = m
 	}
-	run := b.run
-	if !sortedBatch(run) { // as Persist writes them, they are
-		run = sortBatch(run)
-	}
-	m.setAll(run)
+	m.setAll(sortBatch(b.run)) // as Persist writes them, already in order
 	b.run = b.run[:0]
 }
 
