@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcoord/kcoord/release"
 	"github.com/kcoord/kcoord/transport"
 )
 
@@ -66,10 +67,10 @@ type UpgradeConfig struct {
 
 // The feature every kcoord since 0.2.0 supports levels of, as the new
 // binary's `kcoord cluster features --json` names it, and the level the
-// run finalizes.
+// run finalizes: the highest this binary (the new one) supports.
 const (
 	upgradeFeature = "kcoord.version"
-	upgradeLevel   = 2
+	upgradeLevel   = int(release.MaxLevel)
 )
 
 // noAutoFinalize keeps the new nodes from finalizing the new level by

@@ -32,10 +32,10 @@ func TestUpgradeCountsKIP848EpochsSeenDuringTheSteps(t *testing.T) {
 // `kcoord cluster features --json` describes them; a node of the
 // previous release gossips no release and supports level 1 alone.
 func TestUpgradeFinalizesTheLevelEveryNodeSupports(t *testing.T) {
-	const mixed = `{"finalized":{"kcoord.version":1},"nodes":[
-		{"node_id":1,"release":"0.2.0","supported":{"kcoord.version":{"min":1,"max":2}}},
+	mixed := fmt.Sprintf(`{"finalized":{"kcoord.version":1},"nodes":[
+		{"node_id":1,"release":"0.2.0","supported":{"kcoord.version":{"min":1,"max":%[1]d}}},
 		{"node_id":2,"release":"","supported":{"kcoord.version":{"min":1,"max":1}}},
-		{"node_id":3,"release":"0.2.0","supported":{"kcoord.version":{"min":1,"max":2}}}]}`
+		{"node_id":3,"release":"0.2.0","supported":{"kcoord.version":{"min":1,"max":%[1]d}}}]}`, upgradeLevel)
 	var v featuresView
 	if err := json.Unmarshal([]byte(mixed), &v); err != nil {
 		t.Fatal(err)

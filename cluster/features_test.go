@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -41,7 +42,7 @@ func TestNodeJSONRecordsTheFinalizedLevel(t *testing.T) {
 	if !errors.Is(err, ErrFeatureUnsupported) {
 		t.Fatalf("a level above this binary's: %v", err)
 	}
-	for _, want := range []string{"finalized at kcoord.version 3", "this is kcoord " + release.Version, "supports kcoord.version 1 to 2"} {
+	for _, want := range []string{fmt.Sprintf("finalized at kcoord.version %d", release.MaxLevel+1), "this is kcoord " + release.Version, fmt.Sprintf("supports kcoord.version 1 to %d", release.MaxLevel)} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the refusal %q does not say %q", err, want)
 		}

@@ -95,6 +95,9 @@
 //   - shardsnapshot.go: a ShardFSM's snapshot: the packed copy Snapshot
 //     takes, and the version-2 document written and read a record at a
 //     time with msgp, in go-msgpack's bytes.
+//   - packedsnapshot.go: version 3 of a ShardFSM's snapshot, written once
+//     the shard is stamped at release.Level3: each offset in 24 bytes of
+//     a bin per group and topic, simple groups as id and timestamp.
 //   - formats.go: Formats, the log and snapshot formats this build reads
 //     and writes, for `kcoord version`.
 package fsm

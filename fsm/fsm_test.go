@@ -21,7 +21,7 @@ func (s *memSink) ID() string    { return "mem" }
 func (s *memSink) Close() error  { return nil }
 func (s *memSink) Cancel() error { s.cancelled = true; return nil }
 
-func apply(t *testing.T, f raft.FSM, index uint64, cmd Command) any {
+func apply(t testing.TB, f raft.FSM, index uint64, cmd Command) any {
 	t.Helper()
 	b, err := Encode(cmd)
 	if err != nil {

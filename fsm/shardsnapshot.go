@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/hashicorp/raft"
+	"github.com/kcoord/kcoord/release"
 	"github.com/tinylib/msgp/msgp"
 )
 
@@ -61,10 +62,14 @@ type snapshotOffset struct {
 // on raft's snapshot goroutine. Nothing else refers to it.
 type shardCopy struct {
 	clusterID      string
-	groups         []Group
+	groups         []Group // the groups that are not simple
+	simple         []SimpleGroup
 	consumerGroups []ConsumerGroup
 	offsets        []groupOffsetsOf
 	features       []FeatureLevel
+	// packed is whether the shard is stamped at release.Level3, so that
+	// every replica reads the packed snapshot (packedsnapshot.go).
+	packed bool
 }
 
 // groupOffsetsOf is one group's offsets in a shardCopy.
@@ -75,8 +80,14 @@ type groupOffsetsOf struct {
 
 // copyShard copies the state of f; the caller holds f.mu.
 func copyShard(f *ShardFSM) *shardCopy {
-	s := &shardCopy{clusterID: f.clusterID, groups: make([]Group, 0, f.groups.len()), features: slices.Clone(f.features)}
-	f.groups.each(func(g Group) { s.groups = append(s.groups, g) })
+	s := &shardCopy{clusterID: f.clusterID, groups: make([]Group, 0, len(f.groups.full)), simple: make([]SimpleGroup, 0, len(f.groups.simple)),
+		features: slices.Clone(f.features), packed: kcoordVersion(f.features) >= release.Level3}
+	for _, g := range f.groups.full {
+		s.groups = append(s.groups, g)
+	}
+	for id, ts := range f.groups.simple {
+		s.simple = append(s.simple, SimpleGroup{ID: id, StateTimestamp: ts})
+	}
 	for _, g := range f.consumerGroups {
 		s.consumerGroups = append(s.consumerGroups, g)
 	}
@@ -88,12 +99,24 @@ func copyShard(f *ShardFSM) *shardCopy {
 }
 
 // Persist implements raft.FSMSnapshot: it sorts the copy (so equal states
-// write equal snapshots) and streams it into sink.
+// write equal snapshots) and streams it into sink, packed when the shard
+// is stamped for it.
 func (s *shardCopy) Persist(sink raft.SnapshotSink) error {
+	write := s.write
+	if s.packed {
+		write = s.writePacked
+	} else {
+		// Version 2 lists every classic group, whole, in one list.
+		for _, g := range s.simple {
+			s.groups = append(s.groups, Group{ID: g.ID, State: StateEmpty, StateTimestamp: g.StateTimestamp})
+		}
+		s.simple = nil
+	}
 	slices.SortFunc(s.groups, func(a, b Group) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(s.simple, func(a, b SimpleGroup) int { return cmp.Compare(a.ID, b.ID) })
 	slices.SortFunc(s.consumerGroups, func(a, b ConsumerGroup) int { return cmp.Compare(a.ID, b.ID) })
 	slices.SortFunc(s.offsets, func(a, b groupOffsetsOf) int { return cmp.Compare(a.group, b.group) })
-	if err := s.write(sink); err != nil {
+	if err := write(sink); err != nil {
 		sink.Cancel()
 		return fmt.Errorf("persist snapshot: %w", err)
 	}
@@ -252,7 +275,12 @@ func readShardSnapshot(r io.Reader) (*restoredShard, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrMalformedSnapshot, err)
 	}
-	if ver[0] != snapshotVersionMsgpack {
+	version, decode := ver[0], decodeShardV2 // ver is br's buffer, which reads reuse
+	switch version {
+	case snapshotVersionMsgpack:
+	case snapshotVersionPacked:
+		decode = decodeShardV3
+	default:
 		// JSON (version 1), or a version this build does not know,
 		// which readSnapshot names.
 		var doc shardSnapshot
@@ -262,9 +290,9 @@ func readShardSnapshot(r io.Reader) (*restoredShard, error) {
 		return restoredFrom(&doc), nil
 	}
 	br.Discard(1)
-	s, err := decodeShardV2(msgp.NewReaderSize(br, msgpack.ReaderBufferSize))
+	s, err := decode(msgp.NewReaderSize(br, msgpack.ReaderBufferSize))
 	if err != nil {
-		return nil, fmt.Errorf("%w: version %d: %v", ErrMalformedSnapshot, snapshotVersionMsgpack, err)
+		return nil, fmt.Errorf("%w: version %d: %v", ErrMalformedSnapshot, version, err)
 	}
 	return s, nil
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/kcoord/kcoord/release"
 	"github.com/tinylib/msgp/msgp"
 )
 
@@ -293,7 +294,8 @@ func scaleShard(tb testing.TB, groups, partitions int) *ShardFSM {
 
 // BenchmarkShardSnapshot reports, for a shard of 100 k groups × 10
 // partitions, what its snapshot and its restore cost a node, streamed
-// beside the whole document through go-msgpack's reflection (as before),
+// (version 2) and packed (version 3, packedsnapshot.go) beside the whole
+// document through go-msgpack's reflection (as before),
 // per offset: the time of Snapshot (on raft's FSM goroutine, where
 // applies wait), the heap its copy holds until Persist ends, the time of
 // Persist, and the time and allocations of Restore.
@@ -303,6 +305,21 @@ func BenchmarkShardSnapshot(b *testing.B) {
 	const groups, partitions = 100_000, 10
 	const offsets = groups * partitions
 	f := scaleShard(b, groups, partitions)
+	packed := stampedAt(b, scaleShard(b, groups, partitions), release.Level3)
+	// persist writes s's snapshot into a sink grown to the size of the
+	// last one, so that what is timed is the snapshot, not the sink.
+	var last int
+	persist := func(s *ShardFSM) (any, []byte) {
+		snap, _ := s.Snapshot()
+		var sink memSink
+		sink.Grow(last)
+		if err := snap.Persist(&sink); err != nil {
+			b.Fatal(err)
+		}
+		last = sink.Len()
+		return snap, sink.Bytes()
+	}
+	restore := func(p []byte) error { return NewShardFSM(0, nil).Restore(io.NopCloser(bytes.NewReader(p))) }
 	type pair struct {
 		snapshot func() (any, []byte) // what is held, and the bytes
 		restore  func([]byte) error
@@ -311,17 +328,8 @@ func BenchmarkShardSnapshot(b *testing.B) {
 		name string
 		pair
 	}{
-		{"streamed", pair{
-			snapshot: func() (any, []byte) {
-				snap, _ := f.Snapshot()
-				var sink memSink
-				if err := snap.Persist(&sink); err != nil {
-					b.Fatal(err)
-				}
-				return snap, sink.Bytes()
-			},
-			restore: func(p []byte) error { return NewShardFSM(0, nil).Restore(io.NopCloser(bytes.NewReader(p))) },
-		}},
+		{"streamed", pair{snapshot: func() (any, []byte) { return persist(f) }, restore: restore}},
+		{"packed", pair{snapshot: func() (any, []byte) { return persist(packed) }, restore: restore}},
 		{"go-msgpack-document", pair{
 			snapshot: func() (any, []byte) { return nil, referenceSnapshot(b, f) },
 			restore: func(p []byte) error {
@@ -335,6 +343,7 @@ func BenchmarkShardSnapshot(b *testing.B) {
 		}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
+			last = 0
 			for b.Loop() {
 				start := time.Now()
 				held, p := tc.snapshot()

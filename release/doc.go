@@ -13,9 +13,9 @@
 //
 // # Files
 //
-//   - release.go: Version; Feature and its Level values (Level1, Level2),
-//     the range this binary supports (MinLevel, MaxLevel, Supports) and
-//     ReleaseOf; Commit, the git revision the binary was built from; and
+//   - release.go: Version; Feature and its Level values (Level1 to
+//     Level3), the range this binary supports (MinLevel, MaxLevel,
+//     Supports) and ReleaseOf; Commit, the git revision the binary was built from; and
 //     Format, one persisted or wire format as `kcoord version` lists it.
 //
 // Everything here is constant after start; any goroutine may call it.

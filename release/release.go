@@ -28,6 +28,11 @@ const (
 	// shard, and node.json version 4, which records it (and which 0.1.0
 	// refuses).
 	Level2 Level = 2
+	// Level3 is also 0.2.0, a later step of it (as Kafka's
+	// metadata.version has several per release): group shards write
+	// packed snapshots (snapshot version 3; issue 36), which earlier
+	// builds of 0.2.0 and 0.1.0 cannot read.
+	Level3 Level = 3
 )
 
 // MinLevel and MaxLevel are the levels this binary supports: it runs in a
@@ -35,13 +40,14 @@ const (
 // allows.
 const (
 	MinLevel = Level1
-	MaxLevel = Level2
+	MaxLevel = Level3
 )
 
 // levels names the release that introduced each level.
 var levels = map[Level]string{
 	Level1: "0.1.0",
 	Level2: "0.2.0",
+	Level3: "0.2.0",
 }
 
 // ReleaseOf names the release that introduced level l: "0.1.0", or, for

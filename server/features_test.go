@@ -111,19 +111,19 @@ func TestFeatureLevelFinalizedOnceEveryNodeRunsTheRelease(t *testing.T) {
 		raft := c.Raft
 		c.Raft = func(rc *cluster.Config) { raft(rc); rc.PlayApplyLevel = 0 }
 	})
-	waitFor(t, 30*time.Second, "every node to finalize level 2 and stamp every shard", func() bool {
+	waitFor(t, 30*time.Second, "every node to finalize the latest level and stamp every shard", func() bool {
 		for _, s := range servers {
-			if s.Node().FinalizedLevel() != release.Level2 {
+			if s.Node().FinalizedLevel() != release.MaxLevel {
 				return false
 			}
 		}
-		return stamped(servers, release.Level2)
+		return stamped(servers, release.MaxLevel)
 	})
-	waitFor(t, 10*time.Second, "every node.json to record level 2", func() bool {
+	waitFor(t, 10*time.Second, "every node.json to record the latest level", func() bool {
 		for _, s := range servers {
 			m := nodeJSON(t, s)
 			f, _ := m["features"].(map[string]any)
-			if m["version"] != float64(4) || f[release.Feature] != float64(2) {
+			if m["version"] != float64(4) || f[release.Feature] != float64(release.MaxLevel) {
 				return false
 			}
 		}
@@ -155,19 +155,19 @@ func TestFeatureLevelFinalizedByHand(t *testing.T) {
 		}
 	}
 	got, err := follower.Node().FinalizeFeature(ctx, 0, 5*time.Second)
-	if err != nil || got != release.Level2 {
+	if err != nil || got != release.MaxLevel {
 		t.Fatalf("finalizing by hand through a follower: %d, %v", got, err)
 	}
-	waitFor(t, 20*time.Second, "every node to hold level 2 and every shard its stamp", func() bool {
+	waitFor(t, 20*time.Second, "every node to hold the latest level and every shard its stamp", func() bool {
 		for _, s := range servers {
-			if s.Node().FinalizedLevel() != release.Level2 {
+			if s.Node().FinalizedLevel() != release.MaxLevel {
 				return false
 			}
 		}
-		return stamped(servers, release.Level2)
+		return stamped(servers, release.MaxLevel)
 	})
-	if got, err := follower.Node().FinalizeFeature(ctx, release.Level1, 5*time.Second); !errors.Is(err, fsm.ErrFeatureDowngrade) || got != release.Level2 {
-		t.Fatalf("asking for level 1 after 2: %d, %v; want ErrFeatureDowngrade, and the level stays", got, err)
+	if got, err := follower.Node().FinalizeFeature(ctx, release.Level1, 5*time.Second); !errors.Is(err, fsm.ErrFeatureDowngrade) || got != release.MaxLevel {
+		t.Fatalf("asking for level 1 after the latest: %d, %v; want ErrFeatureDowngrade, and the level stays", got, err)
 	}
 }
 
@@ -200,9 +200,9 @@ func TestANodeTooOldForTheFinalizedLevelStops(t *testing.T) {
 // entries it could not apply.
 func TestANodeTooOldForTheFinalizedLevelIsNotLetIn(t *testing.T) {
 	servers := StartTestCluster(t, 3, nil)
-	waitFor(t, 20*time.Second, "the cluster to finalize level 2", func() bool {
+	waitFor(t, 20*time.Second, "the cluster to finalize the latest level", func() bool {
 		for _, s := range servers {
-			if s.Node().FinalizedLevel() != release.Level2 {
+			if s.Node().FinalizedLevel() != release.MaxLevel {
 				return false
 			}
 		}
@@ -226,7 +226,7 @@ func TestANodeTooOldForTheFinalizedLevelIsNotLetIn(t *testing.T) {
 	for i, s := range servers {
 		for _, b := range s.Node().Brokers() {
 			if b.NodeID == 4 {
-				t.Fatalf("node %d lets node 4 (release 0.1.0) in after level 2 was finalized", i+1)
+				t.Fatalf("node %d lets node 4 (release 0.1.0) in after the latest level was finalized", i+1)
 			}
 		}
 	}
@@ -267,13 +267,13 @@ func TestADownNodeHoldsTheFinalizationBack(t *testing.T) {
 	servers[2] = RestartTestNode(t, servers, 2)
 	waitFor(t, 30*time.Second, "a finalization with node 3 back", func() bool {
 		got, err := servers[0].Node().FinalizeFeature(ctx, 0, 5*time.Second)
-		return err == nil && got == release.Level2
+		return err == nil && got == release.MaxLevel
 	})
 	if err := servers[1].Kill(); err != nil {
 		t.Fatal(err)
 	}
-	for _, level := range []release.Level{0, release.Level2} {
-		if got, err := servers[0].Node().FinalizeFeature(ctx, level, 5*time.Second); err != nil || got != release.Level2 {
+	for _, level := range []release.Level{0, release.MaxLevel} {
+		if got, err := servers[0].Node().FinalizeFeature(ctx, level, 5*time.Second); err != nil || got != release.MaxLevel {
 			t.Fatalf("finalizing %d again with node 2 down: %d, %v; want nothing to do", level, got, err)
 		}
 	}

@@ -1,0 +1,462 @@
+package fsm
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/go-msgpack/v2/codec"
+	"github.com/tinylib/msgp/msgp"
+)
+
+// A shard's snapshot of version 3, the packed snapshot: what a shard
+// stamped at release.Level3 writes (issue 36). Version 2 spends about a
+// hundred bytes on each committed offset (a map of seven named fields
+// that repeats the group and topic names) and decodes every simple group
+// by reflection; at a million groups a node rewrote 50-65 MB a shard
+// every SnapshotThreshold entries and restored 10 M such records before
+// it served. Version 3 writes an offset as the 24 bytes it takes in
+// memory, each group's and topic's name once, and simple groups as an id
+// and a timestamp.
+//
+// The document is one msgpack map, its keys sorted:
+//
+//	cluster_id       str
+//	consumer_groups  [ConsumerGroup...] by go-msgpack, omitted when none
+//	features         [FeatureLevel...] by go-msgpack, omitted when none
+//	groups           [Group...] by go-msgpack: the groups that are not
+//	                 simple (Group.Simple), sorted by id
+//	offsets          [[group str, [topic...]]...] sorted by group; a topic
+//	                 is [name str, parts bin] or [name str, parts bin,
+//	                 [[metadata str, expire_ts int]...]] when one of its
+//	                 offsets has metadata or an expiry, one per part
+//	simple_groups    [id str, state_ts int, id str, ...] sorted by id
+//
+// parts holds a topic's offsets sorted by partition, packedPartSize bytes
+// each, little-endian: partition int32, leader_epoch int32, offset int64,
+// commit_ts int64. A reader skips keys, and array elements past the ones
+// above, that it does not know, so a later version may add some.
+
+// snapshotVersionPacked is the packed snapshot's version byte.
+const snapshotVersionPacked byte = 3
+
+// packedPartSize is the bytes of one offset in a topic's parts.
+const packedPartSize = 24
+
+// maxInternedTopics bounds the topic names a restore shares between the
+// groups that commit to them; past it, each group keeps its own copy.
+const maxInternedTopics = 1 << 16
+
+// Errors of a packed snapshot a reader refuses (wrapped in
+// ErrMalformedSnapshot).
+var (
+	errPackedParts    = errors.New("a topic's parts are not whole offsets")
+	errPackedOrder    = errors.New("out of order, or twice")
+	errPackedExtras   = errors.New("a topic's extras do not match its parts")
+	errPackedPairs    = errors.New("simple_groups holds an id without its timestamp")
+	errPackedShortRec = errors.New("a record with fewer fields than it needs")
+)
+
+// writePacked writes the version byte and the packed document of s (its
+// lists sorted by Persist) to w.
+func (s *shardCopy) writePacked(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, msgpack.WriterBufferSize)
+	enc := codec.NewEncoder(bw, msgpack)
+	out := make([]byte, 0, msgpack.WriterBufferSize)
+	flush := func() error {
+		_, err := bw.Write(out)
+		out = out[:0]
+		return err
+	}
+	// spill flushes out once it holds half a buffer.
+	spill := func() error {
+		if len(out) < cap(out)/2 {
+			return nil
+		}
+		return flush()
+	}
+	keys := uint32(4)
+	if len(s.consumerGroups) > 0 {
+		keys++
+	}
+	if len(s.features) > 0 {
+		keys++
+	}
+	out = append(out, snapshotVersionPacked)
+	out = msgp.AppendMapHeader(out, keys)
+	out = msgp.AppendString(out, "cluster_id")
+	out = msgp.AppendString(out, s.clusterID)
+	if len(s.consumerGroups) > 0 {
+		out = msgp.AppendString(out, "consumer_groups")
+		out = msgp.AppendArrayHeader(out, uint32(len(s.consumerGroups)))
+		if err := flush(); err != nil {
+			return err
+		}
+		if err := encodeEach(enc, s.consumerGroups); err != nil {
+			return err
+		}
+	}
+	if len(s.features) > 0 {
+		out = msgp.AppendString(out, "features")
+		if err := flush(); err != nil {
+			return err
+		}
+		if err := enc.Encode(s.features); err != nil {
+			return err
+		}
+	}
+	out = msgp.AppendString(out, "groups")
+	out = msgp.AppendArrayHeader(out, uint32(len(s.groups)))
+	if err := flush(); err != nil {
+		return err
+	}
+	if err := encodeEach(enc, s.groups); err != nil {
+		return err
+	}
+	out = msgp.AppendString(out, "offsets")
+	held := 0
+	for i := range s.offsets {
+		if s.offsets[i].offsets.len() > 0 {
+			held++
+		}
+	}
+	out = msgp.AppendArrayHeader(out, uint32(held))
+	for i := range s.offsets {
+		g := &s.offsets[i]
+		if g.offsets.len() == 0 {
+			continue
+		}
+		out = msgp.AppendArrayHeader(out, 2)
+		out = msgp.AppendString(out, g.group)
+		out = msgp.AppendArrayHeader(out, uint32(len(g.offsets.topics)))
+		for ti := range g.offsets.topics {
+			out = appendPackedTopic(out, &g.offsets.topics[ti])
+			if err := spill(); err != nil {
+				return err
+			}
+		}
+	}
+	out = msgp.AppendString(out, "simple_groups")
+	out = msgp.AppendArrayHeader(out, uint32(2*len(s.simple)))
+	for _, g := range s.simple {
+		out = msgp.AppendString(out, g.ID)
+		out = msgp.AppendInt64(out, g.StateTimestamp)
+		if err := spill(); err != nil {
+			return err
+		}
+	}
+	if err := flush(); err != nil {
+		return err
+	}
+	return bw.Flush()
+}
+
+// appendPackedTopic appends t's record: its name, its parts, and its
+// extras when one of them is not plainExtra (so replicas holding equal
+// offsets write equal bytes, whether or not their topic made extras).
+func appendPackedTopic(b []byte, t *topicOffsets) []byte {
+	extras := t.extra != nil && slices.ContainsFunc(t.extra, func(e offsetExtra) bool { return e != plainExtra })
+	if extras {
+		b = msgp.AppendArrayHeader(b, 3)
+	} else {
+		b = msgp.AppendArrayHeader(b, 2)
+	}
+	b = msgp.AppendString(b, t.topic)
+	b = msgp.AppendBytesHeader(b, uint32(len(t.parts)*packedPartSize))
+	for _, p := range t.parts {
+		b = binary.LittleEndian.AppendUint32(b, uint32(p.partition))
+		b = binary.LittleEndian.AppendUint32(b, uint32(p.leaderEpoch))
+		b = binary.LittleEndian.AppendUint64(b, uint64(p.offset))
+		b = binary.LittleEndian.AppendUint64(b, uint64(p.commitTS))
+	}
+	if extras {
+		b = msgp.AppendArrayHeader(b, uint32(len(t.extra)))
+		for _, e := range t.extra {
+			b = msgp.AppendArrayHeader(b, 2)
+			b = msgp.AppendString(b, e.metadata)
+			b = msgp.AppendInt64(b, e.expireTS)
+		}
+	}
+	return b
+}
+
+// decodeShardV3 reads the document of a packed snapshot from r, which
+// must end after it.
+func decodeShardV3(r *msgp.Reader) (*restoredShard, error) {
+	s := &restoredShard{groups: newClassicGroups(0), consumerGroups: make(map[string]ConsumerGroup), offsets: make(map[string]*groupOffsets)}
+	pr := packedReader{r: r, topics: make(map[string]string)}
+	keys, err := r.ReadMapHeader()
+	if err != nil {
+		return nil, err
+	}
+	var scratch [maxKeyLen]byte
+	for range keys {
+		key, err := readKey(r, scratch[:0])
+		if err != nil {
+			return nil, err
+		}
+		switch string(key) {
+		case "cluster_id":
+			s.clusterID, err = readString(r)
+		case "consumer_groups":
+			err = readArray(r, func() error {
+				var g ConsumerGroup
+				if err := pr.decodeNext(&g); err != nil {
+					return err
+				}
+				s.consumerGroups[g.ID] = g
+				return nil
+			})
+		case "features":
+			err = pr.decodeNext(&s.features)
+		case "groups":
+			err = readArray(r, func() error {
+				var g Group
+				if err := pr.decodeNext(&g); err != nil {
+					return err
+				}
+				if s.groups.has(g.ID) {
+					return fmt.Errorf("group %q: %w", g.ID, errPackedOrder)
+				}
+				s.groups.put(g)
+				return nil
+			})
+		case "offsets":
+			err = readArrayHinted(r, func(n uint32) {
+				if len(s.offsets) == 0 {
+					s.offsets = make(map[string]*groupOffsets, min(n, maxHint))
+				}
+			}, func() error { return pr.readGroup(s.offsets) })
+		case "simple_groups":
+			err = pr.readSimpleGroups(&s.groups)
+		default:
+			err = r.Skip()
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", key, err)
+		}
+	}
+	if _, err := r.R.Peek(1); err != io.EOF {
+		if err == nil {
+			err = errSnapshotTrailing
+		}
+		return nil, err
+	}
+	return s, nil
+}
+
+// packedReader is the state of one packed snapshot's restore: its
+// reader, the topic names read so far (each made a string once, however
+// many groups commit to it), and buffers reused from record to record.
+type packedReader struct {
+	r       *msgp.Reader
+	topics  map[string]string
+	name    []byte
+	parts   [packedPartSize * 256]byte
+	raw     bytes.Buffer
+	decoder *codec.Decoder
+}
+
+// decodeNext decodes the next value of r into v by go-msgpack.
+func (pr *packedReader) decodeNext(v any) error {
+	pr.raw.Reset()
+	if _, err := pr.r.CopyNext(&pr.raw); err != nil {
+		return err
+	}
+	if pr.decoder == nil {
+		pr.decoder = codec.NewDecoderBytes(nil, msgpack)
+	}
+	pr.decoder.ResetBytes(pr.raw.Bytes())
+	return pr.decoder.Decode(v)
+}
+
+// readGroup reads one group's record into offsets.
+func (pr *packedReader) readGroup(offsets map[string]*groupOffsets) error {
+	fields, err := pr.r.ReadArrayHeader()
+	if err != nil {
+		return err
+	}
+	if fields < 2 {
+		return errPackedShortRec
+	}
+	if pr.name, err = readStringBytes(pr.r, pr.name); err != nil {
+		return err
+	}
+	if _, dup := offsets[string(pr.name)]; dup {
+		return fmt.Errorf("group %q: %w", pr.name, errPackedOrder)
+	}
+	group := string(pr.name)
+	g := &groupOffsets{}
+	err = readArrayHinted(pr.r, func(n uint32) { g.topics = make([]topicOffsets, 0, min(n, maxHint)) }, func() error {
+		t, err := pr.readTopic()
+		if err != nil || len(t.parts) == 0 {
+			return err
+		}
+		if k := len(g.topics); k > 0 && strings.Compare(g.topics[k-1].topic, t.topic) >= 0 {
+			return fmt.Errorf("topic %q: %w", t.topic, errPackedOrder)
+		}
+		g.topics = append(g.topics, t)
+		g.n += len(t.parts)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("group %q: %w", group, err)
+	}
+	for range fields - 2 {
+		if err := pr.r.Skip(); err != nil {
+			return err
+		}
+	}
+	if g.n > 0 {
+		offsets[group] = g
+	}
+	return nil
+}
+
+// readTopic reads one topic's record.
+func (pr *packedReader) readTopic() (topicOffsets, error) {
+	var t topicOffsets
+	fields, err := pr.r.ReadArrayHeader()
+	if err != nil {
+		return t, err
+	}
+	if fields < 2 {
+		return t, errPackedShortRec
+	}
+	if pr.name, err = readStringBytes(pr.r, pr.name); err != nil {
+		return t, err
+	}
+	t.topic = pr.topic(pr.name)
+	if t.parts, err = pr.readParts(); err != nil {
+		return t, fmt.Errorf("topic %q: %w", t.topic, err)
+	}
+	if fields >= 3 {
+		if t.extra, err = pr.readExtras(len(t.parts)); err != nil {
+			return t, fmt.Errorf("topic %q: %w", t.topic, err)
+		}
+	}
+	for range int(fields) - 3 {
+		if err := pr.r.Skip(); err != nil {
+			return t, err
+		}
+	}
+	return t, nil
+}
+
+// topic returns name as a string, the same string for every group that
+// names it while fewer than maxInternedTopics are known.
+func (pr *packedReader) topic(name []byte) string {
+	if t, ok := pr.topics[string(name)]; ok {
+		return t
+	}
+	t := string(name)
+	if len(pr.topics) < maxInternedTopics {
+		pr.topics[t] = t
+	}
+	return t
+}
+
+// readParts reads a topic's parts: a bin of whole offsets, sorted by
+// partition. It reads them a buffer at a time, so a header claiming
+// gigabytes costs what the snapshot really holds.
+func (pr *packedReader) readParts() ([]partitionOffset, error) {
+	size, err := pr.r.ReadBytesHeader()
+	if err != nil {
+		return nil, err
+	}
+	if size%packedPartSize != 0 {
+		return nil, errPackedParts
+	}
+	left := int(size / packedPartSize)
+	parts := make([]partitionOffset, 0, min(left, len(pr.parts)/packedPartSize))
+	for left > 0 {
+		step := min(left, len(pr.parts)/packedPartSize)
+		buf := pr.parts[:step*packedPartSize]
+		if _, err := pr.r.ReadFull(buf); err != nil {
+			return nil, err
+		}
+		for b := buf; len(b) > 0; b = b[packedPartSize:] {
+			p := partitionOffset{
+				partition:   int32(binary.LittleEndian.Uint32(b)),
+				leaderEpoch: int32(binary.LittleEndian.Uint32(b[4:])),
+				offset:      int64(binary.LittleEndian.Uint64(b[8:])),
+				commitTS:    int64(binary.LittleEndian.Uint64(b[16:])),
+			}
+			if k := len(parts); k > 0 && parts[k-1].partition >= p.partition {
+				return nil, fmt.Errorf("partition %d: %w", p.partition, errPackedOrder)
+			}
+			parts = append(parts, p)
+		}
+		left -= step
+	}
+	return parts, nil
+}
+
+// readExtras reads a topic's extras (or a nil, as none), one per part.
+func (pr *packedReader) readExtras(parts int) ([]offsetExtra, error) {
+	if pr.r.IsNil() {
+		return nil, pr.r.ReadNil()
+	}
+	n, err := pr.r.ReadArrayHeader()
+	if err != nil {
+		return nil, err
+	}
+	if int(n) != parts {
+		return nil, fmt.Errorf("%w: %d extras for %d parts", errPackedExtras, n, parts)
+	}
+	out := make([]offsetExtra, n)
+	for i := range out {
+		fields, err := pr.r.ReadArrayHeader()
+		if err != nil {
+			return nil, err
+		}
+		if fields < 2 {
+			return nil, errPackedShortRec
+		}
+		if out[i].metadata, err = readString(pr.r); err != nil {
+			return nil, err
+		}
+		if out[i].expireTS, err = pr.r.ReadInt64(); err != nil {
+			return nil, err
+		}
+		for range fields - 2 {
+			if err := pr.r.Skip(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// readSimpleGroups reads simple_groups into groups.
+func (pr *packedReader) readSimpleGroups(groups *classicGroups) error {
+	n, err := pr.r.ReadArrayHeader()
+	if err != nil {
+		return err
+	}
+	if n%2 != 0 {
+		return errPackedPairs
+	}
+	if len(groups.simple) == 0 {
+		groups.simple = make(map[string]int64, min(n/2, maxHint))
+	}
+	for range n / 2 {
+		if pr.name, err = readStringBytes(pr.r, pr.name); err != nil {
+			return err
+		}
+		ts, err := pr.r.ReadInt64()
+		if err != nil {
+			return err
+		}
+		if groups.has(string(pr.name)) {
+			return fmt.Errorf("group %q: %w", pr.name, errPackedOrder)
+		}
+		groups.simple[string(pr.name)] = ts
+	}
+	return nil
+}
