@@ -164,8 +164,8 @@ func TestLargeCommitsInAnyOrder(t *testing.T) {
 	}
 	f.applyOffsetDelete(del)
 	got := f.Offsets("big")
-	if len(got) != len(model) || f.offsets["big"].len() != len(model) {
-		t.Fatalf("%d offsets (count %d), want %d", len(got), f.offsets["big"].len(), len(model))
+	if big := f.offsets["big"]; len(got) != len(model) || big.len() != len(model) {
+		t.Fatalf("%d offsets (count %d), want %d", len(got), big.len(), len(model))
 	}
 	for tp, o := range model {
 		if got[tp] != o {
@@ -196,8 +196,8 @@ func TestCommitsMixingMetadataAndExpiry(t *testing.T) {
 			model[TopicPartition{Topic: topic, Partition: p}] = o
 		}
 		f.applyOffsetCommit(c)
-		if err := f.offsets["g"].check(); err != nil {
-			t.Fatal(err)
+		if g := f.offsets["g"]; g.check() != nil {
+			t.Fatal(g.check())
 		}
 		got := f.Offsets("g")
 		if len(got) != len(model) {

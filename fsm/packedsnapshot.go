@@ -48,8 +48,9 @@ const snapshotVersionPacked byte = 3
 // packedPartSize is the bytes of one offset in a topic's parts.
 const packedPartSize = 24
 
-// maxInternedTopics bounds the topic names a restore shares between the
-// groups that commit to them; past it, each group keeps its own copy.
+// maxInternedTopics bounds the topic names a shard (ShardFSM.topics) or a
+// restore shares between the groups that commit to them; past it, each
+// group keeps its own copy.
 const maxInternedTopics = 1 << 16
 
 // Errors of a packed snapshot a reader refuses (wrapped in
@@ -188,7 +189,7 @@ func appendPackedTopic(b []byte, t *topicOffsets) []byte {
 // decodeShardV3 reads the document of a packed snapshot from r, which
 // must end after it.
 func decodeShardV3(r *msgp.Reader) (*restoredShard, error) {
-	s := &restoredShard{groups: newClassicGroups(0), consumerGroups: make(map[string]ConsumerGroup), offsets: make(map[string]*groupOffsets)}
+	s := &restoredShard{groups: newClassicGroups(0), consumerGroups: make(map[string]ConsumerGroup), offsets: make(map[string]groupOffsets)}
 	pr := packedReader{r: r, topics: make(map[string]string)}
 	keys, err := r.ReadMapHeader()
 	if err != nil {
@@ -229,7 +230,7 @@ func decodeShardV3(r *msgp.Reader) (*restoredShard, error) {
 		case "offsets":
 			err = readArrayHinted(r, func(n uint32) {
 				if len(s.offsets) == 0 {
-					s.offsets = make(map[string]*groupOffsets, min(n, maxHint))
+					s.offsets = make(map[string]groupOffsets, min(n, maxHint))
 				}
 			}, func() error { return pr.readGroup(s.offsets) })
 		case "simple_groups":
@@ -276,7 +277,7 @@ func (pr *packedReader) decodeNext(v any) error {
 }
 
 // readGroup reads one group's record into offsets.
-func (pr *packedReader) readGroup(offsets map[string]*groupOffsets) error {
+func (pr *packedReader) readGroup(offsets map[string]groupOffsets) error {
 	fields, err := pr.r.ReadArrayHeader()
 	if err != nil {
 		return err
@@ -291,7 +292,7 @@ func (pr *packedReader) readGroup(offsets map[string]*groupOffsets) error {
 		return fmt.Errorf("group %q: %w", pr.name, errPackedOrder)
 	}
 	group := string(pr.name)
-	g := &groupOffsets{}
+	var g groupOffsets
 	err = readArrayHinted(pr.r, func(n uint32) { g.topics = make([]topicOffsets, 0, min(n, maxHint)) }, func() error {
 		t, err := pr.readTopic()
 		if err != nil || len(t.parts) == 0 {

@@ -27,7 +27,14 @@ type ShardFSM struct {
 	// consumerGroups are the consumer-protocol groups; an id is in groups
 	// or here, never both.
 	consumerGroups map[string]ConsumerGroup
-	offsets        map[string]*groupOffsets // never holds an empty one
+	// offsets holds each group's offsets by value, one object fewer a
+	// group for the GC to mark than a pointer (issue 36); it never holds
+	// an empty one.
+	offsets map[string]groupOffsets
+	// topics interns the topic names commits carry, so that the groups
+	// committing to a topic share one string (at most maxInternedTopics;
+	// not state: any string of the name would do).
+	topics map[string]string
 	// features is the levels stamped into the shard (features.go).
 	features featureLevels
 }
@@ -44,7 +51,8 @@ func NewShardFSM(shard int32, logger hclog.Logger) *ShardFSM {
 		logger:         logger,
 		groups:         newClassicGroups(0),
 		consumerGroups: make(map[string]ConsumerGroup),
-		offsets:        make(map[string]*groupOffsets),
+		offsets:        make(map[string]groupOffsets),
+		topics:         make(map[string]string),
 	}
 }
 
@@ -138,24 +146,37 @@ func (f *ShardFSM) applyOffsetCommit(c *OffsetCommit) {
 		return
 	}
 	m := f.offsets[c.GroupID]
-	if m == nil {
-		m = &groupOffsets{}
-		f.offsets[c.GroupID] = m
-	}
 	batch := make([]tpOffset, len(c.Offsets))
+	topic := ""
 	for i, o := range c.Offsets {
 		off := o.Offset
 		if off.CommitTimestamp == 0 {
 			off.CommitTimestamp = c.Timestamp
 		}
-		batch[i] = tpOffset{TopicPartition{Topic: o.Topic, Partition: o.Partition}, off}
+		if i == 0 || o.Topic != topic {
+			topic = f.internTopic(o.Topic)
+		}
+		batch[i] = tpOffset{TopicPartition{Topic: topic, Partition: o.Partition}, off}
 	}
 	m.setAll(sortBatch(batch))
+	f.offsets[c.GroupID] = m
+}
+
+// internTopic returns the shard's string of topic, making topic it while
+// fewer than maxInternedTopics are held; f.mu is held.
+func (f *ShardFSM) internTopic(topic string) string {
+	if t, ok := f.topics[topic]; ok {
+		return t
+	}
+	if len(f.topics) < maxInternedTopics {
+		f.topics[topic] = topic
+	}
+	return topic
 }
 
 func (f *ShardFSM) applyOffsetDelete(c *OffsetDelete) {
-	m := f.offsets[c.GroupID]
-	if m == nil {
+	m, ok := f.offsets[c.GroupID]
+	if !ok {
 		return
 	}
 	tps := slices.Clone(c.Partitions) // the command's slice stays as decoded
@@ -163,6 +184,8 @@ func (f *ShardFSM) applyOffsetDelete(c *OffsetDelete) {
 	m.removeAll(slices.Compact(tps))
 	if m.len() == 0 {
 		delete(f.offsets, c.GroupID)
+	} else {
+		f.offsets[c.GroupID] = m
 	}
 }
 
@@ -232,7 +255,8 @@ func (f *ShardFSM) CountSimpleGroups(ids []string) (total, among int) {
 func (f *ShardFSM) HasOffsets(group string) bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return f.offsets[group].len() > 0
+	m := f.offsets[group]
+	return m.len() > 0
 }
 
 // Offsets returns a copy of every committed offset of group.
@@ -250,9 +274,6 @@ func (f *ShardFSM) Offset(group string, tp TopicPartition) (Offset, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	m := f.offsets[group]
-	if m == nil {
-		return Offset{}, false
-	}
 	return m.get(tp)
 }
 

@@ -264,7 +264,7 @@ type restoredShard struct {
 	clusterID      string
 	groups         classicGroups
 	consumerGroups map[string]ConsumerGroup
-	offsets        map[string]*groupOffsets
+	offsets        map[string]groupOffsets
 	features       []FeatureLevel
 }
 
@@ -300,7 +300,7 @@ func readShardSnapshot(r io.Reader) (*restoredShard, error) {
 // restoredFrom builds the state of a decoded document (a JSON snapshot).
 func restoredFrom(doc *shardSnapshot) *restoredShard {
 	s := &restoredShard{clusterID: doc.ClusterID, groups: newClassicGroups(len(doc.Groups)),
-		consumerGroups: make(map[string]ConsumerGroup, len(doc.ConsumerGroups)), offsets: make(map[string]*groupOffsets),
+		consumerGroups: make(map[string]ConsumerGroup, len(doc.ConsumerGroups)), offsets: make(map[string]groupOffsets),
 		features: doc.Features}
 	for _, g := range doc.Groups {
 		s.groups.put(g)
@@ -325,7 +325,7 @@ type offsetsBuilder struct {
 	run   []tpOffset
 }
 
-func (b *offsetsBuilder) add(into map[string]*groupOffsets, group string, tp TopicPartition, o Offset) {
+func (b *offsetsBuilder) add(into map[string]groupOffsets, group string, tp TopicPartition, o Offset) {
 	if len(b.run) > 0 && group != b.group {
 		b.flush(into)
 	}
@@ -333,16 +333,13 @@ func (b *offsetsBuilder) add(into map[string]*groupOffsets, group string, tp Top
 	b.run = append(b.run, tpOffset{tp, o})
 }
 
-func (b *offsetsBuilder) flush(into map[string]*groupOffsets) {
+func (b *offsetsBuilder) flush(into map[string]groupOffsets) {
 	if len(b.run) == 0 {
 		return
 	}
 	m := into[b.group]
-	if m == nil {
-		m = &groupOffsets{}
-		into[b.group] = m
-	}
 	m.setAll(sortBatch(b.run)) // as Persist writes them, already in order
+	into[b.group] = m
 	b.run = b.run[:0]
 }
 
@@ -354,7 +351,7 @@ var errSnapshotTrailing = errors.New("bytes after the document")
 // unknown keys skipped and a nil for an absent list (its strings as str,
 // its numbers as ints, as go-msgpack writes them).
 func decodeShardV2(r *msgp.Reader) (*restoredShard, error) {
-	s := &restoredShard{groups: newClassicGroups(0), consumerGroups: make(map[string]ConsumerGroup), offsets: make(map[string]*groupOffsets)}
+	s := &restoredShard{groups: newClassicGroups(0), consumerGroups: make(map[string]ConsumerGroup), offsets: make(map[string]groupOffsets)}
 	dec := codec.NewDecoderBytes(nil, msgpack)
 	var raw bytes.Buffer
 	// decodeNext decodes the next value of r into v by go-msgpack.
@@ -409,7 +406,7 @@ func decodeShardV2(r *msgp.Reader) (*restoredShard, error) {
 				if len(s.offsets) == 0 {
 					// A group with offsets is, at scale, one a commit
 					// made: about as many as the groups read before.
-					s.offsets = make(map[string]*groupOffsets, s.groups.len()+len(s.consumerGroups))
+					s.offsets = make(map[string]groupOffsets, s.groups.len()+len(s.consumerGroups))
 				}
 				err = readOffsets(r, s.offsets)
 			default:
@@ -468,7 +465,7 @@ func readString(r *msgp.Reader) (string, error) {
 // readOffsets reads the snapshotOffsets next in r into offsets. A group's
 // and a topic's name become a string once per run of records that repeat
 // it, not once per record.
-func readOffsets(r *msgp.Reader, offsets map[string]*groupOffsets) error {
+func readOffsets(r *msgp.Reader, offsets map[string]groupOffsets) error {
 	var b offsetsBuilder
 	var scratch, keyScratch []byte
 	topic := ""
