@@ -329,13 +329,3 @@ func (g *groupOffsets) each(fn func(TopicPartition, Offset)) {
 		}
 	}
 }
-
-// clone returns a copy of g that shares nothing with it that Apply
-// changes (topic names and metadata strings are never changed in place).
-func (g *groupOffsets) clone() groupOffsets {
-	c := groupOffsets{topics: make([]topicOffsets, len(g.topics)), n: g.n}
-	for i, t := range g.topics {
-		c.topics[i] = topicOffsets{topic: t.topic, parts: slices.Clone(t.parts), extra: slices.Clone(t.extra)}
-	}
-	return c
-}

@@ -334,3 +334,41 @@ func level2Shard(t testing.TB) *ShardFSM {
 	next(&FeatureLevelSet{Feature: "kcoord.version", Level: 2})
 	return f
 }
+
+// TestASnapshotIsTheStateItWasTakenOf: what Persist writes is the state at
+// Snapshot, whatever Apply does to the shard before Persist runs (raft
+// persists on another goroutine while applies go on): offsets replaced
+// in place, partitions and topics added, offsets deleted, metadata added.
+func TestASnapshotIsTheStateItWasTakenOf(t *testing.T) {
+	for _, level := range []release.Level{release.Level2, release.Level3} {
+		f := stampedAt(t, richShard(t), level)
+		want := shardState(f)
+		snap, err := f.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		index := uint64(1 << 21)
+		for _, s := range awkwardStrings() {
+			index++
+			apply(t, f, index, commitWith(s, 5000)) // the same partitions, in place
+			index++
+			apply(t, f, index, &OffsetCommit{GroupID: s, Timestamp: 9, Offsets: []OffsetCommitPartition{
+				{Topic: s, Partition: 3, Offset: Offset{Offset: 1, Metadata: "new", ExpireTimestamp: -1}},
+				{Topic: "zz-new", Partition: 0, Offset: Offset{Offset: 2, ExpireTimestamp: 7}},
+			}})
+			index++
+			apply(t, f, index, &OffsetDelete{GroupID: s + "/simple", Partitions: []TopicPartition{{Topic: s + "/simple", Partition: 0}}})
+		}
+		var sink memSink
+		if err := snap.Persist(&sink); err != nil {
+			t.Fatal(err)
+		}
+		restored := NewShardFSM(0, nil)
+		if err := restored.Restore(io.NopCloser(&sink)); err != nil {
+			t.Fatal(err)
+		}
+		if got := shardState(restored); !reflect.DeepEqual(got, want) {
+			t.Fatalf("level %d: the snapshot holds applies made after it was taken", level)
+		}
+	}
+}

@@ -91,11 +91,38 @@ func copyShard(f *ShardFSM) *shardCopy {
 	for _, g := range f.consumerGroups {
 		s.consumerGroups = append(s.consumerGroups, g)
 	}
-	s.offsets = make([]groupOffsetsOf, 0, len(f.offsets))
-	for group, m := range f.offsets {
-		s.offsets = append(s.offsets, groupOffsetsOf{group, m.clone()})
-	}
+	s.offsets = copyOffsets(f.offsets)
 	return s
+}
+
+// copyOffsets copies offsets into three allocations, whatever the number
+// of groups: every topic's offsets side by side in one slab, every
+// group's topics in another, and the list of groups. A clone per group
+// was two objects a group to allocate under the FSM's lock (applies
+// wait) and for the GC to mark until Persist ended. Extras, which few
+// topics have, are cloned one by one.
+func copyOffsets(offsets map[string]groupOffsets) []groupOffsetsOf {
+	topics, parts := 0, 0
+	for _, m := range offsets {
+		topics += len(m.topics)
+		for _, t := range m.topics {
+			parts += len(t.parts)
+		}
+	}
+	out := make([]groupOffsetsOf, 0, len(offsets))
+	topicSlab := make([]topicOffsets, topics)
+	partSlab := make([]partitionOffset, parts)
+	for group, m := range offsets {
+		ts := topicSlab[:len(m.topics):len(m.topics)]
+		topicSlab = topicSlab[len(m.topics):]
+		for i, t := range m.topics {
+			n := copy(partSlab, t.parts)
+			ts[i] = topicOffsets{topic: t.topic, parts: partSlab[:n:n], extra: slices.Clone(t.extra)}
+			partSlab = partSlab[n:]
+		}
+		out = append(out, groupOffsetsOf{group, groupOffsets{topics: ts, n: m.n}})
+	}
+	return out
 }
 
 // Persist implements raft.FSMSnapshot: it sorts the copy (so equal states
