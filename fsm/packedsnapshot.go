@@ -48,6 +48,11 @@ const snapshotVersionPacked byte = 3
 // packedPartSize is the bytes of one offset in a topic's parts.
 const packedPartSize = 24
 
+// maxPartsHint bounds the offsets a restore makes room for from a topic's
+// header before it reads them (a topic of more grows as they arrive), so
+// that topics of any real size get a slice of exactly theirs.
+const maxPartsHint = 1 << 16
+
 // maxInternedTopics bounds the topic names a shard (ShardFSM.topics) or a
 // restore shares between the groups that commit to them; past it, each
 // group keeps its own copy.
@@ -61,6 +66,7 @@ var (
 	errPackedExtras   = errors.New("a topic's extras do not match its parts")
 	errPackedPairs    = errors.New("simple_groups holds an id without its timestamp")
 	errPackedShortRec = errors.New("a record with fewer fields than it needs")
+	errPackedEmpty    = errors.New("a topic or group without offsets")
 )
 
 // writePacked writes the version byte and the packed document of s (its
@@ -295,8 +301,11 @@ func (pr *packedReader) readGroup(offsets map[string]groupOffsets) error {
 	var g groupOffsets
 	err = readArrayHinted(pr.r, func(n uint32) { g.topics = make([]topicOffsets, 0, min(n, maxHint)) }, func() error {
 		t, err := pr.readTopic()
-		if err != nil || len(t.parts) == 0 {
+		if err != nil {
 			return err
+		}
+		if len(t.parts) == 0 {
+			return fmt.Errorf("topic %q: %w", t.topic, errPackedEmpty)
 		}
 		if k := len(g.topics); k > 0 && strings.Compare(g.topics[k-1].topic, t.topic) >= 0 {
 			return fmt.Errorf("topic %q: %w", t.topic, errPackedOrder)
@@ -313,9 +322,10 @@ func (pr *packedReader) readGroup(offsets map[string]groupOffsets) error {
 			return err
 		}
 	}
-	if g.n > 0 {
-		offsets[group] = g
+	if g.n == 0 {
+		return fmt.Errorf("group %q: %w", group, errPackedEmpty)
 	}
+	offsets[group] = g
 	return nil
 }
 
@@ -374,7 +384,7 @@ func (pr *packedReader) readParts() ([]partitionOffset, error) {
 		return nil, errPackedParts
 	}
 	left := int(size / packedPartSize)
-	parts := make([]partitionOffset, 0, min(left, len(pr.parts)/packedPartSize))
+	parts := make([]partitionOffset, 0, min(left, maxPartsHint))
 	for left > 0 {
 		step := min(left, len(pr.parts)/packedPartSize)
 		buf := pr.parts[:step*packedPartSize]

@@ -83,6 +83,17 @@ func copyShard(f *ShardFSM) *shardCopy {
 	s := &shardCopy{clusterID: f.clusterID, groups: make([]Group, 0, len(f.groups.full)), simple: make([]SimpleGroup, 0, len(f.groups.simple)),
 		features: slices.Clone(f.features), packed: kcoordVersion(f.features) >= release.Level3}
 	for _, g := range f.groups.full {
+		if s.packed && len(g.Members) == 0 {
+			// go-msgpack omits an empty Members, so such a group reads
+			// back with none: simple, if the rest is. Written as it
+			// reads back, it is written alike by a replica that applied
+			// it and one that restored it.
+			g.Members = nil
+			if isSimple(g) {
+				s.simple = append(s.simple, SimpleGroup{ID: g.ID, StateTimestamp: g.StateTimestamp})
+				continue
+			}
+		}
 		s.groups = append(s.groups, g)
 	}
 	for id, ts := range f.groups.simple {
