@@ -35,6 +35,9 @@ type ShardFSM struct {
 	// committing to a topic share one string (at most maxInternedTopics;
 	// not state: any string of the name would do).
 	topics map[string]string
+	// batch is applyOffsetCommit's scratch, reused from commit to commit
+	// (a commit's batch was 8% of the bytes a replica allocated).
+	batch []tpOffset
 	// features is the levels stamped into the shard (features.go).
 	features featureLevels
 }
@@ -146,7 +149,7 @@ func (f *ShardFSM) applyOffsetCommit(c *OffsetCommit) {
 		return
 	}
 	m := f.offsets[c.GroupID]
-	batch := make([]tpOffset, len(c.Offsets))
+	batch := slices.Grow(f.batch[:0], len(c.Offsets))[:len(c.Offsets)]
 	topic := ""
 	for i, o := range c.Offsets {
 		off := o.Offset
@@ -160,6 +163,8 @@ func (f *ShardFSM) applyOffsetCommit(c *OffsetCommit) {
 	}
 	m.setAll(sortBatch(batch))
 	f.offsets[c.GroupID] = m
+	clear(batch) // keep no command's strings alive
+	f.batch = batch[:0]
 }
 
 // internTopic returns the shard's string of topic, making topic it while
@@ -298,6 +303,7 @@ func (f *ShardFSM) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	f.clusterID, f.groups, f.consumerGroups, f.offsets = s.clusterID, s.groups, s.consumerGroups, s.offsets
+	f.topics = make(map[string]string) // the names of the state replaced go with it
 	f.features.restore(s.features)
 	f.mu.Unlock()
 	f.logger.Info("restored snapshot", "shard", f.shard, "groups", s.groups.len(), "consumer_groups", len(s.consumerGroups), "offset_groups", len(s.offsets))

@@ -22,10 +22,8 @@ import (
 func (c *Coordinator) Commit(ctx context.Context, req CommitRequest) (results []error, err error) {
 	results = make([]error, len(req.Partitions))
 	now := c.now()
-	var (
-		records []fsm.OffsetCommitPartition
-		valid   []int
-	)
+	records := make([]fsm.OffsetCommitPartition, 0, len(req.Partitions))
+	valid := make([]int, 0, len(req.Partitions))
 	for i, p := range req.Partitions {
 		if results[i] = validateOffset(p, c.cfg.OffsetMetadataMaxBytes); results[i] == nil {
 			records = append(records, offsetRecord(p, now, req.RetentionMs, c.cfg.OffsetsRetention.Milliseconds()))
