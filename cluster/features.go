@@ -276,7 +276,7 @@ func (n *Node) CheckFinalize(level release.Level) (release.Level, error) {
 	}
 	if level == 0 {
 		if top <= fin {
-			return 0, fmt.Errorf("%w: nothing to finalize: node %v does not support %s %d (kcoord %s): upgrade it, or bring it back, first",
+			return 0, fmt.Errorf("%w: nothing to finalize: node %v does not support %s %d (a build of kcoord %s or later): upgrade it, or bring it back, first",
 				ErrFeatureUnsupported, behind, release.Feature, fin+1, release.ReleaseOf(fin+1))
 		}
 		level = top
@@ -307,7 +307,7 @@ func (n *Node) checkFinalizeHere(c *fsm.FeatureLevelSet) error {
 // unsupportedBy is the refusal of a finalization of level that the nodes
 // behind do not support (or are down).
 func unsupportedBy(level release.Level, behind []int32) error {
-	return fmt.Errorf("%w: %s %d needs every node to run kcoord %s or later; node %v does not (or is down)",
+	return fmt.Errorf("%w: %s %d needs every node to run a build of kcoord %s or later that supports it; node %v does not (or is down)",
 		ErrFeatureUnsupported, release.Feature, level, release.ReleaseOf(level), behind)
 }
 
