@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kcoord/kcoord/release"
 	"github.com/kcoord/kcoord/transport"
 )
 
@@ -23,7 +24,7 @@ const exactBytesTopic = "exact-bytes"
 
 // TestInvalidUTF8GroupIDsKeepTheirOwnOffsetsAcrossRestart commits a
 // different offset for each id over the Kafka protocol, fetches each back,
-// then snapshots every shard, commits once more (so the restart replays log
+// then snapshots every shard (packed), commits once more (so the restart replays log
 // entries on top of the snapshot), kills the node and restarts it: every id
 // still answers its own offsets and metadata.
 func TestInvalidUTF8GroupIDsKeepTheirOwnOffsetsAcrossRestart(t *testing.T) {
@@ -37,6 +38,10 @@ func TestInvalidUTF8GroupIDsKeepTheirOwnOffsetsAcrossRestart(t *testing.T) {
 	}
 	checkOffsetsOverKafka(ctx, t, servers[0], want)
 
+	// Stamped at the latest level, the shards write packed snapshots
+	// (fsm/packedsnapshot.go): the restart restores the ids' offsets from
+	// one.
+	waitFor(t, 20*time.Second, "every shard stamped at the latest level", func() bool { return stamped(servers, release.MaxLevel) })
 	snapshotEveryShard(t, servers[0])
 	for i, id := range fffdEqualGroupIDs {
 		offset := int64(10 * (i + 1))
