@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"errors"
@@ -72,95 +71,43 @@ var (
 // writePacked writes the version byte and the packed document of s (its
 // lists sorted by Persist) to w.
 func (s *shardCopy) writePacked(w io.Writer) error {
-	bw := bufio.NewWriterSize(w, msgpack.WriterBufferSize)
-	enc := codec.NewEncoder(bw, msgpack)
-	out := make([]byte, 0, msgpack.WriterBufferSize)
-	flush := func() error {
-		_, err := bw.Write(out)
-		out = out[:0]
+	d := newDocWriter(w)
+	if err := d.head(snapshotVersionPacked, 2, s); err != nil {
 		return err
 	}
-	// spill flushes out once it holds half a buffer.
-	spill := func() error {
-		if len(out) < cap(out)/2 {
-			return nil
-		}
-		return flush()
-	}
-	keys := uint32(4)
-	if len(s.consumerGroups) > 0 {
-		keys++
-	}
-	if len(s.features) > 0 {
-		keys++
-	}
-	out = append(out, snapshotVersionPacked)
-	out = msgp.AppendMapHeader(out, keys)
-	out = msgp.AppendString(out, "cluster_id")
-	out = msgp.AppendString(out, s.clusterID)
-	if len(s.consumerGroups) > 0 {
-		out = msgp.AppendString(out, "consumer_groups")
-		out = msgp.AppendArrayHeader(out, uint32(len(s.consumerGroups)))
-		if err := flush(); err != nil {
-			return err
-		}
-		if err := encodeEach(enc, s.consumerGroups); err != nil {
-			return err
-		}
-	}
-	if len(s.features) > 0 {
-		out = msgp.AppendString(out, "features")
-		if err := flush(); err != nil {
-			return err
-		}
-		if err := enc.Encode(s.features); err != nil {
-			return err
-		}
-	}
-	out = msgp.AppendString(out, "groups")
-	out = msgp.AppendArrayHeader(out, uint32(len(s.groups)))
-	if err := flush(); err != nil {
-		return err
-	}
-	if err := encodeEach(enc, s.groups); err != nil {
-		return err
-	}
-	out = msgp.AppendString(out, "offsets")
+	d.out = msgp.AppendString(d.out, "offsets")
 	held := 0
 	for i := range s.offsets {
 		if s.offsets[i].offsets.len() > 0 {
 			held++
 		}
 	}
-	out = msgp.AppendArrayHeader(out, uint32(held))
+	d.out = msgp.AppendArrayHeader(d.out, uint32(held))
 	for i := range s.offsets {
 		g := &s.offsets[i]
 		if g.offsets.len() == 0 {
 			continue
 		}
-		out = msgp.AppendArrayHeader(out, 2)
-		out = msgp.AppendString(out, g.group)
-		out = msgp.AppendArrayHeader(out, uint32(len(g.offsets.topics)))
+		d.out = msgp.AppendArrayHeader(d.out, 2)
+		d.out = msgp.AppendString(d.out, g.group)
+		d.out = msgp.AppendArrayHeader(d.out, uint32(len(g.offsets.topics)))
 		for ti := range g.offsets.topics {
-			out = appendPackedTopic(out, &g.offsets.topics[ti])
-			if err := spill(); err != nil {
+			d.out = appendPackedTopic(d.out, &g.offsets.topics[ti])
+			if err := d.spill(); err != nil {
 				return err
 			}
 		}
 	}
-	out = msgp.AppendString(out, "simple_groups")
-	out = msgp.AppendArrayHeader(out, uint32(2*len(s.simple)))
+	d.out = msgp.AppendString(d.out, "simple_groups")
+	d.out = msgp.AppendArrayHeader(d.out, uint32(2*len(s.simple)))
 	for _, g := range s.simple {
-		out = msgp.AppendString(out, g.ID)
-		out = msgp.AppendInt64(out, g.StateTimestamp)
-		if err := spill(); err != nil {
+		d.out = msgp.AppendString(d.out, g.ID)
+		d.out = msgp.AppendInt64(d.out, g.StateTimestamp)
+		if err := d.spill(); err != nil {
 			return err
 		}
 	}
-	if err := flush(); err != nil {
-		return err
-	}
-	return bw.Flush()
+	return d.end()
 }
 
 // appendPackedTopic appends t's record: its name, its parts, and its
@@ -248,10 +195,7 @@ func decodeShardV3(r *msgp.Reader) (*restoredShard, error) {
 			return nil, fmt.Errorf("%s: %w", key, err)
 		}
 	}
-	if _, err := r.R.Peek(1); err != io.EOF {
-		if err == nil {
-			err = errSnapshotTrailing
-		}
+	if err := atEnd(r); err != nil {
 		return nil, err
 	}
 	return s, nil

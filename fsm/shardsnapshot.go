@@ -164,60 +164,94 @@ func (s *shardCopy) Persist(sink raft.SnapshotSink) error {
 // Release implements raft.FSMSnapshot.
 func (s *shardCopy) Release() {}
 
-// write writes the version byte and the document to w, in pieces of at
-// most msgpack.WriterBufferSize bytes.
-func (s *shardCopy) write(w io.Writer) error {
+// docWriter streams one snapshot document to a writer, in pieces of at
+// most msgpack.WriterBufferSize bytes: what msgp appends collects in out,
+// which goes to bw before go-msgpack (enc) writes, and whenever it holds
+// half a buffer (spill).
+type docWriter struct {
+	bw  *bufio.Writer
+	enc *codec.Encoder
+	out []byte
+}
+
+func newDocWriter(w io.Writer) *docWriter {
 	bw := bufio.NewWriterSize(w, msgpack.WriterBufferSize)
-	enc := codec.NewEncoder(bw, msgpack)
-	// out collects what msgp appends; it goes to bw before go-msgpack
-	// writes, and whenever it holds half a buffer.
-	out := make([]byte, 0, msgpack.WriterBufferSize)
-	flush := func() error {
-		_, err := bw.Write(out)
-		out = out[:0]
+	return &docWriter{bw: bw, enc: codec.NewEncoder(bw, msgpack), out: make([]byte, 0, msgpack.WriterBufferSize)}
+}
+
+func (d *docWriter) flush() error {
+	_, err := d.bw.Write(d.out)
+	d.out = d.out[:0]
+	return err
+}
+
+func (d *docWriter) spill() error {
+	if len(d.out) < cap(d.out)/2 {
+		return nil
+	}
+	return d.flush()
+}
+
+// end writes what is left.
+func (d *docWriter) end() error {
+	if err := d.flush(); err != nil {
 		return err
 	}
-	// The keys of shardSnapshot in go-msgpack's order (sorted), the two
-	// omitempty ones only when they hold something.
-	keys := uint32(3)
+	return d.bw.Flush()
+}
+
+// head writes what both versions begin with: the version byte, the
+// document's map header (keys more than its own: cluster_id, groups, and
+// consumer_groups and features when they hold something), then those
+// keys in sorted order, groups last, as go-msgpack writes them.
+func (d *docWriter) head(version byte, keys uint32, s *shardCopy) error {
+	keys += 2
 	if len(s.consumerGroups) > 0 {
 		keys++
 	}
 	if len(s.features) > 0 {
 		keys++
 	}
-	out = append(out, snapshotVersion)
-	out = msgp.AppendMapHeader(out, keys)
-	out = msgp.AppendString(out, "cluster_id")
-	out = msgp.AppendString(out, s.clusterID)
+	d.out = append(d.out, version)
+	d.out = msgp.AppendMapHeader(d.out, keys)
+	d.out = msgp.AppendString(d.out, "cluster_id")
+	d.out = msgp.AppendString(d.out, s.clusterID)
 	if len(s.consumerGroups) > 0 {
-		out = msgp.AppendString(out, "consumer_groups")
-		out = msgp.AppendArrayHeader(out, uint32(len(s.consumerGroups)))
-		if err := flush(); err != nil {
+		d.out = msgp.AppendString(d.out, "consumer_groups")
+		d.out = msgp.AppendArrayHeader(d.out, uint32(len(s.consumerGroups)))
+		if err := d.flush(); err != nil {
 			return err
 		}
-		if err := encodeEach(enc, s.consumerGroups); err != nil {
+		if err := encodeEach(d.enc, s.consumerGroups); err != nil {
 			return err
 		}
 	}
 	if len(s.features) > 0 {
-		out = msgp.AppendString(out, "features")
-		if err := flush(); err != nil {
+		d.out = msgp.AppendString(d.out, "features")
+		if err := d.flush(); err != nil {
 			return err
 		}
-		if err := enc.Encode(s.features); err != nil {
+		if err := d.enc.Encode(s.features); err != nil {
 			return err
 		}
 	}
-	out = msgp.AppendString(out, "groups")
-	out = msgp.AppendArrayHeader(out, uint32(len(s.groups)))
-	if err := flush(); err != nil {
+	d.out = msgp.AppendString(d.out, "groups")
+	d.out = msgp.AppendArrayHeader(d.out, uint32(len(s.groups)))
+	if err := d.flush(); err != nil {
 		return err
 	}
-	if err := encodeEach(enc, s.groups); err != nil {
+	return encodeEach(d.enc, s.groups)
+}
+
+// write writes the version byte and the version-2 document to w: the
+// keys of shardSnapshot in go-msgpack's order (sorted), the two omitempty
+// ones only when they hold something.
+func (s *shardCopy) write(w io.Writer) error {
+	d := newDocWriter(w)
+	if err := d.head(snapshotVersion, 1, s); err != nil {
 		return err
 	}
-	out = msgp.AppendString(out, "offsets")
+	d.out = msgp.AppendString(d.out, "offsets")
 	n := 0
 	for i := range s.offsets {
 		for _, t := range s.offsets[i].offsets.topics {
@@ -225,9 +259,9 @@ func (s *shardCopy) write(w io.Writer) error {
 		}
 	}
 	if n == 0 {
-		out = msgp.AppendNil(out)
+		d.out = msgp.AppendNil(d.out)
 	} else {
-		out = msgp.AppendArrayHeader(out, uint32(n))
+		d.out = msgp.AppendArrayHeader(d.out, uint32(n))
 	}
 	var group, topic []byte // their encodings, made once per group and topic
 	for i := range s.offsets {
@@ -237,19 +271,14 @@ func (s *shardCopy) write(w io.Writer) error {
 			t := &g.offsets.topics[ti]
 			topic = msgp.AppendString(topic[:0], t.topic)
 			for pi := range t.parts {
-				out = appendOffsetRecord(out, group, topic, t, pi)
-				if len(out) >= cap(out)/2 {
-					if err := flush(); err != nil {
-						return err
-					}
+				d.out = appendOffsetRecord(d.out, group, topic, t, pi)
+				if err := d.spill(); err != nil {
+					return err
 				}
 			}
 		}
 	}
-	if err := flush(); err != nil {
-		return err
-	}
-	return bw.Flush()
+	return d.end()
 }
 
 // encodeEach encodes the elements of items one after another, as
@@ -384,6 +413,18 @@ func (b *offsetsBuilder) flush(into map[string]groupOffsets) {
 // errSnapshotTrailing is a snapshot with bytes after its document.
 var errSnapshotTrailing = errors.New("bytes after the document")
 
+// atEnd checks that r holds nothing after the document it read.
+func atEnd(r *msgp.Reader) error {
+	_, err := r.R.Peek(1)
+	switch {
+	case err == io.EOF:
+		return nil
+	case err == nil:
+		return errSnapshotTrailing
+	}
+	return err
+}
+
 // decodeShardV2 reads the document of a version-2 snapshot from r, which
 // must end after it: what go-msgpack writes, with its keys in any order,
 // unknown keys skipped and a nil for an absent list (its strings as str,
@@ -455,10 +496,7 @@ func decodeShardV2(r *msgp.Reader) (*restoredShard, error) {
 			}
 		}
 	}
-	if _, err := r.R.Peek(1); err != io.EOF {
-		if err == nil {
-			err = errSnapshotTrailing
-		}
+	if err := atEnd(r); err != nil {
 		return nil, err
 	}
 	return s, nil
