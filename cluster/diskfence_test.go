@@ -345,3 +345,46 @@ type failingLogStore struct {
 }
 
 func (s *failingLogStore) StoreLogs([]*raft.Log) error { return s.err }
+
+// TestShutdownWaitsForAFenceUnderWay: a node whose disk failed fences
+// itself on its disk watch's goroutine, which tells each shard it led
+// through the shard's notification channel; Shutdown closes those
+// channels, so it waits for a fence under way to finish (CI's race
+// detector caught the two overlapping: a send on a closed channel
+// panics).
+func TestShutdownWaitsForAFenceUnderWay(t *testing.T) {
+	const shards = 2
+	nodes := startGossipCluster(t, 3, shards, withDiskBound)
+	leaders := waitShardLeaders(t, nodes, shards)
+	victim := nodeByID(nodes, leaders[0].Node)
+	fencing, release := make(chan struct{}), make(chan struct{})
+	hook := func() { close(fencing); <-release }
+	victim.fenceHook.Store(&hook)
+
+	victim.DiskFaults().FailNextSync(syscall.EIO)
+	if _, err := victim.Shard(0).Apply(context.Background(), []byte("set k lost"), 2*time.Second); err == nil {
+		t.Fatal("a write over a failing fsync succeeded")
+	}
+	select {
+	case <-fencing:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the victim did not fence itself")
+	}
+	done := make(chan error, 1)
+	go func() { done <- victim.Shutdown() }()
+	select {
+	case <-done:
+		close(release)
+		t.Fatal("Shutdown returned while a fence was under way")
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(release)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Logf("shutdown: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Shutdown did not return once the fence finished")
+	}
+}

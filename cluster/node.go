@@ -89,7 +89,15 @@ type Node struct {
 	// returned: Shutdown waits for it, so no node.json write outlives
 	// the node.
 	featureLoopDone sync.WaitGroup
-	leaders         leaderTable
+	// diskWatchDone is done once the disk watch Start began has returned:
+	// Shutdown waits for it before it stops the shards, whose
+	// notification channels a fence sends on.
+	diskWatchDone sync.WaitGroup
+	// fenceHook, when set (tests only), runs in every fence for the disk
+	// once the Raft port refuses peers, before the shards are fenced, on
+	// the disk watch's goroutine.
+	fenceHook atomic.Pointer[func()]
+	leaders   leaderTable
 	// routing fires whenever a shard's routing may have changed (see
 	// Shard.RoutingChanges).
 	routing *signal
@@ -444,8 +452,9 @@ func (n *Node) Start() error {
 		n.mintIfLowestVoter(nil) // a single node from before cluster ids
 	}
 	if n.nodeStore != nil && cfg.MaxSyncDuration > 0 {
-		go n.diskWatchLoop(&diskWatch{store: n.nodeStore, max: cfg.MaxSyncDuration, hold: max(time.Second, 2*cfg.HeartbeatTimeout),
-			speed: slowJudge{floor: cmp.Or(cfg.slowSyncFloor, defaultSlowSyncFloor)}})
+		w := &diskWatch{store: n.nodeStore, max: cfg.MaxSyncDuration, hold: max(time.Second, 2*cfg.HeartbeatTimeout),
+			speed: slowJudge{floor: cmp.Or(cfg.slowSyncFloor, defaultSlowSyncFloor)}}
+		n.diskWatchDone.Go(func() { n.diskWatchLoop(w) })
 	}
 	if g := n.gossip; g != nil {
 		n.refreshMeta()
@@ -694,6 +703,9 @@ func (n *Node) abort() {
 	n.shutdownOnce.Do(func() {
 		n.closed.Store(true)
 		close(n.stop)
+		// A fence under way finishes first: it sends on the shards'
+		// notification channels, which their shutdown closes.
+		n.diskWatchDone.Wait()
 		if n.gossip != nil {
 			n.gossip.leave(200 * time.Millisecond) // peers need not wait for a failure probe
 		}
@@ -952,6 +964,9 @@ func (n *Node) Shutdown() error {
 	n.shutdownOnce.Do(func() {
 		n.closed.Store(true)
 		close(n.stop)
+		// A fence under way finishes first: it sends on the shards'
+		// notification channels, which their shutdown closes.
+		n.diskWatchDone.Wait()
 		if n.gossip != nil {
 			_ = n.gossip.ml.Shutdown()
 		}
