@@ -167,8 +167,9 @@ func (f *ShardFSM) applyOffsetCommit(c *OffsetCommit) {
 	f.batch = batch[:0]
 }
 
-// internTopic returns the shard's string of topic, making topic it while
-// fewer than maxInternedTopics are held; f.mu is held.
+// internTopic returns the string the shard holds for topic; a name it
+// does not hold yet becomes that string while fewer than
+// maxInternedTopics are held. Apply's goroutine, f.mu held.
 func (f *ShardFSM) internTopic(topic string) string {
 	if t, ok := f.topics[topic]; ok {
 		return t
