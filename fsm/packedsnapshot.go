@@ -1,7 +1,6 @@
 package fsm
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/hashicorp/go-msgpack/v2/codec"
 	"github.com/tinylib/msgp/msgp"
 )
 
@@ -143,7 +141,7 @@ func appendPackedTopic(b []byte, t *topicOffsets) []byte {
 // must end after it.
 func decodeShardV3(r *msgp.Reader) (*restoredShard, error) {
 	s := &restoredShard{groups: newClassicGroups(0), consumerGroups: make(map[string]ConsumerGroup), offsets: make(map[string]groupOffsets)}
-	pr := packedReader{r: r, topics: make(map[string]string)}
+	pr := packedReader{valueDecoder: newValueDecoder(r), r: r, topics: make(map[string]string)}
 	keys, err := r.ReadMapHeader()
 	if err != nil {
 		return nil, err
@@ -205,25 +203,11 @@ func decodeShardV3(r *msgp.Reader) (*restoredShard, error) {
 // reader, the topic names read so far (each made a string once, however
 // many groups commit to it), and buffers reused from record to record.
 type packedReader struct {
-	r       *msgp.Reader
-	topics  map[string]string
-	name    []byte
-	parts   [packedPartSize * 256]byte
-	raw     bytes.Buffer
-	decoder *codec.Decoder
-}
-
-// decodeNext decodes the next value of r into v by go-msgpack.
-func (pr *packedReader) decodeNext(v any) error {
-	pr.raw.Reset()
-	if _, err := pr.r.CopyNext(&pr.raw); err != nil {
-		return err
-	}
-	if pr.decoder == nil {
-		pr.decoder = codec.NewDecoderBytes(nil, msgpack)
-	}
-	pr.decoder.ResetBytes(pr.raw.Bytes())
-	return pr.decoder.Decode(v)
+	*valueDecoder
+	r      *msgp.Reader
+	topics map[string]string
+	name   []byte
+	parts  [packedPartSize * 256]byte
 }
 
 // readGroup reads one group's record into offsets.

@@ -310,13 +310,7 @@ func TestVersion2ShardSnapshotsOfLevel2BuildsRestore(t *testing.T) {
 // commands a build that supports level 2 at most applies.
 func level2Shard(t testing.TB) *ShardFSM {
 	f := NewShardFSM(0, nil)
-	var index uint64
-	next := func(cmd Command) {
-		index++
-		if r := apply(t, f, index, cmd); r != nil {
-			t.Fatalf("%T: %v", cmd, r)
-		}
-	}
+	next := applier(t, f)
 	next(&ClusterStamp{ID: "cluster-da44c16"})
 	next(&GroupPut{Group: sampleGroup("stable\xff")})
 	next(commitWith("stable\xff", 1000))

@@ -410,6 +410,29 @@ func (b *offsetsBuilder) flush(into map[string]groupOffsets) {
 	b.run = b.run[:0]
 }
 
+// valueDecoder decodes single values of a msgp stream by go-msgpack (the
+// few or small parts of a snapshot: groups, consumer groups, features),
+// each copied out of the stream into one reused buffer first.
+type valueDecoder struct {
+	r   *msgp.Reader
+	raw bytes.Buffer
+	dec *codec.Decoder
+}
+
+func newValueDecoder(r *msgp.Reader) *valueDecoder {
+	return &valueDecoder{r: r, dec: codec.NewDecoderBytes(nil, msgpack)}
+}
+
+// decodeNext decodes the next value of the stream into v.
+func (d *valueDecoder) decodeNext(v any) error {
+	d.raw.Reset()
+	if _, err := d.r.CopyNext(&d.raw); err != nil {
+		return err
+	}
+	d.dec.ResetBytes(d.raw.Bytes())
+	return d.dec.Decode(v)
+}
+
 // errSnapshotTrailing is a snapshot with bytes after its document.
 var errSnapshotTrailing = errors.New("bytes after the document")
 
@@ -431,17 +454,7 @@ func atEnd(r *msgp.Reader) error {
 // its numbers as ints, as go-msgpack writes them).
 func decodeShardV2(r *msgp.Reader) (*restoredShard, error) {
 	s := &restoredShard{groups: newClassicGroups(0), consumerGroups: make(map[string]ConsumerGroup), offsets: make(map[string]groupOffsets)}
-	dec := codec.NewDecoderBytes(nil, msgpack)
-	var raw bytes.Buffer
-	// decodeNext decodes the next value of r into v by go-msgpack.
-	decodeNext := func(v any) error {
-		raw.Reset()
-		if _, err := r.CopyNext(&raw); err != nil {
-			return err
-		}
-		dec.ResetBytes(raw.Bytes())
-		return dec.Decode(v)
-	}
+	decodeNext := newValueDecoder(r).decodeNext
 	if r.IsNil() {
 		if err := r.ReadNil(); err != nil {
 			return nil, err

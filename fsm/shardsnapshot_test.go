@@ -70,17 +70,24 @@ func persisted(tb testing.TB, f raft.FSM) []byte {
 	return sink.Bytes()
 }
 
-// richShard holds every kind of state a shard snapshot carries, with
-// awkward strings in every string and integers of every width.
-func richShard(t *testing.T) *ShardFSM {
-	f := NewShardFSM(0, nil)
+// applier returns a func that applies each command to f at the next index
+// and fails t on a business error.
+func applier(t testing.TB, f *ShardFSM) func(Command) {
 	var index uint64
-	next := func(cmd Command) {
+	return func(cmd Command) {
+		t.Helper()
 		index++
 		if r := apply(t, f, index, cmd); r != nil {
 			t.Fatalf("%T: %v", cmd, r)
 		}
 	}
+}
+
+// richShard holds every kind of state a shard snapshot carries, with
+// awkward strings in every string and integers of every width.
+func richShard(t *testing.T) *ShardFSM {
+	f := NewShardFSM(0, nil)
+	next := applier(t, f)
 	next(&ClusterStamp{ID: "cluster\xfe"})
 	for _, s := range awkwardStrings() {
 		next(&GroupPut{Group: groupWith(s)})
