@@ -244,15 +244,15 @@ func (n *Node) setDiskHealth(h DiskHealth) {
 func (n *Node) fenceForDisk(h DiskHealth) {
 	n.mux.Fence(raftnet.FenceInbound)
 	n.metaSync.forget() // the replica cannot take the removals made meanwhile
-	if hook := n.fenceHook.Load(); hook != nil {
-		(*hook)()
-	}
 	var led []*Shard
 	for _, s := range n.all {
 		if s.Raft.State() == raft.Leader {
 			led = append(led, s)
 		}
 		s.fence()
+	}
+	if hook := n.fenceHook.Load(); hook != nil {
+		(*hook)()
 	}
 	handed := n.handOffFenced(led)
 	n.mux.Fence(raftnet.FenceAll)

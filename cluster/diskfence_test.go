@@ -348,10 +348,11 @@ func (s *failingLogStore) StoreLogs([]*raft.Log) error { return s.err }
 
 // TestShutdownWaitsForAFenceUnderWay: a node whose disk failed fences
 // itself on its disk watch's goroutine, which tells each shard it led
-// through the shard's notification channel; Shutdown closes those
-// channels, so it waits for a fence under way to finish (CI's race
-// detector caught the two overlapping: a send on a closed channel
-// panics).
+// through the shard's notification channel and then hands its leaderships
+// off through the shards' transports. Shutdown stops the shards and closes
+// those channels, so it waits for a fence under way to finish (CI's race
+// detector caught the two overlapping: a send on a closed channel panics).
+// The hook holds the fence between the shards' fencing and the hand-offs.
 func TestShutdownWaitsForAFenceUnderWay(t *testing.T) {
 	const shards = 2
 	nodes := startGossipCluster(t, 3, shards, withDiskBound)

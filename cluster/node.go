@@ -94,8 +94,10 @@ type Node struct {
 	// notification channels a fence sends on.
 	diskWatchDone sync.WaitGroup
 	// fenceHook, when set (tests only), runs in every fence for the disk
-	// once the Raft port refuses peers, before the shards are fenced, on
-	// the disk watch's goroutine.
+	// once every shard is fenced (its election timers parked), before the
+	// hand-offs, on the disk watch's goroutine. Placed earlier, a hook that
+	// holds the fence lets a follower cut off from its leader stand for
+	// election, and hashicorp/raft panics when it cannot store the term.
 	fenceHook atomic.Pointer[func()]
 	leaders   leaderTable
 	// routing fires whenever a shard's routing may have changed (see
