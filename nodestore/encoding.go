@@ -22,7 +22,14 @@ const logEncodingVersion = 1
 const logHeaderLen = 1 + 8 + 8 + 1 + 8 + 4
 
 func encodeLog(l *raft.Log) []byte {
-	b := make([]byte, 0, logHeaderLen+len(l.Data)+4+len(l.Extensions))
+	return appendLog(make([]byte, 0, encodedLogLen(l)), l)
+}
+
+// encodedLogLen is the length of l encoded.
+func encodedLogLen(l *raft.Log) int { return logHeaderLen + len(l.Data) + 4 + len(l.Extensions) }
+
+// appendLog appends l, encoded, to b.
+func appendLog(b []byte, l *raft.Log) []byte {
 	b = append(b, logEncodingVersion)
 	b = binary.BigEndian.AppendUint64(b, l.Index)
 	b = binary.BigEndian.AppendUint64(b, l.Term)

@@ -3,6 +3,7 @@ package nodestore
 import (
 	"encoding/binary"
 	"fmt"
+	"sync"
 
 	"github.com/hashicorp/raft"
 )
@@ -121,19 +122,58 @@ func (ss *ShardStore) StoreLog(log *raft.Log) error {
 // empty log, or the write fails with ErrNonSequential (Raft, told by
 // IsMonotonic, never does otherwise). They are one write: all of them are
 // durable when it returns nil, and none is kept if it fails. The entries
-// are encoded on the caller's goroutine, not the committer's.
+// are encoded on the caller's goroutine, not the committer's, into one
+// pooled buffer: the committer copies them into its batch, and nothing
+// holds them once the write is answered.
 func (ss *ShardStore) StoreLogs(logs []*raft.Log) error {
 	if len(logs) == 0 {
 		return nil
 	}
 	w := &write{x: ss.x, kind: kindLogs, first: logs[0].Index, entries: make([][]byte, len(logs))}
+	size := 0
 	for i, l := range logs {
 		if l.Index != w.first+uint64(i) || l.Index == 0 {
 			return fmt.Errorf("%w: shard %d: entry %d of a batch starting at %d is index %d", ErrNonSequential, ss.x.id, i, w.first, l.Index)
 		}
-		w.entries[i] = encodeLog(l)
+		size += encodedLogLen(l)
 	}
+	buf := getEncodeBuf(size)
+	defer putEncodeBuf(buf)
+	b := *buf
+	for i, l := range logs {
+		start := len(b)
+		b = appendLog(b, l)
+		w.entries[i] = b[start:len(b):len(b)]
+	}
+	*buf = b
 	return ss.s.do(w)
+}
+
+// encodeBufs holds StoreLogs' buffers, so that a write's entries cost no
+// allocation of their size: they are most of what a node allocates for
+// its log.
+var encodeBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+// maxPooledEncodeBuf is the largest buffer encodeBufs keeps: a batch of
+// big entries (a snapshot's worth of a follower catching up) is rare, and
+// its buffer is let go.
+const maxPooledEncodeBuf = 1 << 20
+
+// getEncodeBuf returns an empty pooled buffer that holds at least size
+// bytes.
+func getEncodeBuf(size int) *[]byte {
+	buf := encodeBufs.Get().(*[]byte)
+	if cap(*buf) < size {
+		*buf = make([]byte, 0, size)
+	}
+	*buf = (*buf)[:0]
+	return buf
+}
+
+func putEncodeBuf(buf *[]byte) {
+	if cap(*buf) <= maxPooledEncodeBuf {
+		encodeBufs.Put(buf)
+	}
 }
 
 // DeleteRange implements raft.LogStore: it deletes every stored index in
