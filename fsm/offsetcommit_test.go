@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/hashicorp/go-msgpack/v2/codec"
@@ -84,5 +85,28 @@ func TestGeneratedDecoderRefusesTrailingBytes(t *testing.T) {
 	}
 	if _, err := Decode(entry[:len(entry)-1]); err == nil {
 		t.Error("a truncated OffsetCommit decoded")
+	}
+}
+
+// A shard decodes every OffsetCommit into one command it reuses
+// (ShardFSM.decode), and nothing of one commit reaches the next: not its
+// metadata, which a body omits when empty, nor an expiry, an epoch or a
+// partition. Each group holds what the same commit alone makes.
+func TestEachCommitIsDecodedAfresh(t *testing.T) {
+	cases := offsetCommitCases()
+	reversed := slices.Clone(cases)
+	slices.Reverse(reversed)
+	for _, order := range [][]*OffsetCommit{cases, reversed} {
+		f := NewShardFSM(0, nil)
+		for i, c := range order {
+			apply(t, f, uint64(i+1), c)
+		}
+		for _, c := range order {
+			alone := NewShardFSM(0, nil)
+			apply(t, alone, 1, c)
+			if got, want := f.Offsets(c.GroupID), alone.Offsets(c.GroupID); !reflect.DeepEqual(got, want) {
+				t.Errorf("group %q after the other commits:\n got %+v\nwant %+v", c.GroupID, got, want)
+			}
+		}
 	}
 }

@@ -38,6 +38,10 @@ type ShardFSM struct {
 	// batch is applyOffsetCommit's scratch, reused from commit to commit
 	// (a commit's batch was 8% of the bytes a replica allocated).
 	batch []tpOffset
+	// commit is what decode decodes an OffsetCommit into, its offsets'
+	// array reused from commit to commit: a new one for each was a tenth
+	// of the bytes a replica allocated during a fill.
+	commit OffsetCommit
 	// features is the levels stamped into the shard (features.go).
 	features featureLevels
 }
@@ -89,7 +93,7 @@ func (f *ShardFSM) ApplyBatch(logs []*raft.Log) []any {
 
 // applyLocked applies one command entry; f.mu is held.
 func (f *ShardFSM) applyLocked(l *raft.Log) any {
-	cmd, err := Decode(l.Data)
+	cmd, err := f.decode(l.Data)
 	if err != nil {
 		panic(fmt.Sprintf("fsm: shard %d index %d: %v", f.shard, l.Index, err))
 	}
@@ -165,6 +169,32 @@ func (f *ShardFSM) applyOffsetCommit(c *OffsetCommit) {
 	f.offsets[c.GroupID] = m
 	clear(batch) // keep no command's strings alive
 	f.batch = batch[:0]
+}
+
+// maxReusedCommit bounds the offsets of the commit decode keeps for the
+// next: a rare commit of thousands of partitions lets its array go.
+const maxReusedCommit = 1024
+
+// decode is Decode, but for an OffsetCommit of this build's body version,
+// the command a fill is made of: it decodes into f.commit, whose fields
+// and offsets it clears first (msgp's generated code leaves a field the
+// body omits as it finds it, so an offset without metadata would keep
+// the last commit's). Only the command's strings outlive the apply:
+// applyOffsetCommit copies the rest. Apply's goroutine, f.mu held.
+func (f *ShardFSM) decode(b []byte) (Command, error) {
+	if len(b) < 2 || CommandType(b[0]) != OffsetCommitType || b[1] != bodyVersionMsgpack {
+		return Decode(b)
+	}
+	offsets := f.commit.Offsets
+	if cap(offsets) > maxReusedCommit {
+		offsets = nil
+	}
+	clear(offsets[:cap(offsets)])
+	f.commit = OffsetCommit{Offsets: offsets[:0]}
+	if err := decodeBody(b[2:], &f.commit); err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrMalformedCommand, OffsetCommitType, err)
+	}
+	return &f.commit, nil
 }
 
 // internTopic returns the string the shard holds for topic; a name it
