@@ -87,7 +87,8 @@ type Mux struct {
 	// plaintext.
 	tls *TLS
 	// warns limits the warnings about failed TLS handshakes (and TLS
-	// peers of a plaintext mux): see handshakeFailed.
+	// peers of a plaintext mux; see handshakeFailed) and about dials of
+	// streams it does not listen on (unknownShard).
 	warns *WarnLimiter
 
 	mu      sync.Mutex
@@ -482,7 +483,7 @@ func (m *Mux) handshake(raw net.Conn) {
 		_ = c.Close()
 		return
 	case l == nil:
-		m.logger.Warn("raft mux rejected connection for unknown shard", "shard", shard, "peer", peer)
+		m.unknownShard(shard, peer)
 		_ = c.Close()
 		return
 	}
@@ -504,6 +505,24 @@ func (m *Mux) handshake(raw net.Conn) {
 	case <-m.closeCh:
 		_ = mc.Close()
 	}
+}
+
+// unknownShard warns that peer dialed a stream (a shard's Raft, or a
+// hub) this mux does not listen on, at most once per peer and
+// handshakeWarnInterval, with the count held back since. A node that
+// restarts refuses its peers' dials until it has restored every shard:
+// at a million groups that was 73 warnings in a second, one per dial.
+// The accepting goroutine calls it.
+func (m *Mux) unknownShard(shard int32, peer string) {
+	ok, left := m.warns.Allow("unknown-shard\x00" + peer)
+	if !ok {
+		return
+	}
+	kv := []any{"shard", shard, "peer", peer}
+	if left > 0 {
+		kv = append(kv, "suppressed", left)
+	}
+	m.logger.Warn("raft mux rejected connection for unknown shard", kv...)
 }
 
 // readHeader reads the stream header of an accepted connection: the shard,

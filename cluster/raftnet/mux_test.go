@@ -393,3 +393,43 @@ func TestMuxHeaderVersions(t *testing.T) {
 		t.Errorf("readHeader = %d, %q, %q, %v", shard, peer, cid, err)
 	}
 }
+
+// TestUnknownShardIsWarnedOncePerPeerAndInterval: a peer dialing a shard
+// the mux does not listen on (a node restoring its shards after a
+// restart refuses many a second) has its connections closed, and is
+// logged once per interval, the next warning counting those held back.
+func TestUnknownShardIsWarnedOncePerPeerAndInterval(t *testing.T) {
+	logger, logs := testkit.Capture(t)
+	m, err := ListenMux("127.0.0.1:0", "", logger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = m.Close() })
+	listen(t, m, 0)
+	peer := newTestMux(t)
+	dial := func() {
+		t.Helper()
+		c, err := net.Dial("tcp", m.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Write(peer.header(7)); err != nil {
+			t.Fatal(err)
+		}
+		testkit.ExpectClosed(t, c)
+	}
+	for range 3 {
+		dial()
+	}
+	warned := func() []string { return logs.Lines("[WARN]", "rejected connection for unknown shard", "shard=7") }
+	if got := warned(); len(got) != 1 {
+		t.Fatalf("3 dials of an unknown shard logged %d warnings, want 1: %q", len(got), got)
+	}
+	m.warns.Backdate(handshakeWarnInterval)
+	dial()
+	got := warned()
+	if len(got) != 2 || !strings.Contains(got[1], "suppressed=2") {
+		t.Fatalf("after the interval: %q, want a second warning counting the 2 held back", got)
+	}
+}
