@@ -27,7 +27,8 @@
 // entry reached the log, so replaying it gives the replaced strings, exactly
 // the state every replica applied then.
 //
-// Apply decodes with Decode and panics on an entry it cannot decode: an
+// Apply decodes with Decode (a shard its OffsetCommits into one command it
+// reuses, ShardFSM.decode) and panics on an entry it cannot decode: an
 // unknown type or a newer body version means a newer kcoord wrote the log,
 // and applying around it would diverge. Business outcomes (ErrGroupNotEmpty,
 // ErrClusterIDMismatch, ...) are Apply's response, never panics, and so is

@@ -89,9 +89,9 @@ func TestGeneratedDecoderRefusesTrailingBytes(t *testing.T) {
 }
 
 // A shard decodes every OffsetCommit into one command it reuses
-// (ShardFSM.decode), and nothing of one commit reaches the next: not its
-// metadata, which a body omits when empty, nor an expiry, an epoch or a
-// partition. Each group holds what the same commit alone makes.
+// (ShardFSM.decode), and nothing of one commit reaches the next, such as
+// its metadata, which a body omits when empty: each group holds what the
+// same commit alone makes.
 func TestEachCommitIsDecodedAfresh(t *testing.T) {
 	cases := offsetCommitCases()
 	reversed := slices.Clone(cases)
@@ -108,5 +108,22 @@ func TestEachCommitIsDecodedAfresh(t *testing.T) {
 				t.Errorf("group %q after the other commits:\n got %+v\nwant %+v", c.GroupID, got, want)
 			}
 		}
+	}
+}
+
+// The command a shard reuses keeps no commit's strings once applied, and
+// lets the array of a commit of more than maxReusedCommit offsets go.
+func TestTheReusedCommitHoldsNothingAfterItsApply(t *testing.T) {
+	f := NewShardFSM(0, nil)
+	big := benchOffsetCommit(maxReusedCommit + 1)
+	big.Offsets[0].Offset.Metadata = "kept?"
+	apply(t, f, 1, big)
+	if f.commit.GroupID != "" || f.commit.Offsets != nil {
+		t.Fatalf("after a commit of %d offsets the shard holds room for %d, and group %q",
+			len(big.Offsets), cap(f.commit.Offsets), f.commit.GroupID)
+	}
+	apply(t, f, 2, benchOffsetCommit(10))
+	if got := f.commit.Offsets[:cap(f.commit.Offsets)]; cap(got) < 10 || slices.ContainsFunc(got, func(o OffsetCommitPartition) bool { return o != OffsetCommitPartition{} }) {
+		t.Fatalf("after a commit of 10 offsets the shard holds room for %d, not all empty: %+v", cap(got), got)
 	}
 }

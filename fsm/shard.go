@@ -40,7 +40,8 @@ type ShardFSM struct {
 	batch []tpOffset
 	// commit is what decode decodes an OffsetCommit into, its offsets'
 	// array reused from commit to commit: a new one for each was a tenth
-	// of the bytes a replica allocated during a fill.
+	// of the bytes a replica allocated during a fill. Between applies it
+	// is empty but for that array's capacity (resetCommit).
 	commit OffsetCommit
 	// features is the levels stamped into the shard (features.go).
 	features featureLevels
@@ -112,6 +113,9 @@ func (f *ShardFSM) applyLocked(l *raft.Log) any {
 		return f.applyGroupDelete(c)
 	case *OffsetCommit:
 		f.applyOffsetCommit(c)
+		if c == &f.commit {
+			f.resetCommit()
+		}
 	case *OffsetDelete:
 		f.applyOffsetDelete(c)
 	case *ClusterStamp:
@@ -176,25 +180,33 @@ func (f *ShardFSM) applyOffsetCommit(c *OffsetCommit) {
 const maxReusedCommit = 1024
 
 // decode is Decode, but for an OffsetCommit of this build's body version,
-// the command a fill is made of: it decodes into f.commit, whose fields
-// and offsets it clears first (msgp's generated code leaves a field the
-// body omits as it finds it, so an offset without metadata would keep
-// the last commit's). Only the command's strings outlive the apply:
-// applyOffsetCommit copies the rest. Apply's goroutine, f.mu held.
+// the command a fill is made of: it decodes into f.commit, which
+// resetCommit left empty, so that what the body omits is zero as in a new
+// command (msgp's generated code leaves a field the body omits as it
+// finds it: an offset without metadata would keep the last commit's).
+// applyOffsetCommit copies what it keeps. Apply's goroutine, f.mu held.
 func (f *ShardFSM) decode(b []byte) (Command, error) {
 	if len(b) < 2 || CommandType(b[0]) != OffsetCommitType || b[1] != bodyVersionMsgpack {
 		return Decode(b)
 	}
-	offsets := f.commit.Offsets
-	if cap(offsets) > maxReusedCommit {
-		offsets = nil
-	}
-	clear(offsets[:cap(offsets)])
-	f.commit = OffsetCommit{Offsets: offsets[:0]}
 	if err := decodeBody(b[2:], &f.commit); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrMalformedCommand, OffsetCommitType, err)
 	}
 	return &f.commit, nil
+}
+
+// resetCommit empties f.commit once its apply is done, so that it holds
+// no command's strings, and keeps its offsets' array for the next unless
+// it is over maxReusedCommit. It clears the whole array, not only the
+// offsets of this commit: a body could name its offsets twice, the second
+// time fewer. Apply's goroutine, f.mu held.
+func (f *ShardFSM) resetCommit() {
+	offsets := f.commit.Offsets
+	clear(offsets[:cap(offsets)])
+	if cap(offsets) > maxReusedCommit {
+		offsets = nil
+	}
+	f.commit = OffsetCommit{Offsets: offsets[:0]}
 }
 
 // internTopic returns the string the shard holds for topic; a name it

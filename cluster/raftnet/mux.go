@@ -483,7 +483,7 @@ func (m *Mux) handshake(raw net.Conn) {
 		_ = c.Close()
 		return
 	case l == nil:
-		m.unknownShard(shard, peer)
+		m.unknownShard(shard, peer, raw.RemoteAddr().String())
 		_ = c.Close()
 		return
 	}
@@ -507,14 +507,19 @@ func (m *Mux) handshake(raw net.Conn) {
 	}
 }
 
-// unknownShard warns that peer dialed a stream (a shard's Raft, or a
-// hub) this mux does not listen on, at most once per peer and
-// handshakeWarnInterval, with the count held back since. A node that
-// restarts refuses its peers' dials until it has restored every shard:
-// at a million groups that was 73 warnings in a second, one per dial.
-// The accepting goroutine calls it.
-func (m *Mux) unknownShard(shard int32, peer string) {
-	ok, left := m.warns.Allow("unknown-shard\x00" + peer)
+// unknownShard warns that peer (as its header names itself), dialing from
+// remote, asked for a stream (a shard's Raft, or a hub) this mux does not
+// listen on: at most once per remote host and handshakeWarnInterval, with
+// the count held back since (so a restore over within the interval logs
+// one). A node that restarts refuses its peers' dials until it has
+// restored every shard: at a million groups that was 73 warnings in a
+// second, one per dial. The connection's handshake goroutine calls it.
+func (m *Mux) unknownShard(shard int32, peer, remote string) {
+	host := remote
+	if h, _, err := net.SplitHostPort(remote); err == nil {
+		host = h
+	}
+	ok, left := m.warns.Allow("unknown-shard\x00" + host)
 	if !ok {
 		return
 	}

@@ -40,7 +40,8 @@ const raftTLSCheckInterval = time.Second
 
 // handshakeWarnInterval is how often a failing handshake with the same
 // host is logged: a peer with a certificate of another CA retries many
-// times a second (every shard's Raft, the hubs).
+// times a second (every shard's Raft, the hubs). Dials of a stream the
+// mux does not listen on (Mux.unknownShard) are limited alike.
 const handshakeWarnInterval = 10 * time.Second
 
 // TLS is the mutual TLS of a Mux. Handshakes (the mux's handshake
