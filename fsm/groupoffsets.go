@@ -158,24 +158,31 @@ func (g *groupOffsets) fill(batch []tpOffset) {
 	}
 	g.topics = make([]topicOffsets, 0, topics)
 	for i := 0; i < len(batch); {
-		j, plain := i, true
-		for ; j < len(batch) && batch[j].tp.Topic == batch[i].tp.Topic; j++ {
-			plain = plain && extraOf(batch[j].o) == plainExtra
+		j := i + 1
+		for j < len(batch) && batch[j].tp.Topic == batch[i].tp.Topic {
+			j++
 		}
-		t := topicOffsets{topic: batch[i].tp.Topic, parts: make([]partitionOffset, j-i)}
-		if !plain {
-			t.extra = make([]offsetExtra, j-i)
-		}
-		for k := i; k < j; k++ {
-			t.parts[k-i] = packOffset(batch[k].tp.Partition, batch[k].o)
-			if t.extra != nil {
-				t.extra[k-i] = extraOf(batch[k].o)
-			}
-		}
-		g.topics = append(g.topics, t)
+		g.topics = append(g.topics, newTopic(batch[i:j]))
 		i = j
 	}
 	g.n = len(batch)
+}
+
+// newTopic is the topic of run, one topic's sorted offsets (not empty),
+// its slices of exactly run's size, extras only when an offset needs one:
+// a new group's topics (fill) and a topic new to a group (mergeTopic).
+func newTopic(run []tpOffset) topicOffsets {
+	t := topicOffsets{topic: run[0].tp.Topic, parts: make([]partitionOffset, len(run))}
+	if slices.ContainsFunc(run, func(e tpOffset) bool { return extraOf(e.o) != plainExtra }) {
+		t.extra = make([]offsetExtra, len(run))
+	}
+	for k, e := range run {
+		t.parts[k] = packOffset(e.tp.Partition, e.o)
+		if t.extra != nil {
+			t.extra[k] = extraOf(e.o)
+		}
+	}
+	return t
 }
 
 // sortedBatch reports whether batch is as sortBatch leaves it: sorted by
@@ -189,14 +196,16 @@ func sortedBatch(batch []tpOffset) bool {
 	return true
 }
 
-// mergeTopic merges run, one topic's sorted offsets, into that topic.
-// Offsets of partitions it holds are replaced in place; new ones make a
-// slice of exactly the size needed (and of extras, when the topic has
-// them or a new offset needs one).
+// mergeTopic merges run, one topic's sorted offsets, into that topic, or
+// adds the topic (newTopic). Offsets of partitions it holds are replaced
+// in place; new ones make a slice of exactly the size needed (and of
+// extras, when the topic has them or a new offset needs one).
 func (g *groupOffsets) mergeTopic(topic string, run []tpOffset) {
 	ti, ok := g.topic(topic)
 	if !ok {
-		g.topics = slices.Insert(g.topics, ti, topicOffsets{topic: topic})
+		g.topics = slices.Insert(g.topics, ti, newTopic(run))
+		g.n += len(run)
+		return
 	}
 	t := &g.topics[ti]
 	added, plain := 0, true
