@@ -383,17 +383,20 @@ func (g *gossip) NodeMeta(limit int) []byte {
 	m.Version = metaVersion
 	b, _ := json.Marshal(m)
 	full := len(b)
-	// What to leave out when the meta does not fit: once the node holds
-	// state its bootstrap record (view, proposal and agreement, which only
-	// let a crashed peer of its bootstrap take its seat) matters less than
-	// its voters (the wiped-voter check reads them); before, it has no
-	// voters to tell.
+	// What to leave out when the meta does not fit: first its disk's
+	// speed (sync time and slowness: hints for where leaders go, which
+	// change with the load, so a meta just under the limit may grow past
+	// it at any time); then, once the node holds state, its bootstrap
+	// record (view, proposal and agreement, which only let a crashed peer
+	// of its bootstrap take its seat), which matters less than its voters
+	// (the wiped-voter check reads them); before, it has no voters to tell.
+	dropSpeed := func() { m.SyncMicros, m.SlowDisk = 0, false }
 	dropVoters := func() { m.Voters, m.VotersTruncated = nil, len(m.Voters) > 0 }
 	dropView := func() { m.View = nil }
 	dropRecord := func() { m.View, m.Proposal, m.Agreement = nil, "", "" }
-	drops := []func(){dropVoters, dropView}
+	drops := []func(){dropSpeed, dropVoters, dropView}
 	if m.HasState {
-		drops = []func(){dropRecord, dropVoters}
+		drops = []func(){dropSpeed, dropRecord, dropVoters}
 	}
 	for _, drop := range drops {
 		if len(b) <= limit {

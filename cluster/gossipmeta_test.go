@@ -47,6 +47,36 @@ func TestOversizedMetaNeverHidesVotersSilently(t *testing.T) {
 	}
 }
 
+// TestOversizedMetaDropsItsDiskSpeedFirst: a meta that does not fit
+// leaves out its disk's sync time and slowness (hints, which grow with the
+// load) before its voters, and a meta whose voters are out and whose
+// hints would still not fit is sent without the hints rather than empty:
+// a node with an empty meta is no member to its peers. (A wiped node
+// restarted beside such peers never learned of them.)
+func TestOversizedMetaDropsItsDiskSpeedFirst(t *testing.T) {
+	self := nodeMeta{ID: 1, Kafka: "k:9092", Raft: "r:9093", HasState: true, ClusterID: "c", Voters: []int32{1, 2, 3}}
+	withVoters, _ := json.Marshal(self)
+	slow := self
+	slow.SyncMicros, slow.SlowDisk = 1<<20, true
+	g := &gossip{logger: hclog.NewNullLogger(), self: slow}
+	var got nodeMeta
+	if err := json.Unmarshal(g.NodeMeta(len(withVoters)+len(`,"v":2`)), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Voters) != 3 || got.SyncMicros != 0 || got.SlowDisk {
+		t.Fatalf("voters %v, sync %d, slow %v: want the voters kept and the disk's speed left out", got.Voters, got.SyncMicros, got.SlowDisk)
+	}
+	g.big = false
+	b := g.NodeMeta(len(withVoters) + len(`,"v":2`) - 1)
+	got = nodeMeta{}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("meta %q: %v; want one without voters or the disk's speed", b, err)
+	}
+	if got.Voters != nil || !got.VotersTruncated || got.SyncMicros != 0 || got.SlowDisk || got.ClusterID != "c" {
+		t.Fatalf("got %+v: want the voters and the disk's speed left out, the rest kept", got)
+	}
+}
+
 // TestStatefulMetaFitsItsBootstrapRecord: a node that bootstrapped keeps
 // gossiping its proposal, view and agreement with its voters; with
 // Kubernetes-length addresses, a five-node bootstrap and every field
