@@ -370,9 +370,9 @@ func (g *gossip) leave(timeout time.Duration) {
 }
 
 // NodeMeta implements memberlist.Delegate. A meta over the limit (very long
-// addresses, or very many voters) leaves out, with state, its bootstrap
-// record and then its voters (saying so in vtrunc), without, its voters
-// and then its view; it logs that once.
+// addresses, or very many voters) leaves out its disk's sync time, then,
+// with state, its bootstrap record and then its voters (saying so in
+// vtrunc), without, its voters and then its view; it logs that once.
 func (g *gossip) NodeMeta(limit int) []byte {
 	g.metaMu.Lock()
 	defer g.metaMu.Unlock()
@@ -383,14 +383,15 @@ func (g *gossip) NodeMeta(limit int) []byte {
 	m.Version = metaVersion
 	b, _ := json.Marshal(m)
 	full := len(b)
-	// What to leave out when the meta does not fit: first its disk's
-	// speed (sync time and slowness: hints for where leaders go, which
-	// change with the load, so a meta just under the limit may grow past
-	// it at any time); then, once the node holds state, its bootstrap
-	// record (view, proposal and agreement, which only let a crashed peer
-	// of its bootstrap take its seat), which matters less than its voters
-	// (the wiped-voter check reads them); before, it has no voters to tell.
-	dropSpeed := func() { m.SyncMicros, m.SlowDisk = 0, false }
+	// What to leave out when the meta does not fit: first its disk's sync
+	// time (a hint for where leaders go that grows with the load, so a
+	// meta just under the limit may grow past it at any time; peers take
+	// a node without one as unmeasured, and still see whether it is slow);
+	// then, once the node holds state, its bootstrap record (view,
+	// proposal and agreement, which only let a crashed peer of its
+	// bootstrap take its seat), which matters less than its voters (the
+	// wiped-voter check reads them); before, it has no voters to tell.
+	dropSpeed := func() { m.SyncMicros = 0 }
 	dropVoters := func() { m.Voters, m.VotersTruncated = nil, len(m.Voters) > 0 }
 	dropView := func() { m.View = nil }
 	dropRecord := func() { m.View, m.Proposal, m.Agreement = nil, "", "" }

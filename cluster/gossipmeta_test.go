@@ -47,33 +47,34 @@ func TestOversizedMetaNeverHidesVotersSilently(t *testing.T) {
 	}
 }
 
-// TestOversizedMetaDropsItsDiskSpeedFirst: a meta that does not fit
-// leaves out its disk's sync time and slowness (hints, which grow with the
-// load) before its voters, and a meta whose voters are out and whose
-// hints would still not fit is sent without the hints rather than empty:
-// a node with an empty meta is no member to its peers. (A wiped node
-// restarted beside such peers never learned of them.)
-func TestOversizedMetaDropsItsDiskSpeedFirst(t *testing.T) {
+// TestOversizedMetaDropsItsSyncTimeFirst: a meta that does not fit
+// leaves out its disk's sync time (a hint, which grows with the load)
+// before its voters, and keeps saying whether the disk is slow; a meta
+// whose voters are out and whose sync time would still not fit is sent
+// without it rather than empty: a node with an empty meta is no member to
+// its peers. (A wiped node restarted beside such peers never learned of
+// them.)
+func TestOversizedMetaDropsItsSyncTimeFirst(t *testing.T) {
 	self := nodeMeta{ID: 1, Kafka: "k:9092", Raft: "r:9093", HasState: true, ClusterID: "c", Voters: []int32{1, 2, 3}}
 	withVoters, _ := json.Marshal(self)
 	slow := self
 	slow.SyncMicros, slow.SlowDisk = 1<<20, true
 	g := &gossip{logger: hclog.NewNullLogger(), self: slow}
 	var got nodeMeta
-	if err := json.Unmarshal(g.NodeMeta(len(withVoters)+len(`,"v":2`)), &got); err != nil {
+	if err := json.Unmarshal(g.NodeMeta(len(withVoters)+len(`,"v":2,"slow":true`)), &got); err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Voters) != 3 || got.SyncMicros != 0 || got.SlowDisk {
-		t.Fatalf("voters %v, sync %d, slow %v: want the voters kept and the disk's speed left out", got.Voters, got.SyncMicros, got.SlowDisk)
+	if len(got.Voters) != 3 || got.SyncMicros != 0 || !got.SlowDisk {
+		t.Fatalf("voters %v, sync %d, slow %v: want the voters and slowness kept, the sync time left out", got.Voters, got.SyncMicros, got.SlowDisk)
 	}
 	g.big = false
-	b := g.NodeMeta(len(withVoters) + len(`,"v":2`) - 1)
+	b := g.NodeMeta(len(withVoters) + len(`,"v":2,"slow":true`) - 1)
 	got = nodeMeta{}
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatalf("meta %q: %v; want one without voters or the disk's speed", b, err)
 	}
-	if got.Voters != nil || !got.VotersTruncated || got.SyncMicros != 0 || got.SlowDisk || got.ClusterID != "c" {
-		t.Fatalf("got %+v: want the voters and the disk's speed left out, the rest kept", got)
+	if got.Voters != nil || !got.VotersTruncated || got.SyncMicros != 0 || !got.SlowDisk || got.ClusterID != "c" {
+		t.Fatalf("got %+v: want the voters and the sync time left out, the rest kept", got)
 	}
 }
 
