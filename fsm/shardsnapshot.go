@@ -254,9 +254,7 @@ func (s *shardCopy) write(w io.Writer) error {
 	d.out = msgp.AppendString(d.out, "offsets")
 	n := 0
 	for i := range s.offsets {
-		for _, t := range s.offsets[i].offsets.topics {
-			n += len(t.parts)
-		}
+		n += s.offsets[i].offsets.len()
 	}
 	if n == 0 {
 		d.out = msgp.AppendNil(d.out)

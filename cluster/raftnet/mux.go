@@ -515,11 +515,7 @@ func (m *Mux) handshake(raw net.Conn) {
 // restored every shard: at a million groups that was 73 warnings in a
 // second, one per dial. The connection's handshake goroutine calls it.
 func (m *Mux) unknownShard(shard int32, peer, remote string) {
-	host := remote
-	if h, _, err := net.SplitHostPort(remote); err == nil {
-		host = h
-	}
-	ok, left := m.warns.Allow("unknown-shard\x00" + host)
+	ok, left := m.warns.Allow("unknown-shard\x00" + hostOf(remote))
 	if !ok {
 		return
 	}

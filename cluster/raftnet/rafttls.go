@@ -228,11 +228,7 @@ var errPeerSpeaksTLS = errors.New("the peer speaks TLS (it has raft TLS files), 
 // peer's advertised address). Called by the handshake and dialing
 // goroutines.
 func (m *Mux) handshakeFailed(side, addr string, err error) {
-	host := addr
-	if h, _, splitErr := net.SplitHostPort(addr); splitErr == nil {
-		host = h
-	}
-	ok, left := m.warns.Allow(side + "\x00" + host)
+	ok, left := m.warns.Allow(side + "\x00" + hostOf(addr))
 	if !ok {
 		return
 	}
@@ -249,6 +245,15 @@ func (m *Mux) handshakeFailed(side, addr string, err error) {
 		return
 	}
 	m.logger.Warn("raft TLS handshake failed", kv...)
+}
+
+// hostOf is addr's host, or addr when it has no port: the key of the
+// warnings limited per host.
+func hostOf(addr string) string {
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		return h
+	}
+	return addr
 }
 
 // WarnLimiter lets a warning about the same key through at most once per
