@@ -54,14 +54,14 @@ func (f *ShardFSM) fuzzState() any {
 		clearEmpty(reflect.ValueOf(&g).Elem())
 		groups[g.ID] = g
 	})
-	offsets := make(map[string]map[TopicPartition]Offset, len(f.offsets))
-	for id, m := range f.offsets {
+	offsets := make(map[string]map[TopicPartition]Offset, f.offsets.len())
+	f.offsets.each(func(id string, m groupOffsets) {
 		if err := m.check(); err != nil {
 			panic(fmt.Sprintf("group %q: %v", id, err))
 		}
 		offsets[id] = make(map[TopicPartition]Offset, m.len())
 		m.each(func(tp TopicPartition, o Offset) { offsets[id][tp] = o })
-	}
+	})
 	consumerGroups := make(map[string]ConsumerGroup, len(f.consumerGroups))
 	for id, g := range f.consumerGroups {
 		clearEmpty(reflect.ValueOf(&g).Elem())

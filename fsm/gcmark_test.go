@@ -39,9 +39,9 @@ func appliedShard(tb testing.TB, groups, partitions int) *ShardFSM {
 func TestGroupsCommittingToATopicShareItsName(t *testing.T) {
 	f := appliedShard(t, 3, 2)
 	var names []*byte
-	for _, m := range f.offsets {
+	f.offsets.each(func(_ string, m groupOffsets) {
 		names = append(names, unsafe.StringData(m.topics[0].topic))
-	}
+	})
 	if names[0] != names[1] || names[1] != names[2] {
 		t.Fatal("three groups committing to one topic hold three copies of its name")
 	}

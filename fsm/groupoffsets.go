@@ -5,13 +5,12 @@ import (
 	"slices"
 )
 
-// groupOffsets is one group's committed offsets, kept compact: per topic
-// (sorted by name), its partitions' offsets sorted by partition, each in 24
-// bytes with no pointer, so the GC never scans them. A map[TopicPartition]Offset
-// per group took 163 bytes an offset (its 72-byte slots, the slots its
-// growth leaves empty, and a table per group); at a million offsets per
-// node that was half of the heap. The ShardFSM holds it under its lock; it
-// is not safe for concurrent use.
+// groupOffsets is one group's committed offsets in the form they are
+// merged, read and snapshotted in: per topic (sorted by name), its
+// partitions' offsets sorted by partition, each in 24 bytes with no
+// pointer. A shard keeps them encoded, a record a group
+// (offsettable.go), and decodes a group into one when a write must merge
+// or a reader asks for it. It is not safe for concurrent use.
 type groupOffsets struct {
 	topics []topicOffsets
 	n      int // offsets held
@@ -90,10 +89,6 @@ func (g *groupOffsets) topic(name string) (int, bool) {
 	return slices.BinarySearchFunc(g.topics, name, func(t topicOffsets, name string) int { return cmp.Compare(t.topic, name) })
 }
 
-func (t *topicOffsets) partition(p int32) (int, bool) {
-	return slices.BinarySearchFunc(t.parts, p, func(po partitionOffset, p int32) int { return cmp.Compare(po.partition, p) })
-}
-
 // tpOffset is one offset of a batch for setAll.
 type tpOffset struct {
 	tp TopicPartition
@@ -146,33 +141,47 @@ func (g *groupOffsets) setAll(batch []tpOffset) {
 }
 
 // fill makes g, which holds nothing, hold batch (sorted, no duplicates:
-// sortBatch's), each topic's slices of exactly its size: what setAll's
-// merges would make, without them (a snapshot's restore and a new group's
-// first commit).
+// sortBatch's): what setAll's merges would make, without them (a group's
+// first commit), in the slices g's topics had (g is the offsetTable's
+// scratch).
 func (g *groupOffsets) fill(batch []tpOffset) {
-	topics := 0
-	for i := range batch {
-		if i == 0 || batch[i].tp.Topic != batch[i-1].tp.Topic {
-			topics++
-		}
-	}
-	g.topics = make([]topicOffsets, 0, topics)
+	g.topics = g.topics[:0]
 	for i := 0; i < len(batch); {
 		j := i + 1
 		for j < len(batch) && batch[j].tp.Topic == batch[i].tp.Topic {
 			j++
 		}
-		g.topics = append(g.topics, newTopic(batch[i:j]))
+		g.nextTopic().setRun(batch[i:j])
 		i = j
 	}
 	g.n = len(batch)
 }
 
-// newTopic is the topic of run, one topic's sorted offsets (not empty),
-// its slices of exactly run's size, extras only when an offset needs one:
-// a new group's topics (fill) and a topic new to a group (mergeTopic).
-func newTopic(run []tpOffset) topicOffsets {
-	t := topicOffsets{topic: run[0].tp.Topic, parts: make([]partitionOffset, len(run))}
+// nextTopic appends a topic to g and returns it, with the slices the
+// topic at its index had when g's array has room (its parts to be
+// overwritten, its extras empty): g is a scratch, decoded into again and
+// again.
+func (g *groupOffsets) nextTopic() *topicOffsets {
+	k := len(g.topics)
+	if k < cap(g.topics) {
+		g.topics = g.topics[:k+1]
+	} else {
+		g.topics = append(g.topics, topicOffsets{})
+	}
+	t := &g.topics[k]
+	clear(t.extra)
+	t.extra = t.extra[:0]
+	return t
+}
+
+// setRun makes t hold run, one topic's sorted offsets (not empty), in
+// t's slices where they have room, extras only when an offset needs one:
+// a group's first commit's topics (fill) and a topic new to a group
+// (mergeTopic).
+func (t *topicOffsets) setRun(run []tpOffset) {
+	t.topic = run[0].tp.Topic
+	t.parts = slices.Grow(t.parts[:0], len(run))[:len(run)]
+	t.extra = nil
 	if slices.ContainsFunc(run, func(e tpOffset) bool { return extraOf(e.o) != plainExtra }) {
 		t.extra = make([]offsetExtra, len(run))
 	}
@@ -182,7 +191,6 @@ func newTopic(run []tpOffset) topicOffsets {
 			t.extra[k] = extraOf(e.o)
 		}
 	}
-	return t
 }
 
 // sortedBatch reports whether batch is as sortBatch leaves it: sorted by
@@ -203,7 +211,9 @@ func sortedBatch(batch []tpOffset) bool {
 func (g *groupOffsets) mergeTopic(topic string, run []tpOffset) {
 	ti, ok := g.topic(topic)
 	if !ok {
-		g.topics = slices.Insert(g.topics, ti, newTopic(run))
+		var t topicOffsets
+		t.setRun(run)
+		g.topics = slices.Insert(g.topics, ti, t)
 		g.n += len(run)
 		return
 	}
@@ -296,26 +306,6 @@ func (g *groupOffsets) removeAll(tps []TopicPartition) {
 		}
 		i = j
 	}
-}
-
-// set stores o as tp's offset, replacing any.
-func (g *groupOffsets) set(tp TopicPartition, o Offset) { g.setAll([]tpOffset{{tp, o}}) }
-
-// remove deletes tp's offset, if any.
-func (g *groupOffsets) remove(tp TopicPartition) { g.removeAll([]TopicPartition{tp}) }
-
-// get returns tp's offset.
-func (g *groupOffsets) get(tp TopicPartition) (Offset, bool) {
-	i, ok := g.topic(tp.Topic)
-	if !ok {
-		return Offset{}, false
-	}
-	t := &g.topics[i]
-	j, ok := t.partition(tp.Partition)
-	if !ok {
-		return Offset{}, false
-	}
-	return t.at(j), true
 }
 
 // len is how many offsets g holds (0 for nil).

@@ -130,11 +130,25 @@ func TestRecommittingDoesNotGrowTheOffsets(t *testing.T) {
 	for p := range int32(10) {
 		commit.Offsets = append(commit.Offsets, OffsetCommitPartition{Topic: "t", Partition: p, Offset: Offset{Offset: 1}})
 	}
+	f.applyOffsetCommit(commit)
+	ref, memory := f.offsets.refAt(0), f.offsets.memory()
+	for i := range f.offsets.index {
+		if f.offsets.index[i] != 0 {
+			ref = f.offsets.refAt(i)
+		}
+	}
 	for range 100 {
 		f.applyOffsetCommit(commit)
 	}
-	if got := cap(f.offsets["g"].topics[0].parts); got != 10 {
-		t.Errorf("after 100 commits of the same 10 partitions the slice holds %d", got)
+	var freed int
+	for _, free := range f.offsets.arena.free {
+		freed += len(free)
+	}
+	if f.offsets.memory() != memory || freed != 0 {
+		t.Errorf("after 100 commits of the same 10 partitions the table takes %d bytes (first %d), %d slots freed", f.offsets.memory(), memory, freed)
+	}
+	if i, _ := f.offsets.findGroup("g"); f.offsets.refAt(i) != ref {
+		t.Error("a commit of the partitions the group holds moved its record")
 	}
 }
 
@@ -164,7 +178,8 @@ func TestLargeCommitsInAnyOrder(t *testing.T) {
 	}
 	f.applyOffsetDelete(del)
 	got := f.Offsets("big")
-	if big := f.offsets["big"]; len(got) != len(model) || big.len() != len(model) {
+	big, _ := f.offsets.load("big")
+	if len(got) != len(model) || big.len() != len(model) {
 		t.Fatalf("%d offsets (count %d), want %d", len(got), big.len(), len(model))
 	}
 	for tp, o := range model {
@@ -172,7 +187,7 @@ func TestLargeCommitsInAnyOrder(t *testing.T) {
 			t.Fatalf("%v = %+v, want %+v", tp, got[tp], o)
 		}
 	}
-	for _, tt := range f.offsets["big"].topics {
+	for _, tt := range big.topics {
 		if !slices.IsSortedFunc(tt.parts, func(a, b partitionOffset) int { return cmp.Compare(a.partition, b.partition) }) {
 			t.Errorf("topic %s's partitions are not sorted", tt.topic)
 		}
@@ -196,7 +211,7 @@ func TestCommitsMixingMetadataAndExpiry(t *testing.T) {
 			model[TopicPartition{Topic: topic, Partition: p}] = o
 		}
 		f.applyOffsetCommit(c)
-		if g := f.offsets["g"]; g.check() != nil {
+		if g, _ := f.offsets.load("g"); g.check() != nil {
 			t.Fatal(g.check())
 		}
 		got := f.Offsets("g")
@@ -228,7 +243,8 @@ func TestCommitsMixingMetadataAndExpiry(t *testing.T) {
 	f.applyOffsetDelete(del)
 	apply(nil, "t")
 	apply(map[int32]Offset{0: plain(7)}, "only-plain")
-	for _, tt := range f.offsets["g"].topics {
+	g, _ := f.offsets.load("g")
+	for _, tt := range g.topics {
 		if tt.topic == "only-plain" && tt.extra != nil {
 			t.Errorf("a topic of plain offsets keeps %d extras", len(tt.extra))
 		}
@@ -268,10 +284,11 @@ func (g *groupOffsets) check() error {
 
 // A group's first offsets are laid out directly (fill) exactly as the
 // merges of setAll would lay them out: the same topics, parts and
-// extras, extras only where a topic has a non-plain offset, and slices of
-// exactly their size.
+// extras, extras only where a topic has a non-plain offset. Filling a
+// scratch that held another group's gives the same.
 func TestFillingAnEmptyGroupIsMerging(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
+	var scratch groupOffsets
 	for round := range 200 {
 		var batch []tpOffset
 		for range rng.IntN(40) {
@@ -299,10 +316,35 @@ func TestFillingAnEmptyGroupIsMerging(t *testing.T) {
 		if !reflect.DeepEqual(filled.topics, merged.topics) && len(batch) > 0 || filled.n != merged.n {
 			t.Fatalf("round %d: filled %+v, merged %+v", round, filled, merged)
 		}
-		for _, tp := range filled.topics {
-			if cap(tp.parts) != len(tp.parts) || tp.extra != nil && cap(tp.extra) != len(tp.extra) {
-				t.Fatalf("round %d: topic %s holds room for more", round, tp.topic)
-			}
+		scratch.topics, scratch.n = scratch.topics[:0], 0
+		scratch.setAll(batch)
+		if !reflect.DeepEqual(scratch.topics, merged.topics) && len(batch) > 0 || scratch.n != merged.n {
+			t.Fatalf("round %d: filled after another group %+v, merged %+v", round, scratch, merged)
 		}
 	}
+}
+
+// set stores o as tp's offset, replacing any.
+func (g *groupOffsets) set(tp TopicPartition, o Offset) { g.setAll([]tpOffset{{tp, o}}) }
+
+// remove deletes tp's offset, if any.
+func (g *groupOffsets) remove(tp TopicPartition) { g.removeAll([]TopicPartition{tp}) }
+
+// get returns tp's offset.
+func (g *groupOffsets) get(tp TopicPartition) (Offset, bool) {
+	i, ok := g.topic(tp.Topic)
+	if !ok {
+		return Offset{}, false
+	}
+	t := &g.topics[i]
+	j, ok := t.partition(tp.Partition)
+	if !ok {
+		return Offset{}, false
+	}
+	return t.at(j), true
+}
+
+// partition is the index of p's offset in t, or where it would go.
+func (t *topicOffsets) partition(p int32) (int, bool) {
+	return slices.BinarySearchFunc(t.parts, p, func(po partitionOffset, p int32) int { return cmp.Compare(po.partition, p) })
 }

@@ -50,9 +50,10 @@ const packedPartSize = 24
 // that topics of any real size get a slice of exactly theirs.
 const maxPartsHint = 1 << 16
 
-// maxInternedTopics bounds the topic names a shard (ShardFSM.topics) or a
-// restore shares between the groups that commit to them; past it, each
-// group keeps its own copy.
+// maxInternedTopics bounds the topic names a packed restore makes a
+// string of once for all the groups that name them (packedReader.topic);
+// past it, each name read is a string of its own until the table, which
+// holds each name once (topicNames), takes it.
 const maxInternedTopics = 1 << 16
 
 // Errors of a packed snapshot a reader refuses (wrapped in
@@ -74,26 +75,21 @@ func (s *shardCopy) writePacked(w io.Writer) error {
 		return err
 	}
 	d.out = msgp.AppendString(d.out, "offsets")
-	held := 0
-	for i := range s.offsets {
-		if s.offsets[i].offsets.len() > 0 {
-			held++
-		}
-	}
-	d.out = msgp.AppendArrayHeader(d.out, uint32(held))
-	for i := range s.offsets {
-		g := &s.offsets[i]
-		if g.offsets.len() == 0 {
-			continue
-		}
+	records := s.offsets.sortedRecords()
+	d.out = msgp.AppendArrayHeader(d.out, uint32(len(records)))
+	names := s.offsets.topics.names
+	for _, rec := range records {
 		d.out = msgp.AppendArrayHeader(d.out, 2)
-		d.out = msgp.AppendString(d.out, g.group)
-		d.out = msgp.AppendArrayHeader(d.out, uint32(len(g.offsets.topics)))
-		for ti := range g.offsets.topics {
-			d.out = appendPackedTopic(d.out, &g.offsets.topics[ti])
-			if err := d.spill(); err != nil {
-				return err
-			}
+		d.out = msgp.AppendStringFromBytes(d.out, recordID(rec))
+		d.out = msgp.AppendArrayHeader(d.out, recordTopicCount(rec))
+		var err error
+		recordTopics(rec, func(rt recordTopic) bool {
+			d.out = appendPackedTopic(d.out, names[rt.id], &rt)
+			err = d.spill()
+			return err == nil
+		})
+		if err != nil {
+			return err
 		}
 	}
 	d.out = msgp.AppendString(d.out, "simple_groups")
@@ -108,27 +104,23 @@ func (s *shardCopy) writePacked(w io.Writer) error {
 	return d.end()
 }
 
-// appendPackedTopic appends t's record: its name, its parts, and its
-// extras when one of them is not plainExtra (so replicas holding equal
-// offsets write equal bytes, whether or not their topic made extras).
-func appendPackedTopic(b []byte, t *topicOffsets) []byte {
-	extras := t.extra != nil && slices.ContainsFunc(t.extra, func(e offsetExtra) bool { return e != plainExtra })
+// appendPackedTopic appends the packed record of the topic name, t: its
+// name, its parts (whose bytes in memory are the snapshot's), and its
+// extras when it has any (a record keeps them only when one is not
+// plainExtra, so replicas holding equal offsets write equal bytes).
+func appendPackedTopic(b []byte, name string, t *recordTopic) []byte {
+	extras := len(t.extras) > 0
 	if extras {
 		b = msgp.AppendArrayHeader(b, 3)
 	} else {
 		b = msgp.AppendArrayHeader(b, 2)
 	}
-	b = msgp.AppendString(b, t.topic)
-	b = msgp.AppendBytesHeader(b, uint32(len(t.parts)*packedPartSize))
-	for _, p := range t.parts {
-		b = binary.LittleEndian.AppendUint32(b, uint32(p.partition))
-		b = binary.LittleEndian.AppendUint32(b, uint32(p.leaderEpoch))
-		b = binary.LittleEndian.AppendUint64(b, uint64(p.offset))
-		b = binary.LittleEndian.AppendUint64(b, uint64(p.commitTS))
-	}
+	b = msgp.AppendString(b, name)
+	b = msgp.AppendBytes(b, t.parts)
 	if extras {
-		b = msgp.AppendArrayHeader(b, uint32(len(t.extra)))
-		for _, e := range t.extra {
+		b = msgp.AppendArrayHeader(b, uint32(t.n()))
+		for i := range t.n() {
+			e := t.extraAt(i)
 			b = msgp.AppendArrayHeader(b, 2)
 			b = msgp.AppendString(b, e.metadata)
 			b = msgp.AppendInt64(b, e.expireTS)
@@ -140,7 +132,7 @@ func appendPackedTopic(b []byte, t *topicOffsets) []byte {
 // decodeShardV3 reads the document of a packed snapshot from r, which
 // must end after it.
 func decodeShardV3(r *msgp.Reader) (*restoredShard, error) {
-	s := &restoredShard{groups: newClassicGroups(0), consumerGroups: make(map[string]ConsumerGroup), offsets: make(map[string]groupOffsets)}
+	s := &restoredShard{groups: newClassicGroups(0), consumerGroups: make(map[string]ConsumerGroup), offsets: newOffsetTable()}
 	pr := packedReader{valueDecoder: newValueDecoder(r), r: r, topics: make(map[string]string)}
 	keys, err := r.ReadMapHeader()
 	if err != nil {
@@ -179,11 +171,7 @@ func decodeShardV3(r *msgp.Reader) (*restoredShard, error) {
 				return nil
 			})
 		case "offsets":
-			err = readArrayHinted(r, func(n uint32) {
-				if len(s.offsets) == 0 {
-					s.offsets = make(map[string]groupOffsets, min(n, maxHint))
-				}
-			}, func() error { return pr.readGroup(s.offsets) })
+			err = readArray(r, func() error { return pr.readGroup(s.offsets) })
 		case "simple_groups":
 			err = pr.readSimpleGroups(&s.groups)
 		default:
@@ -201,17 +189,68 @@ func decodeShardV3(r *msgp.Reader) (*restoredShard, error) {
 
 // packedReader is the state of one packed snapshot's restore: its
 // reader, the topic names read so far (each made a string once, however
-// many groups commit to it), and buffers reused from record to record.
+// many groups commit to it), and buffers reused from record to record:
+// a group's name and offsets, before they go into the table, and a
+// topic's name.
 type packedReader struct {
 	*valueDecoder
 	r      *msgp.Reader
 	topics map[string]string
+	group  []byte
 	name   []byte
+	g      groupOffsets
 	parts  [packedPartSize * 256]byte
 }
 
 // readGroup reads one group's record into offsets.
-func (pr *packedReader) readGroup(offsets map[string]groupOffsets) error {
+func (pr *packedReader) readGroup(offsets *offsetTable) error {
+	fields, err := pr.r.ReadArrayHeader()
+	if err != nil {
+		return err
+	}
+	if fields < 2 {
+		return errPackedShortRec
+	}
+	if pr.group, err = readStringBytes(pr.r, pr.group); err != nil {
+		return err
+	}
+	if offsets.hasID(pr.group) {
+		return fmt.Errorf("group %q: %w", pr.group, errPackedOrder)
+	}
+	g := &pr.g
+	g.topics, g.n = g.topics[:0], 0
+	err = readArray(pr.r, func() error {
+		k := len(g.topics)
+		t := g.nextTopic()
+		if err := pr.readTopic(t); err != nil {
+			return err
+		}
+		if len(t.parts) == 0 {
+			return fmt.Errorf("topic %q: %w", t.topic, errPackedEmpty)
+		}
+		if k > 0 && strings.Compare(g.topics[k-1].topic, t.topic) >= 0 {
+			return fmt.Errorf("topic %q: %w", t.topic, errPackedOrder)
+		}
+		g.n += len(t.parts)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("group %q: %w", pr.group, err)
+	}
+	for range fields - 2 {
+		if err := pr.r.Skip(); err != nil {
+			return err
+		}
+	}
+	if g.n == 0 {
+		return fmt.Errorf("group %q: %w", pr.group, errPackedEmpty)
+	}
+	put(offsets, pr.group, g)
+	return nil
+}
+
+// readTopic reads one topic's record into t, reusing its parts' array.
+func (pr *packedReader) readTopic(t *topicOffsets) error {
 	fields, err := pr.r.ReadArrayHeader()
 	if err != nil {
 		return err
@@ -222,69 +261,21 @@ func (pr *packedReader) readGroup(offsets map[string]groupOffsets) error {
 	if pr.name, err = readStringBytes(pr.r, pr.name); err != nil {
 		return err
 	}
-	if _, dup := offsets[string(pr.name)]; dup {
-		return fmt.Errorf("group %q: %w", pr.name, errPackedOrder)
-	}
-	group := string(pr.name)
-	var g groupOffsets
-	err = readArrayHinted(pr.r, func(n uint32) { g.topics = make([]topicOffsets, 0, min(n, maxHint)) }, func() error {
-		t, err := pr.readTopic()
-		if err != nil {
-			return err
-		}
-		if len(t.parts) == 0 {
-			return fmt.Errorf("topic %q: %w", t.topic, errPackedEmpty)
-		}
-		if k := len(g.topics); k > 0 && strings.Compare(g.topics[k-1].topic, t.topic) >= 0 {
-			return fmt.Errorf("topic %q: %w", t.topic, errPackedOrder)
-		}
-		g.topics = append(g.topics, t)
-		g.n += len(t.parts)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("group %q: %w", group, err)
-	}
-	for range fields - 2 {
-		if err := pr.r.Skip(); err != nil {
-			return err
-		}
-	}
-	if g.n == 0 {
-		return fmt.Errorf("group %q: %w", group, errPackedEmpty)
-	}
-	offsets[group] = g
-	return nil
-}
-
-// readTopic reads one topic's record.
-func (pr *packedReader) readTopic() (topicOffsets, error) {
-	var t topicOffsets
-	fields, err := pr.r.ReadArrayHeader()
-	if err != nil {
-		return t, err
-	}
-	if fields < 2 {
-		return t, errPackedShortRec
-	}
-	if pr.name, err = readStringBytes(pr.r, pr.name); err != nil {
-		return t, err
-	}
-	t.topic = pr.topic(pr.name)
-	if t.parts, err = pr.readParts(); err != nil {
-		return t, fmt.Errorf("topic %q: %w", t.topic, err)
+	t.topic, t.extra = pr.topic(pr.name), nil
+	if t.parts, err = pr.readParts(t.parts[:0]); err != nil {
+		return fmt.Errorf("topic %q: %w", t.topic, err)
 	}
 	if fields >= 3 {
 		if t.extra, err = pr.readExtras(len(t.parts)); err != nil {
-			return t, fmt.Errorf("topic %q: %w", t.topic, err)
+			return fmt.Errorf("topic %q: %w", t.topic, err)
 		}
 	}
 	for range int(fields) - 3 {
 		if err := pr.r.Skip(); err != nil {
-			return t, err
+			return err
 		}
 	}
-	return t, nil
+	return nil
 }
 
 // topic returns name as a string, the same string for every group that
@@ -303,7 +294,7 @@ func (pr *packedReader) topic(name []byte) string {
 // readParts reads a topic's parts: a bin of whole offsets, sorted by
 // partition. It reads them a buffer at a time, so a header claiming
 // gigabytes costs what the snapshot really holds.
-func (pr *packedReader) readParts() ([]partitionOffset, error) {
+func (pr *packedReader) readParts(parts []partitionOffset) ([]partitionOffset, error) {
 	size, err := pr.r.ReadBytesHeader()
 	if err != nil {
 		return nil, err
@@ -312,7 +303,7 @@ func (pr *packedReader) readParts() ([]partitionOffset, error) {
 		return nil, errPackedParts
 	}
 	left := int(size / packedPartSize)
-	parts := make([]partitionOffset, 0, min(left, maxPartsHint))
+	parts = slices.Grow(parts, min(left, maxPartsHint))
 	for left > 0 {
 		step := min(left, len(pr.parts)/packedPartSize)
 		buf := pr.parts[:step*packedPartSize]

@@ -27,14 +27,9 @@ type ShardFSM struct {
 	// consumerGroups are the consumer-protocol groups; an id is in groups
 	// or here, never both.
 	consumerGroups map[string]ConsumerGroup
-	// offsets holds each group's offsets by value, one object fewer a
-	// group for the GC to mark than a pointer (issue 36); it never holds
-	// an empty one.
-	offsets map[string]groupOffsets
-	// topics interns the topic names commits carry, so that the groups
-	// committing to a topic share one string (at most maxInternedTopics;
-	// not state: any string of the name would do).
-	topics map[string]string
+	// offsets holds each group's offsets, without pointers for the GC
+	// to follow (offsettable.go); it never holds an empty group.
+	offsets *offsetTable
 	// batch is applyOffsetCommit's scratch, reused from commit to commit
 	// (a commit's batch was 8% of the bytes a replica allocated).
 	batch []tpOffset
@@ -59,8 +54,7 @@ func NewShardFSM(shard int32, logger hclog.Logger) *ShardFSM {
 		logger:         logger,
 		groups:         newClassicGroups(0),
 		consumerGroups: make(map[string]ConsumerGroup),
-		offsets:        make(map[string]groupOffsets),
-		topics:         make(map[string]string),
+		offsets:        newOffsetTable(),
 	}
 }
 
@@ -138,13 +132,13 @@ func (f *ShardFSM) applyGroupDelete(c *GroupDelete) any {
 	case classic && !g.Empty(), consumer && !cg.Empty():
 		return ErrGroupNotEmpty
 	case !classic && !consumer:
-		if _, hasOffsets := f.offsets[c.GroupID]; !hasOffsets {
+		if !f.offsets.has(c.GroupID) {
 			return ErrGroupNotFound
 		}
 	}
 	f.groups.delete(c.GroupID)
 	delete(f.consumerGroups, c.GroupID)
-	delete(f.offsets, c.GroupID)
+	f.offsets.delete(c.GroupID)
 	return nil
 }
 
@@ -156,21 +150,15 @@ func (f *ShardFSM) applyOffsetCommit(c *OffsetCommit) {
 	if len(c.Offsets) == 0 {
 		return
 	}
-	m := f.offsets[c.GroupID]
 	batch := slices.Grow(f.batch[:0], len(c.Offsets))[:len(c.Offsets)]
-	topic := ""
 	for i, o := range c.Offsets {
 		off := o.Offset
 		if off.CommitTimestamp == 0 {
 			off.CommitTimestamp = c.Timestamp
 		}
-		if i == 0 || o.Topic != topic {
-			topic = f.internTopic(o.Topic)
-		}
-		batch[i] = tpOffset{TopicPartition{Topic: topic, Partition: o.Partition}, off}
+		batch[i] = tpOffset{TopicPartition{Topic: o.Topic, Partition: o.Partition}, off}
 	}
-	m.setAll(sortBatch(batch))
-	f.offsets[c.GroupID] = m
+	f.offsets.setAll(c.GroupID, sortBatch(batch))
 	clear(batch) // keep no command's strings alive
 	f.batch = batch[:0]
 }
@@ -209,32 +197,13 @@ func (f *ShardFSM) resetCommit() {
 	f.commit = OffsetCommit{Offsets: offsets[:0]}
 }
 
-// internTopic returns the string the shard holds for topic; a name it
-// does not hold yet becomes that string while fewer than
-// maxInternedTopics are held. Apply's goroutine, f.mu held.
-func (f *ShardFSM) internTopic(topic string) string {
-	if t, ok := f.topics[topic]; ok {
-		return t
-	}
-	if len(f.topics) < maxInternedTopics {
-		f.topics[topic] = topic
-	}
-	return topic
-}
-
 func (f *ShardFSM) applyOffsetDelete(c *OffsetDelete) {
-	m, ok := f.offsets[c.GroupID]
-	if !ok {
+	if !f.offsets.has(c.GroupID) {
 		return
 	}
 	tps := slices.Clone(c.Partitions) // the command's slice stays as decoded
 	slices.SortFunc(tps, compareTP)
-	m.removeAll(slices.Compact(tps))
-	if m.len() == 0 {
-		delete(f.offsets, c.GroupID)
-	} else {
-		f.offsets[c.GroupID] = m
-	}
+	f.offsets.removeAll(c.GroupID, slices.Compact(tps))
 }
 
 // ClusterID returns the id of the cluster the shard belongs to, "" until a
@@ -303,15 +272,14 @@ func (f *ShardFSM) CountSimpleGroups(ids []string) (total, among int) {
 func (f *ShardFSM) HasOffsets(group string) bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	m := f.offsets[group]
-	return m.len() > 0
+	return f.offsets.has(group)
 }
 
 // Offsets returns a copy of every committed offset of group.
 func (f *ShardFSM) Offsets(group string) map[TopicPartition]Offset {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	src := f.offsets[group]
+	src, _ := f.offsets.load(group)
 	out := make(map[TopicPartition]Offset, src.len())
 	src.each(func(tp TopicPartition, o Offset) { out[tp] = o })
 	return out
@@ -321,8 +289,7 @@ func (f *ShardFSM) Offsets(group string) map[TopicPartition]Offset {
 func (f *ShardFSM) Offset(group string, tp TopicPartition) (Offset, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	m := f.offsets[group]
-	return m.get(tp)
+	return f.offsets.get(group, tp)
 }
 
 // Snapshot captures the state for raft. It runs on raft's FSM goroutine,
@@ -346,9 +313,8 @@ func (f *ShardFSM) Restore(rc io.ReadCloser) error {
 	}
 	f.mu.Lock()
 	f.clusterID, f.groups, f.consumerGroups, f.offsets = s.clusterID, s.groups, s.consumerGroups, s.offsets
-	f.topics = make(map[string]string) // the names of the state replaced go with it
 	f.features.restore(s.features)
 	f.mu.Unlock()
-	f.logger.Info("restored snapshot", "shard", f.shard, "groups", s.groups.len(), "consumer_groups", len(s.consumerGroups), "offset_groups", len(s.offsets))
+	f.logger.Info("restored snapshot", "shard", f.shard, "groups", s.groups.len(), "consumer_groups", len(s.consumerGroups), "offset_groups", s.offsets.len())
 	return nil
 }

@@ -65,17 +65,11 @@ type shardCopy struct {
 	groups         []Group // the groups that are not simple
 	simple         []SimpleGroup
 	consumerGroups []ConsumerGroup
-	offsets        []groupOffsetsOf
+	offsets        *offsetTable // a read-only clone
 	features       []FeatureLevel
 	// packed is whether the shard is stamped at release.Level3, so that
 	// every replica reads the packed snapshot (packedsnapshot.go).
 	packed bool
-}
-
-// groupOffsetsOf is one group's offsets in a shardCopy.
-type groupOffsetsOf struct {
-	group   string
-	offsets groupOffsets
 }
 
 // copyShard copies the state of f; the caller holds f.mu.
@@ -102,38 +96,8 @@ func copyShard(f *ShardFSM) *shardCopy {
 	for _, g := range f.consumerGroups {
 		s.consumerGroups = append(s.consumerGroups, g)
 	}
-	s.offsets = copyOffsets(f.offsets)
+	s.offsets = f.offsets.readOnlyClone()
 	return s
-}
-
-// copyOffsets copies offsets into three allocations, whatever the number
-// of groups: every topic's offsets side by side in one slab, every
-// group's topics in another, and the list of groups. A clone per group
-// was two objects a group to allocate under the FSM's lock (applies
-// wait) and for the GC to mark until Persist ended. Extras, which few
-// topics have, are cloned one by one.
-func copyOffsets(offsets map[string]groupOffsets) []groupOffsetsOf {
-	topics, parts := 0, 0
-	for _, m := range offsets {
-		topics += len(m.topics)
-		for _, t := range m.topics {
-			parts += len(t.parts)
-		}
-	}
-	out := make([]groupOffsetsOf, 0, len(offsets))
-	topicSlab := make([]topicOffsets, topics)
-	partSlab := make([]partitionOffset, parts)
-	for group, m := range offsets {
-		ts := topicSlab[:len(m.topics):len(m.topics)]
-		topicSlab = topicSlab[len(m.topics):]
-		for i, t := range m.topics {
-			n := copy(partSlab, t.parts)
-			ts[i] = topicOffsets{topic: t.topic, parts: partSlab[:n:n], extra: slices.Clone(t.extra)}
-			partSlab = partSlab[n:]
-		}
-		out = append(out, groupOffsetsOf{group, groupOffsets{topics: ts, n: m.n}})
-	}
-	return out
 }
 
 // Persist implements raft.FSMSnapshot: it sorts the copy (so equal states
@@ -153,7 +117,6 @@ func (s *shardCopy) Persist(sink raft.SnapshotSink) error {
 	slices.SortFunc(s.groups, func(a, b Group) int { return cmp.Compare(a.ID, b.ID) })
 	slices.SortFunc(s.simple, func(a, b SimpleGroup) int { return cmp.Compare(a.ID, b.ID) })
 	slices.SortFunc(s.consumerGroups, func(a, b ConsumerGroup) int { return cmp.Compare(a.ID, b.ID) })
-	slices.SortFunc(s.offsets, func(a, b groupOffsetsOf) int { return cmp.Compare(a.group, b.group) })
 	if err := write(sink); err != nil {
 		sink.Cancel()
 		return fmt.Errorf("persist snapshot: %w", err)
@@ -252,9 +215,10 @@ func (s *shardCopy) write(w io.Writer) error {
 		return err
 	}
 	d.out = msgp.AppendString(d.out, "offsets")
+	records := s.offsets.sortedRecords()
 	n := 0
-	for i := range s.offsets {
-		n += s.offsets[i].offsets.len()
+	for _, rec := range records {
+		n += recordCount(rec)
 	}
 	if n == 0 {
 		d.out = msgp.AppendNil(d.out)
@@ -262,11 +226,12 @@ func (s *shardCopy) write(w io.Writer) error {
 		d.out = msgp.AppendArrayHeader(d.out, uint32(n))
 	}
 	var group, topic []byte // their encodings, made once per group and topic
-	for i := range s.offsets {
-		g := &s.offsets[i]
-		group = msgp.AppendString(group[:0], g.group)
-		for ti := range g.offsets.topics {
-			t := &g.offsets.topics[ti]
+	var g groupOffsets
+	for _, rec := range records {
+		group = msgp.AppendStringFromBytes(group[:0], recordID(rec))
+		s.offsets.decode(rec, &g)
+		for ti := range g.topics {
+			t := &g.topics[ti]
 			topic = msgp.AppendString(topic[:0], t.topic)
 			for pi := range t.parts {
 				d.out = appendOffsetRecord(d.out, group, topic, t, pi)
@@ -329,7 +294,7 @@ type restoredShard struct {
 	clusterID      string
 	groups         classicGroups
 	consumerGroups map[string]ConsumerGroup
-	offsets        map[string]groupOffsets
+	offsets        *offsetTable
 	features       []FeatureLevel
 }
 
@@ -365,7 +330,7 @@ func readShardSnapshot(r io.Reader) (*restoredShard, error) {
 // restoredFrom builds the state of a decoded document (a JSON snapshot).
 func restoredFrom(doc *shardSnapshot) *restoredShard {
 	s := &restoredShard{clusterID: doc.ClusterID, groups: newClassicGroups(len(doc.Groups)),
-		consumerGroups: make(map[string]ConsumerGroup, len(doc.ConsumerGroups)), offsets: make(map[string]groupOffsets),
+		consumerGroups: make(map[string]ConsumerGroup, len(doc.ConsumerGroups)), offsets: newOffsetTable(),
 		features: doc.Features}
 	for _, g := range doc.Groups {
 		s.groups.put(g)
@@ -390,7 +355,7 @@ type offsetsBuilder struct {
 	run   []tpOffset
 }
 
-func (b *offsetsBuilder) add(into map[string]groupOffsets, group string, tp TopicPartition, o Offset) {
+func (b *offsetsBuilder) add(into *offsetTable, group string, tp TopicPartition, o Offset) {
 	if len(b.run) > 0 && group != b.group {
 		b.flush(into)
 	}
@@ -398,13 +363,12 @@ func (b *offsetsBuilder) add(into map[string]groupOffsets, group string, tp Topi
 	b.run = append(b.run, tpOffset{tp, o})
 }
 
-func (b *offsetsBuilder) flush(into map[string]groupOffsets) {
+func (b *offsetsBuilder) flush(into *offsetTable) {
 	if len(b.run) == 0 {
 		return
 	}
-	m := into[b.group]
-	m.setAll(sortBatch(b.run)) // as Persist writes them, already in order
-	into[b.group] = m
+	into.setAll(b.group, sortBatch(b.run)) // as Persist writes them, already in order
+	clear(b.run)
 	b.run = b.run[:0]
 }
 
@@ -451,7 +415,7 @@ func atEnd(r *msgp.Reader) error {
 // unknown keys skipped and a nil for an absent list (its strings as str,
 // its numbers as ints, as go-msgpack writes them).
 func decodeShardV2(r *msgp.Reader) (*restoredShard, error) {
-	s := &restoredShard{groups: newClassicGroups(0), consumerGroups: make(map[string]ConsumerGroup), offsets: make(map[string]groupOffsets)}
+	s := &restoredShard{groups: newClassicGroups(0), consumerGroups: make(map[string]ConsumerGroup), offsets: newOffsetTable()}
 	decodeNext := newValueDecoder(r).decodeNext
 	if r.IsNil() {
 		if err := r.ReadNil(); err != nil {
@@ -493,11 +457,6 @@ func decodeShardV2(r *msgp.Reader) (*restoredShard, error) {
 			case "features":
 				err = decodeNext(&s.features)
 			case "offsets":
-				if len(s.offsets) == 0 {
-					// A group with offsets is, at scale, one a commit
-					// made: about as many as the groups read before.
-					s.offsets = make(map[string]groupOffsets, s.groups.len()+len(s.consumerGroups))
-				}
 				err = readOffsets(r, s.offsets)
 			default:
 				err = r.Skip()
@@ -552,7 +511,7 @@ func readString(r *msgp.Reader) (string, error) {
 // readOffsets reads the snapshotOffsets next in r into offsets. A group's
 // and a topic's name become a string once per run of records that repeat
 // it, not once per record.
-func readOffsets(r *msgp.Reader, offsets map[string]groupOffsets) error {
+func readOffsets(r *msgp.Reader, offsets *offsetTable) error {
 	var b offsetsBuilder
 	var scratch, keyScratch []byte
 	topic := ""

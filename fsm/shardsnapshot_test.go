@@ -30,11 +30,11 @@ func referenceSnapshot(tb testing.TB, f *ShardFSM) []byte {
 	for _, g := range f.consumerGroups {
 		s.ConsumerGroups = append(s.ConsumerGroups, g)
 	}
-	for group, m := range f.offsets {
+	f.offsets.each(func(group string, m groupOffsets) {
 		m.each(func(tp TopicPartition, o Offset) {
 			s.Offsets = append(s.Offsets, snapshotOffset{Group: group, TopicPartition: tp, Offset: o})
 		})
-	}
+	})
 	f.mu.RUnlock()
 	sort.Slice(s.Groups, func(i, j int) bool { return s.Groups[i].ID < s.Groups[j].ID })
 	sort.Slice(s.ConsumerGroups, func(i, j int) bool { return s.ConsumerGroups[i].ID < s.ConsumerGroups[j].ID })
@@ -140,10 +140,10 @@ func shardState(f *ShardFSM) any {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	offsets := map[string]map[TopicPartition]Offset{}
-	for g, m := range f.offsets {
+	f.offsets.each(func(g string, m groupOffsets) {
 		offsets[g] = map[TopicPartition]Offset{}
 		m.each(func(tp TopicPartition, o Offset) { offsets[g][tp] = o })
-	}
+	})
 	var groups []Group
 	f.groups.each(func(g Group) { groups = append(groups, g) })
 	slices.SortFunc(groups, func(a, b Group) int { return cmp.Compare(a.ID, b.ID) })

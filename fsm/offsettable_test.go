@@ -1,0 +1,254 @@
+package fsm
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// tableModel is what an offsetTable should hold, kept in plain maps.
+type tableModel map[string]map[TopicPartition]Offset
+
+// checkTable compares t with want and checks t's own invariants: every
+// group found from its home, the count, each record's topics sorted and
+// unique, its partitions sorted, and each topic name counted once per
+// record holding it and let go when none does.
+func checkTable(tb testing.TB, t *offsetTable, want tableModel) {
+	tb.Helper()
+	if t.len() != len(want) {
+		tb.Fatalf("%d groups, want %d", t.len(), len(want))
+	}
+	refs := map[uint32]uint32{}
+	seen := 0
+	for i, e := range t.index {
+		if e == 0 {
+			continue
+		}
+		seen++
+		rec := t.arena.record(t.refAt(i))
+		id := string(recordID(rec))
+		if j, ok := t.findGroup(id); !ok || j != i {
+			tb.Fatalf("group %q at %d is found at %d (%v)", id, i, j, ok)
+		}
+		recordTopics(rec, func(rt recordTopic) bool {
+			refs[rt.id]++
+			return true
+		})
+	}
+	if seen != t.len() {
+		tb.Fatalf("%d entries, count %d", seen, t.len())
+	}
+	for id, n := range t.topics.refs {
+		if t.topics.names[id] == "" {
+			if n != 0 || !slices.Contains(t.topics.free, uint32(id)) {
+				tb.Fatalf("topic id %d is free with %d references", id, n)
+			}
+			continue
+		}
+		if refs[uint32(id)] != n {
+			tb.Fatalf("topic %q is counted %d times, held by %d records", t.topics.names[id], n, refs[uint32(id)])
+		}
+		if t.topics.byName[t.topics.names[id]] != uint32(id) {
+			tb.Fatalf("topic %q is not found by its name", t.topics.names[id])
+		}
+	}
+	if len(t.topics.byName) != len(t.topics.names)-len(t.topics.free) {
+		tb.Fatalf("%d names found by name, %d held", len(t.topics.byName), len(t.topics.names)-len(t.topics.free))
+	}
+	for group, offsets := range want {
+		g, ok := t.load(group)
+		if !ok {
+			tb.Fatalf("group %q is missing", group)
+		}
+		if err := g.check(); err != nil {
+			tb.Fatalf("group %q: %v", group, err)
+		}
+		got := map[TopicPartition]Offset{}
+		g.each(func(tp TopicPartition, o Offset) { got[tp] = o })
+		if !maps.Equal(got, offsets) {
+			tb.Fatalf("group %q holds %v, want %v", group, got, offsets)
+		}
+		for tp, o := range offsets {
+			if got, ok := t.get(group, tp); !ok || got != o {
+				tb.Fatalf("get(%q, %v) = %+v, %v; want %+v", group, tp, got, ok, o)
+			}
+		}
+	}
+}
+
+// TestOffsetTableHoldsWhatAMapWould drives a table and a map through the
+// same random writes (commits that add and replace, with and without
+// metadata and expiry, groups too large for a shared chunk, removals of
+// partitions and of whole groups, enough groups to grow the index and
+// shift its entries back) and compares them after each step.
+func TestOffsetTableHoldsWhatAMapWould(t *testing.T) {
+	rng := rand.New(rand.NewPCG(36, 1))
+	table, model := newOffsetTable(), tableModel{}
+	// The last topics are rare, so that they come and go: their names
+	// are let go and their ids reused.
+	topics := []string{"orders", "payments", "a", strings.Repeat("long-topic-", 20), "rare-0", "rare-1", "rare-2"}
+	topic := func() string {
+		if rng.IntN(500) == 0 {
+			return topics[4+rng.IntN(3)]
+		}
+		return topics[rng.IntN(4)]
+	}
+	for step := range 3000 {
+		group := fmt.Sprintf("group-%d", rng.IntN(80))
+		switch r := rng.IntN(20); {
+		case r < 13: // a commit
+			n := 1 + rng.IntN(12)
+			if rng.IntN(500) == 0 {
+				n = 12_000 // a record of its own chunk
+			}
+			batch := make([]tpOffset, 0, n)
+			for range n {
+				o := Offset{Offset: rng.Int64N(1 << 40), LeaderEpoch: rng.Int32N(5) - 1, CommitTimestamp: int64(step), ExpireTimestamp: -1}
+				switch rng.IntN(10) {
+				case 0:
+					o.Metadata = strings.Repeat("m", rng.IntN(40))
+				case 1:
+					o.ExpireTimestamp = rng.Int64N(1000)
+				}
+				tp := TopicPartition{Topic: topic(), Partition: rng.Int32N(int32(max(16, n)))}
+				batch = append(batch, tpOffset{tp, o})
+				if model[group] == nil {
+					model[group] = map[TopicPartition]Offset{}
+				}
+				model[group][tp] = o
+			}
+			table.setAll(group, sortBatch(batch))
+		case r < 17: // a removal of partitions
+			var tps []TopicPartition
+			for range 1 + rng.IntN(8) {
+				tp := TopicPartition{Topic: topic(), Partition: rng.Int32N(16)}
+				tps = append(tps, tp)
+				delete(model[group], tp)
+			}
+			if len(model[group]) == 0 {
+				delete(model, group)
+			}
+			slices.SortFunc(tps, compareTP)
+			table.removeAll(group, slices.Compact(tps))
+		default: // a group deleted
+			table.delete(group)
+			delete(model, group)
+		}
+		if step%100 == 0 || step > 2950 {
+			checkTable(t, table, model)
+		}
+	}
+	checkTable(t, table, model)
+}
+
+// TestASnapshotsCloneKeepsItsPointInTime: writes after the clone change
+// nothing it holds, even those that reuse the slots of records freed.
+func TestASnapshotsCloneKeepsItsPointInTime(t *testing.T) {
+	table, model := newOffsetTable(), tableModel{}
+	commit := func(group string, partitions int, offset int64) {
+		var batch []tpOffset
+		for p := range int32(partitions) {
+			batch = append(batch, tpOffset{TopicPartition{"t", p}, Offset{Offset: offset, ExpireTimestamp: -1}})
+		}
+		table.setAll(group, batch)
+	}
+	for g := range 100 {
+		commit(fmt.Sprint("g", g), 3, 1)
+	}
+	table.each(func(group string, g groupOffsets) {
+		model[group] = map[TopicPartition]Offset{}
+		g.each(func(tp TopicPartition, o Offset) { model[group][tp] = o })
+	})
+	clone := table.readOnlyClone()
+	for g := range 100 {
+		switch g % 3 {
+		case 0:
+			table.delete(fmt.Sprint("g", g))
+		case 1:
+			commit(fmt.Sprint("g", g), 3, 2) // in place
+		default:
+			commit(fmt.Sprint("g", g), 40, 3) // a bigger slot
+		}
+		commit(fmt.Sprint("new", g), 3, 4)
+	}
+	got := tableModel{}
+	var g groupOffsets
+	for _, rec := range clone.sortedRecords() {
+		clone.decode(rec, &g)
+		m := map[TopicPartition]Offset{}
+		g.each(func(tp TopicPartition, o Offset) { m[tp] = o })
+		got[string(recordID(rec))] = m
+	}
+	if !maps.EqualFunc(got, model, maps.Equal) {
+		t.Fatalf("the clone holds %d groups, changed by writes after it", len(got))
+	}
+}
+
+// TestACommitOfHeldPartitionsAllocatesNothing: a consumer's every commit
+// after its first overwrites its offsets where they are.
+func TestACommitOfHeldPartitionsAllocatesNothing(t *testing.T) {
+	table := newOffsetTable()
+	batch := make([]tpOffset, 10)
+	for p := range batch {
+		batch[p] = tpOffset{TopicPartition{"orders", int32(p)}, Offset{Offset: 1, ExpireTimestamp: -1}}
+	}
+	table.setAll("g", batch)
+	allocs := testing.AllocsPerRun(100, func() {
+		batch[3].o.Offset++
+		table.setAll("g", batch)
+	})
+	if allocs != 0 {
+		t.Errorf("a commit of held partitions allocated %.0f times", allocs)
+	}
+	if o, _ := table.get("g", TopicPartition{"orders", 3}); o.Offset != batch[3].o.Offset {
+		t.Errorf("offset %d, want %d", o.Offset, batch[3].o.Offset)
+	}
+}
+
+// TestTheArenaReusesWhatItFrees: a freed slot is the next of its class,
+// and the chunk a large record gave back is the next chunk made.
+func TestTheArenaReusesWhatItFrees(t *testing.T) {
+	a := newRecordArena()
+	small := a.alloc(100)
+	large := a.alloc(maxClassSize + 1)
+	if got := len(a.record(large)); got != maxClassSize+1 {
+		t.Fatalf("a large record's chunk holds %d bytes", got)
+	}
+	a.release(small)
+	if again := a.alloc(110); again != small {
+		t.Errorf("a slot of the class freed was not reused")
+	}
+	a.release(large)
+	chunks := len(a.chunks)
+	for a.cur == 0 { // fill the first shared chunk
+		a.alloc(maxClassSize)
+	}
+	if len(a.chunks) != chunks || a.cur != int(large>>refOffsetBits) {
+		t.Errorf("the next shared chunk is %d of %d, not the one given back (%d)", a.cur, len(a.chunks), large>>refOffsetBits)
+	}
+}
+
+// TestALargeGroupsWriteLeavesNoLargeScratch: the arrays a write of
+// thousands of partitions needed are not kept for the next.
+func TestALargeGroupsWriteLeavesNoLargeScratch(t *testing.T) {
+	table := newOffsetTable()
+	var batch []tpOffset
+	for p := range int32(20_000) {
+		batch = append(batch, tpOffset{TopicPartition{"orders", p}, Offset{Offset: 1, ExpireTimestamp: -1, Metadata: "m"}})
+	}
+	table.setAll("big", batch)
+	table.setAll("big", batch[:1]) // a merge: metadata makes it one
+	if cap(table.buf) > maxScratchBytes || cap(table.scratch.topics) > 0 {
+		t.Errorf("the scratch keeps %d bytes of buffer and %d topics", cap(table.buf), cap(table.scratch.topics))
+	}
+	table.removeAll("big", []TopicPartition{{"orders", 7}})
+	if cap(table.buf) > maxScratchBytes || cap(table.scratch.topics) > 0 {
+		t.Errorf("after a removal the scratch keeps %d bytes of buffer and %d topics", cap(table.buf), cap(table.scratch.topics))
+	}
+	if g, _ := table.load("big"); g.len() != len(batch)-1 {
+		t.Errorf("%d offsets, want %d", g.len(), len(batch)-1)
+	}
+}
