@@ -1,21 +1,22 @@
 package fsm
 
-// classicGroups is a shard's classic groups by id, in two maps. Most
-// groups of a large cluster are the ones a commit made (an admin's, or a
-// consumer's that manages its own partitions): Empty, with no protocol,
-// generation, leader or members. Such a simple group keeps only its state
-// timestamp, 8 bytes beside the id in its map slot; every other group
-// keeps its whole 120-byte Group in a slot of the other map (issue 36:
-// those slots were 189 bytes a group, the largest cost after the offsets
-// themselves). A group is in one map or neither, and reads give back
-// exactly the Group put. The ShardFSM's lock guards it.
+// classicGroups is a shard's classic groups by id. Most groups of a large
+// cluster are the ones a commit made (an admin's, or a consumer's that
+// manages its own partitions): Empty, with no protocol, generation,
+// leader or members. Such a simple group is only a mark and its state
+// timestamp in the group's record of the shard's groupTable, beside its
+// offsets, with no pointer for the GC to follow (issue 36: a map of them
+// held a pointer a group, and a whole Group in a map slot was 189 bytes);
+// every other group keeps its whole Group in full. A group is simple,
+// full or neither, and reads give back exactly the Group put. The
+// ShardFSM's lock guards it.
 type classicGroups struct {
-	full   map[string]Group
-	simple map[string]int64 // id → StateTimestamp
+	full  map[string]Group
+	table *groupTable // shared with the shard's offsets
 }
 
-func newClassicGroups(n int) classicGroups {
-	return classicGroups{full: make(map[string]Group), simple: make(map[string]int64, n)}
+func newClassicGroups(table *groupTable) classicGroups {
+	return classicGroups{full: make(map[string]Group), table: table}
 }
 
 // isSimple reports whether g is Group{ID, State: StateEmpty,
@@ -26,18 +27,21 @@ func isSimple(g Group) bool {
 }
 
 func (c *classicGroups) get(id string) (Group, bool) {
-	if ts, ok := c.simple[id]; ok {
+	if ts, ok := simpleGroup(c.table, id); ok {
 		return Group{ID: id, State: StateEmpty, StateTimestamp: ts}, true
 	}
 	g, ok := c.full[id]
 	return g, ok
 }
 
-func (c *classicGroups) has(id string) bool {
-	if _, ok := c.simple[id]; ok {
+func (c *classicGroups) has(id string) bool { return hasGroup(c, id) }
+
+// hasGroup is has for an id held as a string or as bytes.
+func hasGroup[ID string | []byte](c *classicGroups, id ID) bool {
+	if _, ok := simpleGroup(c.table, id); ok {
 		return true
 	}
-	_, ok := c.full[id]
+	_, ok := c.full[string(id)]
 	return ok
 }
 
@@ -45,25 +49,31 @@ func (c *classicGroups) has(id string) bool {
 func (c *classicGroups) put(g Group) {
 	if isSimple(g) {
 		delete(c.full, g.ID)
-		c.simple[g.ID] = g.StateTimestamp
+		markSimple(c.table, g.ID, simpleMark{simple: true, ts: g.StateTimestamp})
 		return
 	}
-	delete(c.simple, g.ID)
+	markSimple(c.table, g.ID, simpleMark{})
 	c.full[g.ID] = g
 }
 
+// putSimple stores the simple group id, Empty since ts, which is no
+// classic group yet (it may hold offsets): a restore's.
+func (c *classicGroups) putSimple(id []byte, ts int64) {
+	markSimple(c.table, id, simpleMark{simple: true, ts: ts})
+}
+
 func (c *classicGroups) delete(id string) {
-	delete(c.simple, id)
+	markSimple(c.table, id, simpleMark{})
 	delete(c.full, id)
 }
 
-func (c *classicGroups) len() int { return len(c.simple) + len(c.full) }
+func (c *classicGroups) len() int { return c.table.simpleGroupCount() + len(c.full) }
 
 // each calls fn with every group, in no order.
 func (c *classicGroups) each(fn func(Group)) {
-	for id, ts := range c.simple {
-		fn(Group{ID: id, State: StateEmpty, StateTimestamp: ts})
-	}
+	c.table.eachSimpleGroup(func(id []byte, ts int64) {
+		fn(Group{ID: string(id), State: StateEmpty, StateTimestamp: ts})
+	})
 	for _, g := range c.full {
 		fn(g)
 	}

@@ -8,12 +8,12 @@ import (
 	"testing"
 )
 
-// Groups go to the compact map or the whole one by their content, and
+// Groups go to the table or the map of whole ones by their content, and
 // every read gives back exactly the Group last put, as a map of Groups
 // would, through every move between the two.
 func TestClassicGroupsBehaveAsAMap(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	c := newClassicGroups(0)
+	c := newClassicGroups(newGroupTable())
 	model := map[string]Group{}
 	kinds := []func(id string, step int) Group{
 		func(id string, step int) Group { return Group{ID: id, State: StateEmpty, StateTimestamp: int64(step)} },
@@ -60,8 +60,8 @@ func TestClassicGroupsBehaveAsAMap(t *testing.T) {
 			t.Fatalf("step %d: get(%s) = %+v %v, want %+v %v", step, id, got, ok, want, wantOK)
 		}
 		_, inFull := c.full[id]
-		if _, inSimple := c.simple[id]; inFull && inSimple {
-			t.Fatalf("step %d: %s is in both maps", step, id)
+		if _, inSimple := simpleGroup(c.table, id); inFull && inSimple {
+			t.Fatalf("step %d: %s is both full and simple", step, id)
 		}
 	}
 	if c.len() != len(model) {
@@ -93,7 +93,7 @@ func BenchmarkClassicGroupsMemory(b *testing.B) {
 	b.Run("classicGroups", func(b *testing.B) {
 		for b.Loop() {
 			before := heapAfterGC()
-			c := newClassicGroups(0)
+			c := newClassicGroups(newGroupTable())
 			for i, id := range ids {
 				c.put(Group{ID: id, State: StateEmpty, StateTimestamp: int64(i)})
 			}

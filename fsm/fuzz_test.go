@@ -54,8 +54,8 @@ func (f *ShardFSM) fuzzState() any {
 		clearEmpty(reflect.ValueOf(&g).Elem())
 		groups[g.ID] = g
 	})
-	offsets := make(map[string]map[TopicPartition]Offset, f.offsets.len())
-	f.offsets.each(func(id string, m groupOffsets) {
+	offsets := make(map[string]map[TopicPartition]Offset, f.table.offsetGroupCount())
+	f.table.eachOffsets(func(id string, m groupOffsets) {
 		if err := m.check(); err != nil {
 			panic(fmt.Sprintf("group %q: %v", id, err))
 		}

@@ -39,7 +39,7 @@ func appliedShard(tb testing.TB, groups, partitions int) *ShardFSM {
 func TestGroupsCommittingToATopicShareItsName(t *testing.T) {
 	f := appliedShard(t, 3, 2)
 	var names []*byte
-	f.offsets.each(func(_ string, m groupOffsets) {
+	f.table.eachOffsets(func(_ string, m groupOffsets) {
 		names = append(names, unsafe.StringData(m.topics[0].topic))
 	})
 	if names[0] != names[1] || names[1] != names[2] {

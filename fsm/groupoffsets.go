@@ -9,7 +9,7 @@ import (
 // merged, read and snapshotted in: per topic (sorted by name), its
 // partitions' offsets sorted by partition, each in 24 bytes with no
 // pointer. A shard keeps them encoded, a record a group
-// (offsettable.go), and decodes a group into one when a write must merge
+// (grouptable.go), and decodes a group into one when a write must merge
 // or a reader asks for it. It is not safe for concurrent use.
 type groupOffsets struct {
 	topics []topicOffsets
@@ -142,7 +142,7 @@ func (g *groupOffsets) setAll(batch []tpOffset) {
 
 // fill makes g, which holds nothing, hold batch (sorted, no duplicates:
 // sortBatch's): what setAll's merges would make, without them (a group's
-// first commit), in the slices g's topics had (g is the offsetTable's
+// first commit), in the slices g's topics had (g is the groupTable's
 // scratch).
 func (g *groupOffsets) fill(batch []tpOffset) {
 	g.topics = g.topics[:0]

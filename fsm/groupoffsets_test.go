@@ -130,24 +130,22 @@ func TestRecommittingDoesNotGrowTheOffsets(t *testing.T) {
 	for p := range int32(10) {
 		commit.Offsets = append(commit.Offsets, OffsetCommitPartition{Topic: "t", Partition: p, Offset: Offset{Offset: 1}})
 	}
-	f.applyOffsetCommit(commit)
-	ref, memory := f.offsets.refAt(0), f.offsets.memory()
-	for i := range f.offsets.index {
-		if f.offsets.index[i] != 0 {
-			ref = f.offsets.refAt(i)
+	freed := func() (n int) {
+		for _, free := range f.table.arena.free {
+			n += len(free)
 		}
+		return n
 	}
+	f.applyOffsetCommit(commit)
+	i, _ := find(f.table, hashOf(f.table, "g"), "g")
+	ref, memory, freedFirst := f.table.refAt(i), f.table.memory(), freed()
 	for range 100 {
 		f.applyOffsetCommit(commit)
 	}
-	var freed int
-	for _, free := range f.offsets.arena.free {
-		freed += len(free)
+	if f.table.memory() != memory || freed() != freedFirst {
+		t.Errorf("after 100 commits of the same 10 partitions the table takes %d bytes (first %d), %d slots freed (first %d)", f.table.memory(), memory, freed(), freedFirst)
 	}
-	if f.offsets.memory() != memory || freed != 0 {
-		t.Errorf("after 100 commits of the same 10 partitions the table takes %d bytes (first %d), %d slots freed", f.offsets.memory(), memory, freed)
-	}
-	if i, _ := f.offsets.findGroup("g"); f.offsets.refAt(i) != ref {
+	if i, _ := find(f.table, hashOf(f.table, "g"), "g"); f.table.refAt(i) != ref {
 		t.Error("a commit of the partitions the group holds moved its record")
 	}
 }
@@ -178,7 +176,7 @@ func TestLargeCommitsInAnyOrder(t *testing.T) {
 	}
 	f.applyOffsetDelete(del)
 	got := f.Offsets("big")
-	big, _ := f.offsets.load("big")
+	big, _ := f.table.offsets("big")
 	if len(got) != len(model) || big.len() != len(model) {
 		t.Fatalf("%d offsets (count %d), want %d", len(got), big.len(), len(model))
 	}
@@ -211,7 +209,7 @@ func TestCommitsMixingMetadataAndExpiry(t *testing.T) {
 			model[TopicPartition{Topic: topic, Partition: p}] = o
 		}
 		f.applyOffsetCommit(c)
-		if g, _ := f.offsets.load("g"); g.check() != nil {
+		if g, _ := f.table.offsets("g"); g.check() != nil {
 			t.Fatal(g.check())
 		}
 		got := f.Offsets("g")
@@ -243,7 +241,7 @@ func TestCommitsMixingMetadataAndExpiry(t *testing.T) {
 	f.applyOffsetDelete(del)
 	apply(nil, "t")
 	apply(map[int32]Offset{0: plain(7)}, "only-plain")
-	g, _ := f.offsets.load("g")
+	g, _ := f.table.offsets("g")
 	for _, tt := range g.topics {
 		if tt.topic == "only-plain" && tt.extra != nil {
 			t.Errorf("a topic of plain offsets keeps %d extras", len(tt.extra))

@@ -75,10 +75,13 @@ func (s *shardCopy) writePacked(w io.Writer) error {
 		return err
 	}
 	d.out = msgp.AppendString(d.out, "offsets")
-	records := s.offsets.sortedRecords()
-	d.out = msgp.AppendArrayHeader(d.out, uint32(len(records)))
-	names := s.offsets.topics.names
+	records := s.table.sortedRecords()
+	d.out = msgp.AppendArrayHeader(d.out, uint32(s.table.offsetGroupCount()))
+	names := s.table.topics.names
 	for _, rec := range records {
+		if recordCount(rec) == 0 {
+			continue // a simple group's, without offsets
+		}
 		d.out = msgp.AppendArrayHeader(d.out, 2)
 		d.out = msgp.AppendStringFromBytes(d.out, recordID(rec))
 		d.out = msgp.AppendArrayHeader(d.out, recordTopicCount(rec))
@@ -132,7 +135,7 @@ func appendPackedTopic(b []byte, name string, t *recordTopic) []byte {
 // decodeShardV3 reads the document of a packed snapshot from r, which
 // must end after it.
 func decodeShardV3(r *msgp.Reader) (*restoredShard, error) {
-	s := &restoredShard{groups: newClassicGroups(0), consumerGroups: make(map[string]ConsumerGroup), offsets: newOffsetTable()}
+	s := newRestoredShard()
 	pr := packedReader{valueDecoder: newValueDecoder(r), r: r, topics: make(map[string]string)}
 	keys, err := r.ReadMapHeader()
 	if err != nil {
@@ -171,7 +174,7 @@ func decodeShardV3(r *msgp.Reader) (*restoredShard, error) {
 				return nil
 			})
 		case "offsets":
-			err = readArray(r, func() error { return pr.readGroup(s.offsets) })
+			err = readArray(r, func() error { return pr.readGroup(s.table) })
 		case "simple_groups":
 			err = pr.readSimpleGroups(&s.groups)
 		default:
@@ -203,7 +206,7 @@ type packedReader struct {
 }
 
 // readGroup reads one group's record into offsets.
-func (pr *packedReader) readGroup(offsets *offsetTable) error {
+func (pr *packedReader) readGroup(offsets *groupTable) error {
 	fields, err := pr.r.ReadArrayHeader()
 	if err != nil {
 		return err
@@ -214,7 +217,7 @@ func (pr *packedReader) readGroup(offsets *offsetTable) error {
 	if pr.group, err = readStringBytes(pr.r, pr.group); err != nil {
 		return err
 	}
-	if offsets.hasID(pr.group) {
+	if hasOffsets(offsets, pr.group) {
 		return fmt.Errorf("group %q: %w", pr.group, errPackedOrder)
 	}
 	g := &pr.g
@@ -245,7 +248,7 @@ func (pr *packedReader) readGroup(offsets *offsetTable) error {
 	if g.n == 0 {
 		return fmt.Errorf("group %q: %w", pr.group, errPackedEmpty)
 	}
-	put(offsets, pr.group, g)
+	putOffsets(offsets, pr.group, g)
 	return nil
 }
 
@@ -372,9 +375,6 @@ func (pr *packedReader) readSimpleGroups(groups *classicGroups) error {
 	if n%2 != 0 {
 		return errPackedPairs
 	}
-	if len(groups.simple) == 0 {
-		groups.simple = make(map[string]int64, min(n/2, maxHint))
-	}
 	for range n / 2 {
 		if pr.name, err = readStringBytes(pr.r, pr.name); err != nil {
 			return err
@@ -383,10 +383,10 @@ func (pr *packedReader) readSimpleGroups(groups *classicGroups) error {
 		if err != nil {
 			return err
 		}
-		if groups.has(string(pr.name)) {
+		if hasGroup(groups, pr.name) {
 			return fmt.Errorf("group %q: %w", pr.name, errPackedOrder)
 		}
-		groups.simple[string(pr.name)] = ts
+		groups.putSimple(pr.name, ts)
 	}
 	return nil
 }

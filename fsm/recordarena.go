@@ -1,6 +1,9 @@
 package fsm
 
-import "slices"
+import (
+	"fmt"
+	"slices"
+)
 
 // recordArena holds variable-sized byte records in chunks of chunkSize
 // bytes with no pointer in them, so that the garbage collector marks a
@@ -34,8 +37,10 @@ type recordRef uint64
 const (
 	chunkSize     = 1 << 20
 	refOffsetBits = 20
-	// refBits is the bits a recordRef takes: chunks up to 2^24 (16 TiB).
-	refBits = refOffsetBits + 24
+	// maxChunks bounds an arena's chunks (1 TiB of shared ones).
+	maxChunks = 1 << 20
+	// refBits is the bits a recordRef takes.
+	refBits = refOffsetBits + 20
 	// largeClass marks a slot that is a whole chunk of its own.
 	largeClass = 255
 )
@@ -85,8 +90,7 @@ func (a *recordArena) alloc(n int) recordRef {
 			c, a.freeChunks = a.freeChunks[k-1], a.freeChunks[:k-1]
 			a.chunks[c] = make([]byte, n)
 		} else {
-			c = uint32(len(a.chunks))
-			a.chunks = append(a.chunks, make([]byte, n))
+			c = a.addChunk(make([]byte, n))
 		}
 		a.chunks[c][0] = largeClass
 		return recordRef(c) << refOffsetBits
@@ -114,8 +118,18 @@ func (a *recordArena) newChunk() int {
 		a.chunks[c] = make([]byte, chunkSize)
 		return int(c)
 	}
-	a.chunks = append(a.chunks, make([]byte, chunkSize))
-	return len(a.chunks) - 1
+	return int(a.addChunk(make([]byte, chunkSize)))
+}
+
+// addChunk appends c to the chunks and returns its index. Past maxChunks
+// it panics: a ref could not name the chunk, and a shard holding a
+// terabyte of offsets has gone wrong long before.
+func (a *recordArena) addChunk(c []byte) uint32 {
+	if len(a.chunks) >= maxChunks {
+		panic(fmt.Sprintf("fsm: a shard's group records outgrew %d chunks", maxChunks))
+	}
+	a.chunks = append(a.chunks, c)
+	return uint32(len(a.chunks) - 1)
 }
 
 // record returns ref's whole slot, byte 0 (its class) included.

@@ -27,9 +27,9 @@ type ShardFSM struct {
 	// consumerGroups are the consumer-protocol groups; an id is in groups
 	// or here, never both.
 	consumerGroups map[string]ConsumerGroup
-	// offsets holds each group's offsets, without pointers for the GC
-	// to follow (offsettable.go); it never holds an empty group.
-	offsets *offsetTable
+	// table holds each group's offsets, and the simple classic groups
+	// of groups, without pointers for the GC to follow (grouptable.go).
+	table *groupTable
 	// batch is applyOffsetCommit's scratch, reused from commit to commit
 	// (a commit's batch was 8% of the bytes a replica allocated).
 	batch []tpOffset
@@ -49,12 +49,13 @@ func NewShardFSM(shard int32, logger hclog.Logger) *ShardFSM {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
+	table := newGroupTable()
 	return &ShardFSM{
 		shard:          shard,
 		logger:         logger,
-		groups:         newClassicGroups(0),
+		groups:         newClassicGroups(table),
 		consumerGroups: make(map[string]ConsumerGroup),
-		offsets:        newOffsetTable(),
+		table:          table,
 	}
 }
 
@@ -132,13 +133,13 @@ func (f *ShardFSM) applyGroupDelete(c *GroupDelete) any {
 	case classic && !g.Empty(), consumer && !cg.Empty():
 		return ErrGroupNotEmpty
 	case !classic && !consumer:
-		if !f.offsets.has(c.GroupID) {
+		if !hasOffsets(f.table, c.GroupID) {
 			return ErrGroupNotFound
 		}
 	}
 	f.groups.delete(c.GroupID)
 	delete(f.consumerGroups, c.GroupID)
-	f.offsets.delete(c.GroupID)
+	f.table.deleteOffsets(c.GroupID)
 	return nil
 }
 
@@ -158,7 +159,7 @@ func (f *ShardFSM) applyOffsetCommit(c *OffsetCommit) {
 		}
 		batch[i] = tpOffset{TopicPartition{Topic: o.Topic, Partition: o.Partition}, off}
 	}
-	f.offsets.setAll(c.GroupID, sortBatch(batch))
+	f.table.setOffsets(c.GroupID, sortBatch(batch))
 	clear(batch) // keep no command's strings alive
 	f.batch = batch[:0]
 }
@@ -198,12 +199,12 @@ func (f *ShardFSM) resetCommit() {
 }
 
 func (f *ShardFSM) applyOffsetDelete(c *OffsetDelete) {
-	if !f.offsets.has(c.GroupID) {
+	if !hasOffsets(f.table, c.GroupID) {
 		return
 	}
 	tps := slices.Clone(c.Partitions) // the command's slice stays as decoded
 	slices.SortFunc(tps, compareTP)
-	f.offsets.removeAll(c.GroupID, slices.Compact(tps))
+	f.table.removeOffsets(c.GroupID, slices.Compact(tps))
 }
 
 // ClusterID returns the id of the cluster the shard belongs to, "" until a
@@ -247,10 +248,10 @@ func (f *ShardFSM) FullGroups() []Group {
 func (f *ShardFSM) SimpleGroups() []SimpleGroup {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	out := make([]SimpleGroup, 0, len(f.groups.simple))
-	for id, ts := range f.groups.simple {
-		out = append(out, SimpleGroup{ID: id, StateTimestamp: ts})
-	}
+	out := make([]SimpleGroup, 0, f.table.simpleGroupCount())
+	f.table.eachSimpleGroup(func(id []byte, ts int64) {
+		out = append(out, SimpleGroup{ID: string(id), StateTimestamp: ts})
+	})
 	return out
 }
 
@@ -261,25 +262,25 @@ func (f *ShardFSM) CountSimpleGroups(ids []string) (total, among int) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	for _, id := range ids {
-		if _, ok := f.groups.simple[id]; ok {
+		if _, ok := simpleGroup(f.table, id); ok {
 			among++
 		}
 	}
-	return len(f.groups.simple), among
+	return f.table.simpleGroupCount(), among
 }
 
 // HasOffsets reports whether the group has any committed offset.
 func (f *ShardFSM) HasOffsets(group string) bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return f.offsets.has(group)
+	return hasOffsets(f.table, group)
 }
 
 // Offsets returns a copy of every committed offset of group.
 func (f *ShardFSM) Offsets(group string) map[TopicPartition]Offset {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	src, _ := f.offsets.load(group)
+	src, _ := f.table.offsets(group)
 	out := make(map[TopicPartition]Offset, src.len())
 	src.each(func(tp TopicPartition, o Offset) { out[tp] = o })
 	return out
@@ -289,7 +290,7 @@ func (f *ShardFSM) Offsets(group string) map[TopicPartition]Offset {
 func (f *ShardFSM) Offset(group string, tp TopicPartition) (Offset, bool) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	return f.offsets.get(group, tp)
+	return f.table.offset(group, tp)
 }
 
 // Snapshot captures the state for raft. It runs on raft's FSM goroutine,
@@ -312,9 +313,9 @@ func (f *ShardFSM) Restore(rc io.ReadCloser) error {
 		return err
 	}
 	f.mu.Lock()
-	f.clusterID, f.groups, f.consumerGroups, f.offsets = s.clusterID, s.groups, s.consumerGroups, s.offsets
+	f.clusterID, f.groups, f.consumerGroups, f.table = s.clusterID, s.groups, s.consumerGroups, s.table
 	f.features.restore(s.features)
 	f.mu.Unlock()
-	f.logger.Info("restored snapshot", "shard", f.shard, "groups", s.groups.len(), "consumer_groups", len(s.consumerGroups), "offset_groups", s.offsets.len())
+	f.logger.Info("restored snapshot", "shard", f.shard, "groups", s.groups.len(), "consumer_groups", len(s.consumerGroups), "offset_groups", s.table.offsetGroupCount())
 	return nil
 }

@@ -65,7 +65,7 @@ type shardCopy struct {
 	groups         []Group // the groups that are not simple
 	simple         []SimpleGroup
 	consumerGroups []ConsumerGroup
-	offsets        *offsetTable // a read-only clone
+	table          *groupTable // a read-only clone
 	features       []FeatureLevel
 	// packed is whether the shard is stamped at release.Level3, so that
 	// every replica reads the packed snapshot (packedsnapshot.go).
@@ -74,7 +74,7 @@ type shardCopy struct {
 
 // copyShard copies the state of f; the caller holds f.mu.
 func copyShard(f *ShardFSM) *shardCopy {
-	s := &shardCopy{clusterID: f.clusterID, groups: make([]Group, 0, len(f.groups.full)), simple: make([]SimpleGroup, 0, len(f.groups.simple)),
+	s := &shardCopy{clusterID: f.clusterID, groups: make([]Group, 0, len(f.groups.full)),
 		features: slices.Clone(f.features), packed: kcoordVersion(f.features) >= release.Level3}
 	for _, g := range f.groups.full {
 		if s.packed && len(g.Members) == 0 {
@@ -90,13 +90,10 @@ func copyShard(f *ShardFSM) *shardCopy {
 		}
 		s.groups = append(s.groups, g)
 	}
-	for id, ts := range f.groups.simple {
-		s.simple = append(s.simple, SimpleGroup{ID: id, StateTimestamp: ts})
-	}
 	for _, g := range f.consumerGroups {
 		s.consumerGroups = append(s.consumerGroups, g)
 	}
-	s.offsets = f.offsets.readOnlyClone()
+	s.table = f.table.readOnlyClone()
 	return s
 }
 
@@ -104,6 +101,10 @@ func copyShard(f *ShardFSM) *shardCopy {
 // write equal snapshots) and streams it into sink, packed when the shard
 // is stamped for it.
 func (s *shardCopy) Persist(sink raft.SnapshotSink) error {
+	s.simple = slices.Grow(s.simple, s.table.simpleGroupCount())
+	s.table.eachSimpleGroup(func(id []byte, ts int64) {
+		s.simple = append(s.simple, SimpleGroup{ID: string(id), StateTimestamp: ts})
+	})
 	write := s.write
 	if s.packed {
 		write = s.writePacked
@@ -215,7 +216,7 @@ func (s *shardCopy) write(w io.Writer) error {
 		return err
 	}
 	d.out = msgp.AppendString(d.out, "offsets")
-	records := s.offsets.sortedRecords()
+	records := s.table.sortedRecords()
 	n := 0
 	for _, rec := range records {
 		n += recordCount(rec)
@@ -229,7 +230,7 @@ func (s *shardCopy) write(w io.Writer) error {
 	var g groupOffsets
 	for _, rec := range records {
 		group = msgp.AppendStringFromBytes(group[:0], recordID(rec))
-		s.offsets.decode(rec, &g)
+		s.table.decode(rec, &g)
 		for ti := range g.topics {
 			t := &g.topics[ti]
 			topic = msgp.AppendString(topic[:0], t.topic)
@@ -294,7 +295,7 @@ type restoredShard struct {
 	clusterID      string
 	groups         classicGroups
 	consumerGroups map[string]ConsumerGroup
-	offsets        *offsetTable
+	table          *groupTable // its groups' offsets and simple groups
 	features       []FeatureLevel
 }
 
@@ -327,11 +328,16 @@ func readShardSnapshot(r io.Reader) (*restoredShard, error) {
 	return s, nil
 }
 
+// newRestoredShard is an empty state to restore into.
+func newRestoredShard() *restoredShard {
+	table := newGroupTable()
+	return &restoredShard{groups: newClassicGroups(table), consumerGroups: make(map[string]ConsumerGroup), table: table}
+}
+
 // restoredFrom builds the state of a decoded document (a JSON snapshot).
 func restoredFrom(doc *shardSnapshot) *restoredShard {
-	s := &restoredShard{clusterID: doc.ClusterID, groups: newClassicGroups(len(doc.Groups)),
-		consumerGroups: make(map[string]ConsumerGroup, len(doc.ConsumerGroups)), offsets: newOffsetTable(),
-		features: doc.Features}
+	s := newRestoredShard()
+	s.clusterID, s.features = doc.ClusterID, doc.Features
 	for _, g := range doc.Groups {
 		s.groups.put(g)
 	}
@@ -340,9 +346,9 @@ func restoredFrom(doc *shardSnapshot) *restoredShard {
 	}
 	var b offsetsBuilder
 	for _, o := range doc.Offsets {
-		b.add(s.offsets, o.Group, o.TopicPartition, o.Offset)
+		b.add(s.table, o.Group, o.TopicPartition, o.Offset)
 	}
-	b.flush(s.offsets)
+	b.flush(s.table)
 	return s
 }
 
@@ -355,7 +361,7 @@ type offsetsBuilder struct {
 	run   []tpOffset
 }
 
-func (b *offsetsBuilder) add(into *offsetTable, group string, tp TopicPartition, o Offset) {
+func (b *offsetsBuilder) add(into *groupTable, group string, tp TopicPartition, o Offset) {
 	if len(b.run) > 0 && group != b.group {
 		b.flush(into)
 	}
@@ -363,11 +369,11 @@ func (b *offsetsBuilder) add(into *offsetTable, group string, tp TopicPartition,
 	b.run = append(b.run, tpOffset{tp, o})
 }
 
-func (b *offsetsBuilder) flush(into *offsetTable) {
+func (b *offsetsBuilder) flush(into *groupTable) {
 	if len(b.run) == 0 {
 		return
 	}
-	into.setAll(b.group, sortBatch(b.run)) // as Persist writes them, already in order
+	into.setOffsets(b.group, sortBatch(b.run)) // as Persist writes them, already in order
 	clear(b.run)
 	b.run = b.run[:0]
 }
@@ -415,7 +421,7 @@ func atEnd(r *msgp.Reader) error {
 // unknown keys skipped and a nil for an absent list (its strings as str,
 // its numbers as ints, as go-msgpack writes them).
 func decodeShardV2(r *msgp.Reader) (*restoredShard, error) {
-	s := &restoredShard{groups: newClassicGroups(0), consumerGroups: make(map[string]ConsumerGroup), offsets: newOffsetTable()}
+	s := newRestoredShard()
 	decodeNext := newValueDecoder(r).decodeNext
 	if r.IsNil() {
 		if err := r.ReadNil(); err != nil {
@@ -437,7 +443,7 @@ func decodeShardV2(r *msgp.Reader) (*restoredShard, error) {
 			case "cluster_id":
 				s.clusterID, err = readString(r)
 			case "groups":
-				err = readArrayHinted(r, func(n uint32) { s.groups = newClassicGroups(int(min(n, maxHint))) }, func() error {
+				err = readArray(r, func() error {
 					var g Group
 					if err := decodeNext(&g); err != nil {
 						return err
@@ -457,7 +463,7 @@ func decodeShardV2(r *msgp.Reader) (*restoredShard, error) {
 			case "features":
 				err = decodeNext(&s.features)
 			case "offsets":
-				err = readOffsets(r, s.offsets)
+				err = readOffsets(r, s.table)
 			default:
 				err = r.Skip()
 			}
@@ -474,25 +480,12 @@ func decodeShardV2(r *msgp.Reader) (*restoredShard, error) {
 
 // readArray calls each once per element of the array (or nil) next in r.
 func readArray(r *msgp.Reader, each func() error) error {
-	return readArrayHinted(r, nil, each)
-}
-
-// maxHint bounds a size hint taken from a snapshot's array header, which
-// a damaged file could make huge: past it, maps grow as elements arrive.
-const maxHint = 1 << 17
-
-// readArrayHinted is readArray that first tells hint (when not nil) the
-// number of elements the header announces.
-func readArrayHinted(r *msgp.Reader, hint func(uint32), each func() error) error {
 	if r.IsNil() {
 		return r.ReadNil()
 	}
 	n, err := r.ReadArrayHeader()
 	if err != nil {
 		return err
-	}
-	if hint != nil {
-		hint(n)
 	}
 	for range n {
 		if err := each(); err != nil {
@@ -511,7 +504,7 @@ func readString(r *msgp.Reader) (string, error) {
 // readOffsets reads the snapshotOffsets next in r into offsets. A group's
 // and a topic's name become a string once per run of records that repeat
 // it, not once per record.
-func readOffsets(r *msgp.Reader, offsets *offsetTable) error {
+func readOffsets(r *msgp.Reader, offsets *groupTable) error {
 	var b offsetsBuilder
 	var scratch, keyScratch []byte
 	topic := ""

@@ -30,7 +30,7 @@ func referenceSnapshot(tb testing.TB, f *ShardFSM) []byte {
 	for _, g := range f.consumerGroups {
 		s.ConsumerGroups = append(s.ConsumerGroups, g)
 	}
-	f.offsets.each(func(group string, m groupOffsets) {
+	f.table.eachOffsets(func(group string, m groupOffsets) {
 		m.each(func(tp TopicPartition, o Offset) {
 			s.Offsets = append(s.Offsets, snapshotOffset{Group: group, TopicPartition: tp, Offset: o})
 		})
@@ -140,7 +140,7 @@ func shardState(f *ShardFSM) any {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	offsets := map[string]map[TopicPartition]Offset{}
-	f.offsets.each(func(g string, m groupOffsets) {
+	f.table.eachOffsets(func(g string, m groupOffsets) {
 		offsets[g] = map[TopicPartition]Offset{}
 		m.each(func(tp TopicPartition, o Offset) { offsets[g][tp] = o })
 	})
@@ -162,7 +162,7 @@ func TestStreamedRestoreMatchesGoMsgpacks(t *testing.T) {
 	}
 	want := NewShardFSM(0, nil)
 	s := restoredFrom(&doc)
-	want.clusterID, want.groups, want.consumerGroups, want.offsets = s.clusterID, s.groups, s.consumerGroups, s.offsets
+	want.clusterID, want.groups, want.consumerGroups, want.table = s.clusterID, s.groups, s.consumerGroups, s.table
 	want.features.restore(s.features)
 
 	got := NewShardFSM(0, nil)

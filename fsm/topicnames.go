@@ -1,6 +1,8 @@
 package fsm
 
-// topicNames gives each topic name an offsetTable's records hold a small
+import "fmt"
+
+// topicNames gives each topic name a groupTable's records hold a small
 // id, the name held once however many groups commit to the topic, and
 // counts the records that refer to it so that a name no record holds is
 // let go and its id reused. The ShardFSM's lock guards it: names and
@@ -35,6 +37,9 @@ func (n *topicNames) acquire(name string) uint32 {
 // release counts one record fewer holding id, and lets the name go when
 // none does.
 func (n *topicNames) release(id uint32) {
+	if n.refs[id] == 0 {
+		panic(fmt.Sprintf("fsm: topic id %d released more often than acquired", id))
+	}
 	if n.refs[id]--; n.refs[id] > 0 {
 		return
 	}

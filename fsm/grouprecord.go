@@ -5,16 +5,19 @@ import (
 	"slices"
 )
 
-// A group's record: its id and committed offsets as one run of bytes in
-// an offsetTable's arena, with no pointer. Little-endian throughout:
+// A group's record: its id, whether it is a simple classic group (and
+// since when), and its committed offsets, as one run of bytes in an
+// groupTable's arena, with no pointer. Little-endian throughout:
 //
 //	[0]      the arena's size class (recordArena)
-//	[1:4]    zero
+//	[1]      recordSimple when the group is a simple classic group
+//	[2:4]    zero
 //	[4:8]    id length
 //	[8:12]   offsets held
 //	[12:16]  topics
-//	[16:]    the id, then each topic, sorted by name:
-//	           topic id (offsetTable.topics) u32, parts u32, extras' bytes u32,
+//	[16:24]  the simple group's state timestamp, 0 when it is not one
+//	[24:]    the id, then each topic, sorted by name:
+//	           topic id (groupTable.topics) u32, parts u32, extras' bytes u32,
 //	           its parts, sorted by partition, packedPartSize bytes each
 //	           (the packed snapshot's layout: partition, leader epoch,
 //	           offset, commit timestamp), then, when one of them has any,
@@ -25,19 +28,31 @@ import (
 // The layout is memory only: snapshots write their own (packedsnapshot.go).
 
 const (
-	recordHeader = 16
+	recordHeader = 24
 	topicHeader  = 12
 	extraSize    = 16
+	recordSimple = 1
 )
 
-// appendRecord appends the record of id and g (not empty, with no topic
+// simpleMark is the classic-group part of a record: whether its group is
+// a simple classic group (classicGroups) and, if so, since when it is
+// Empty.
+type simpleMark struct {
+	simple bool
+	ts     int64
+}
+
+// appendRecord appends the record of id, its simple mark and g (no topic
 // empty) to b, the topics' names made ids by topicID; b's first byte is
 // the class's place, left zero.
-func appendRecord[ID string | []byte](b []byte, id ID, g *groupOffsets, topicID func(string) uint32) []byte {
+func appendRecord[ID string | []byte](b []byte, id ID, mark simpleMark, g *groupOffsets, topicID func(string) uint32) []byte {
+	start := len(b)
 	b = append(b, 0, 0, 0, 0)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(id)))
 	b = binary.LittleEndian.AppendUint32(b, uint32(g.n))
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(g.topics)))
+	b = binary.LittleEndian.AppendUint64(b, 0)
+	putSimpleMark(b[start:], mark)
 	b = append(b, id...)
 	for ti := range g.topics {
 		t := &g.topics[ti]
@@ -117,6 +132,22 @@ func findPart(parts []byte, partition int32) (int, bool) {
 func recordID(rec []byte) []byte {
 	n := binary.LittleEndian.Uint32(rec[4:])
 	return rec[recordHeader : recordHeader+n]
+}
+
+// simpleMarkOf is rec's simple mark.
+func simpleMarkOf(rec []byte) simpleMark {
+	return simpleMark{simple: rec[1]&recordSimple != 0, ts: int64(binary.LittleEndian.Uint64(rec[16:]))}
+}
+
+// putSimpleMark writes m into rec's header.
+func putSimpleMark(rec []byte, m simpleMark) {
+	rec[1] &^= recordSimple
+	if m.simple {
+		rec[1] |= recordSimple
+	} else {
+		m.ts = 0
+	}
+	binary.LittleEndian.PutUint64(rec[16:], uint64(m.ts))
 }
 
 // recordCount is the offsets rec holds.

@@ -9,17 +9,19 @@ import (
 	"testing"
 )
 
-// tableModel is what an offsetTable should hold, kept in plain maps.
+// tableModel is what a groupTable's offsets should be, kept in plain
+// maps.
 type tableModel map[string]map[TopicPartition]Offset
 
-// checkTable compares t with want and checks t's own invariants: every
-// group found from its home, the count, each record's topics sorted and
+// checkTable compares t with want and simple (the groups marked simple)
+// and checks t's own invariants: every record found from its home, holding
+// offsets or marked simple, the counts, each record's topics sorted and
 // unique, its partitions sorted, and each topic name counted once per
 // record holding it and let go when none does.
-func checkTable(tb testing.TB, t *offsetTable, want tableModel) {
+func checkTable(tb testing.TB, t *groupTable, want tableModel, simple map[string]int64) {
 	tb.Helper()
-	if t.len() != len(want) {
-		tb.Fatalf("%d groups, want %d", t.len(), len(want))
+	if t.offsetGroupCount() != len(want) || t.simpleGroupCount() != len(simple) {
+		tb.Fatalf("%d groups with offsets and %d simple, want %d and %d", t.offsetGroupCount(), t.simpleGroupCount(), len(want), len(simple))
 	}
 	refs := map[uint32]uint32{}
 	seen := 0
@@ -30,21 +32,29 @@ func checkTable(tb testing.TB, t *offsetTable, want tableModel) {
 		seen++
 		rec := t.arena.record(t.refAt(i))
 		id := string(recordID(rec))
-		if j, ok := t.findGroup(id); !ok || j != i {
+		if j, ok := find(t, hashOf(t, id), id); !ok || j != i {
 			tb.Fatalf("group %q at %d is found at %d (%v)", id, i, j, ok)
+		}
+		if home := int(hashOf(t, id) >> t.shift); t.home(e) != home {
+			tb.Fatalf("group %q's entry says it belongs at %d, its hash at %d", id, t.home(e), home)
+		}
+		_, hasOffsets := want[id]
+		ts, isSimple := simple[id]
+		if m := simpleMarkOf(rec); m != (simpleMark{isSimple, ts}) || !hasOffsets && !isSimple {
+			tb.Fatalf("group %q is marked %+v, want simple %v since %d (offsets: %v)", id, m, isSimple, ts, hasOffsets)
 		}
 		recordTopics(rec, func(rt recordTopic) bool {
 			refs[rt.id]++
 			return true
 		})
 	}
-	if seen != t.len() {
-		tb.Fatalf("%d entries, count %d", seen, t.len())
+	if seen != t.records {
+		tb.Fatalf("%d entries, count %d", seen, t.records)
 	}
 	for id, n := range t.topics.refs {
-		if t.topics.names[id] == "" {
-			if n != 0 || !slices.Contains(t.topics.free, uint32(id)) {
-				tb.Fatalf("topic id %d is free with %d references", id, n)
+		if n == 0 {
+			if !slices.Contains(t.topics.free, uint32(id)) {
+				tb.Fatalf("topic id %d, held by no record, is not free", id)
 			}
 			continue
 		}
@@ -59,7 +69,7 @@ func checkTable(tb testing.TB, t *offsetTable, want tableModel) {
 		tb.Fatalf("%d names found by name, %d held", len(t.topics.byName), len(t.topics.names)-len(t.topics.free))
 	}
 	for group, offsets := range want {
-		g, ok := t.load(group)
+		g, ok := t.offsets(group)
 		if !ok {
 			tb.Fatalf("group %q is missing", group)
 		}
@@ -72,21 +82,22 @@ func checkTable(tb testing.TB, t *offsetTable, want tableModel) {
 			tb.Fatalf("group %q holds %v, want %v", group, got, offsets)
 		}
 		for tp, o := range offsets {
-			if got, ok := t.get(group, tp); !ok || got != o {
+			if got, ok := t.offset(group, tp); !ok || got != o {
 				tb.Fatalf("get(%q, %v) = %+v, %v; want %+v", group, tp, got, ok, o)
 			}
 		}
 	}
 }
 
-// TestOffsetTableHoldsWhatAMapWould drives a table and a map through the
+// TestGroupTableHoldsWhatMapsWould drives a table and maps through the
 // same random writes (commits that add and replace, with and without
 // metadata and expiry, groups too large for a shared chunk, removals of
-// partitions and of whole groups, enough groups to grow the index and
-// shift its entries back) and compares them after each step.
-func TestOffsetTableHoldsWhatAMapWould(t *testing.T) {
+// partitions and of whole groups' offsets, groups marked simple and
+// unmarked, enough groups to grow the index and shift its entries back)
+// and compares them after each step.
+func TestGroupTableHoldsWhatMapsWould(t *testing.T) {
 	rng := rand.New(rand.NewPCG(36, 1))
-	table, model := newOffsetTable(), tableModel{}
+	table, model, simple := newGroupTable(), tableModel{}, map[string]int64{}
 	// The last topics are rare, so that they come and go: their names
 	// are let go and their ids reused.
 	topics := []string{"orders", "payments", "a", strings.Repeat("long-topic-", 20), "rare-0", "rare-1", "rare-2"}
@@ -120,8 +131,8 @@ func TestOffsetTableHoldsWhatAMapWould(t *testing.T) {
 				}
 				model[group][tp] = o
 			}
-			table.setAll(group, sortBatch(batch))
-		case r < 17: // a removal of partitions
+			table.setOffsets(group, sortBatch(batch))
+		case r < 16: // a removal of partitions
 			var tps []TopicPartition
 			for range 1 + rng.IntN(8) {
 				tp := TopicPartition{Topic: topic(), Partition: rng.Int32N(16)}
@@ -132,33 +143,39 @@ func TestOffsetTableHoldsWhatAMapWould(t *testing.T) {
 				delete(model, group)
 			}
 			slices.SortFunc(tps, compareTP)
-			table.removeAll(group, slices.Compact(tps))
-		default: // a group deleted
-			table.delete(group)
+			table.removeOffsets(group, slices.Compact(tps))
+		case r < 18: // a group's offsets deleted
+			table.deleteOffsets(group)
 			delete(model, group)
+		case r < 19: // marked simple
+			markSimple(table, group, simpleMark{simple: true, ts: int64(step)})
+			simple[group] = int64(step)
+		default: // unmarked
+			markSimple(table, group, simpleMark{})
+			delete(simple, group)
 		}
 		if step%100 == 0 || step > 2950 {
-			checkTable(t, table, model)
+			checkTable(t, table, model, simple)
 		}
 	}
-	checkTable(t, table, model)
+	checkTable(t, table, model, simple)
 }
 
 // TestASnapshotsCloneKeepsItsPointInTime: writes after the clone change
 // nothing it holds, even those that reuse the slots of records freed.
 func TestASnapshotsCloneKeepsItsPointInTime(t *testing.T) {
-	table, model := newOffsetTable(), tableModel{}
+	table, model := newGroupTable(), tableModel{}
 	commit := func(group string, partitions int, offset int64) {
 		var batch []tpOffset
 		for p := range int32(partitions) {
 			batch = append(batch, tpOffset{TopicPartition{"t", p}, Offset{Offset: offset, ExpireTimestamp: -1}})
 		}
-		table.setAll(group, batch)
+		table.setOffsets(group, batch)
 	}
 	for g := range 100 {
 		commit(fmt.Sprint("g", g), 3, 1)
 	}
-	table.each(func(group string, g groupOffsets) {
+	table.eachOffsets(func(group string, g groupOffsets) {
 		model[group] = map[TopicPartition]Offset{}
 		g.each(func(tp TopicPartition, o Offset) { model[group][tp] = o })
 	})
@@ -166,7 +183,7 @@ func TestASnapshotsCloneKeepsItsPointInTime(t *testing.T) {
 	for g := range 100 {
 		switch g % 3 {
 		case 0:
-			table.delete(fmt.Sprint("g", g))
+			table.deleteOffsets(fmt.Sprint("g", g))
 		case 1:
 			commit(fmt.Sprint("g", g), 3, 2) // in place
 		default:
@@ -190,21 +207,25 @@ func TestASnapshotsCloneKeepsItsPointInTime(t *testing.T) {
 // TestACommitOfHeldPartitionsAllocatesNothing: a consumer's every commit
 // after its first overwrites its offsets where they are.
 func TestACommitOfHeldPartitionsAllocatesNothing(t *testing.T) {
-	table := newOffsetTable()
+	table := newGroupTable()
 	batch := make([]tpOffset, 10)
 	for p := range batch {
 		batch[p] = tpOffset{TopicPartition{"orders", int32(p)}, Offset{Offset: 1, ExpireTimestamp: -1}}
 	}
-	table.setAll("g", batch)
+	table.setOffsets("g", batch)
 	allocs := testing.AllocsPerRun(100, func() {
 		batch[3].o.Offset++
-		table.setAll("g", batch)
+		table.setOffsets("g", batch)
 	})
 	if allocs != 0 {
 		t.Errorf("a commit of held partitions allocated %.0f times", allocs)
 	}
-	if o, _ := table.get("g", TopicPartition{"orders", 3}); o.Offset != batch[3].o.Offset {
+	if o, _ := table.offset("g", TopicPartition{"orders", 3}); o.Offset != batch[3].o.Offset {
 		t.Errorf("offset %d, want %d", o.Offset, batch[3].o.Offset)
+	}
+	id := []byte("g") // as a restore finds it
+	if allocs := testing.AllocsPerRun(100, func() { hasOffsets(table, id) }); allocs != 0 {
+		t.Errorf("finding a group by its bytes allocated %.0f times", allocs)
 	}
 }
 
@@ -234,21 +255,32 @@ func TestTheArenaReusesWhatItFrees(t *testing.T) {
 // TestALargeGroupsWriteLeavesNoLargeScratch: the arrays a write of
 // thousands of partitions needed are not kept for the next.
 func TestALargeGroupsWriteLeavesNoLargeScratch(t *testing.T) {
-	table := newOffsetTable()
+	table := newGroupTable()
 	var batch []tpOffset
 	for p := range int32(20_000) {
 		batch = append(batch, tpOffset{TopicPartition{"orders", p}, Offset{Offset: 1, ExpireTimestamp: -1, Metadata: "m"}})
 	}
-	table.setAll("big", batch)
-	table.setAll("big", batch[:1]) // a merge: metadata makes it one
+	table.setOffsets("big", batch)
+	table.setOffsets("big", batch[:1]) // a merge: metadata makes it one
 	if cap(table.buf) > maxScratchBytes || cap(table.scratch.topics) > 0 {
 		t.Errorf("the scratch keeps %d bytes of buffer and %d topics", cap(table.buf), cap(table.scratch.topics))
 	}
-	table.removeAll("big", []TopicPartition{{"orders", 7}})
+	table.removeOffsets("big", []TopicPartition{{"orders", 7}})
 	if cap(table.buf) > maxScratchBytes || cap(table.scratch.topics) > 0 {
 		t.Errorf("after a removal the scratch keeps %d bytes of buffer and %d topics", cap(table.buf), cap(table.scratch.topics))
 	}
-	if g, _ := table.load("big"); g.len() != len(batch)-1 {
+	if g, _ := table.offsets("big"); g.len() != len(batch)-1 {
 		t.Errorf("%d offsets, want %d", g.len(), len(batch)-1)
 	}
+}
+
+// eachOffsets calls fn with a copy of each group's offsets, in no order.
+func (t *groupTable) eachOffsets(fn func(group string, g groupOffsets)) {
+	t.eachRecord(func(rec []byte) {
+		if recordCount(rec) > 0 {
+			var g groupOffsets
+			decodeRecord(rec, t.topics.names, &g)
+			fn(string(recordID(rec)), g)
+		}
+	})
 }
