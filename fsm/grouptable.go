@@ -59,6 +59,10 @@ const (
 	minIndex = 16
 )
 
+// tagHomeBits is the most places' bits an entry's tag gives its home for
+// (home): tagBits, lowered by a test to take the path that rehashes.
+var tagHomeBits uint = tagBits
+
 func newGroupTable() *groupTable {
 	return &groupTable{seed: maphash.MakeSeed(), arena: newRecordArena(), topics: newTopicNames()}
 }
@@ -109,9 +113,11 @@ func (t *groupTable) refAt(i int) recordRef { return recordRef(t.index[i] & refM
 
 // home is the place entry e would take in an index with nothing else:
 // the top bits of its id's hash, which its tag holds while the index has
-// at most 2^tagBits places.
+// at most 2^tagHomeBits places. (Entries sharing a home then differ in
+// the tag's other bits only, so past 2^17 places or so a probe compares
+// more ids: the price of growing and removing without reading records.)
 func (t *groupTable) home(e uint64) int {
-	if bits := 64 - t.shift; bits <= tagBits {
+	if bits := 64 - t.shift; bits <= tagHomeBits {
 		return int((e >> refBits) & tagMask >> (tagBits - bits))
 	}
 	return int(maphash.Bytes(t.seed, recordID(t.arena.record(recordRef(e&refMask)))) >> t.shift)

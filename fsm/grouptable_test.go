@@ -95,7 +95,19 @@ func checkTable(tb testing.TB, t *groupTable, want tableModel, simple map[string
 // partitions and of whole groups' offsets, groups marked simple and
 // unmarked, enough groups to grow the index and shift its entries back)
 // and compares them after each step.
-func TestGroupTableHoldsWhatMapsWould(t *testing.T) {
+func TestGroupTableHoldsWhatMapsWould(t *testing.T) { holdsWhatMapsWould(t) }
+
+// TestGroupTableHoldsWhatMapsWouldPastItsTagsHomes is the same with the
+// entries' tags naming their homes only in an index of up to 32 places,
+// so that growing and removing in a larger one rehash the ids, as an
+// index of more than 2^23 places does.
+func TestGroupTableHoldsWhatMapsWouldPastItsTagsHomes(t *testing.T) {
+	defer func(bits uint) { tagHomeBits = bits }(tagHomeBits)
+	tagHomeBits = 5
+	holdsWhatMapsWould(t)
+}
+
+func holdsWhatMapsWould(t *testing.T) {
 	rng := rand.New(rand.NewPCG(36, 1))
 	table, model, simple := newGroupTable(), tableModel{}, map[string]int64{}
 	// The last topics are rare, so that they come and go: their names

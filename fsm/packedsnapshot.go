@@ -76,7 +76,11 @@ func (s *shardCopy) writePacked(w io.Writer) error {
 	}
 	d.out = msgp.AppendString(d.out, "offsets")
 	records := s.table.sortedRecords()
-	d.out = msgp.AppendArrayHeader(d.out, uint32(s.table.offsetGroupCount()))
+	held := 0
+	for _, rec := range records {
+		held += countOf(recordCount(rec) > 0)
+	}
+	d.out = msgp.AppendArrayHeader(d.out, uint32(held))
 	names := s.table.topics.names
 	for _, rec := range records {
 		if recordCount(rec) == 0 {
