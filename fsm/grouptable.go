@@ -95,12 +95,26 @@ func hashOf[ID string | []byte](t *groupTable, id ID) uint64 {
 	return maphash.Bytes(t.seed, []byte(id))
 }
 
+// locate is find for id, with id's hash, which a write's store needs.
+func locate[ID string | []byte](t *groupTable, id ID) (h uint64, i int, found bool) {
+	h = hashOf(t, id)
+	i, found = find(t, h, id)
+	return h, i, found
+}
+
 // recordOf returns id's record, nil when it has none.
 func recordOf[ID string | []byte](t *groupTable, id ID) []byte {
-	if i, ok := find(t, hashOf(t, id), id); ok {
+	if _, i, ok := locate(t, id); ok {
 		return t.arena.record(t.refAt(i))
 	}
 	return nil
+}
+
+// emptyScratch is the write's scratch, holding no offsets. Apply's
+// goroutine, or a restore's.
+func (t *groupTable) emptyScratch() *groupOffsets {
+	t.scratch.topics, t.scratch.n = t.scratch.topics[:0], 0
+	return &t.scratch
 }
 
 // entry is the index entry of a record of hash h at ref.
@@ -205,11 +219,9 @@ func (t *groupTable) setOffsets(group string, batch []tpOffset) {
 	if len(batch) == 0 {
 		return
 	}
-	h := hashOf(t, group)
-	i, found := find(t, h, group)
+	h, i, found := locate(t, group)
 	var mark simpleMark
-	g := &t.scratch
-	g.topics, g.n = g.topics[:0], 0
+	g := t.emptyScratch()
 	if found {
 		rec := t.arena.record(t.refAt(i))
 		if t.overwrite(rec, batch) {
@@ -281,8 +293,7 @@ func (t *groupTable) overwrite(rec []byte, batch []tpOffset) bool {
 // putOffsets stores g (not empty) as the offsets of group, which holds
 // none: a restore's. It does not keep g.
 func putOffsets(t *groupTable, group []byte, g *groupOffsets) {
-	h := hashOf(t, group)
-	i, found := find(t, h, group)
+	h, i, found := locate(t, group)
 	var mark simpleMark
 	if found {
 		mark = simpleMarkOf(t.arena.record(t.refAt(i)))
@@ -293,8 +304,7 @@ func putOffsets(t *groupTable, group []byte, g *groupOffsets) {
 // removeOffsets deletes the offsets of tps (sorted by compareTP) from
 // group. Apply's goroutine.
 func (t *groupTable) removeOffsets(group string, tps []TopicPartition) {
-	h := hashOf(t, group)
-	i, found := find(t, h, group)
+	h, i, found := locate(t, group)
 	if !found {
 		return
 	}
@@ -308,11 +318,8 @@ func (t *groupTable) removeOffsets(group string, tps []TopicPartition) {
 
 // deleteOffsets deletes all of group's offsets. Apply's goroutine.
 func (t *groupTable) deleteOffsets(group string) {
-	h := hashOf(t, group)
-	if i, found := find(t, h, group); found {
-		g := &t.scratch
-		g.topics, g.n = g.topics[:0], 0
-		store(t, group, h, i, true, simpleMarkOf(t.arena.record(t.refAt(i))), g)
+	if h, i, found := locate(t, group); found {
+		store(t, group, h, i, true, simpleMarkOf(t.arena.record(t.refAt(i))), t.emptyScratch())
 	}
 }
 
@@ -335,8 +342,7 @@ func simpleGroup[ID string | []byte](t *groupTable, group ID) (int64, bool) {
 // markSimple marks group simple, Empty since ts, or unmarks it (a mark
 // of simple false). Apply's goroutine, or a restore's.
 func markSimple[ID string | []byte](t *groupTable, group ID, mark simpleMark) {
-	h := hashOf(t, group)
-	i, found := find(t, h, group)
+	h, i, found := locate(t, group)
 	if found {
 		rec := t.arena.record(t.refAt(i))
 		old := simpleMarkOf(rec)
@@ -349,9 +355,7 @@ func markSimple[ID string | []byte](t *groupTable, group ID, mark simpleMark) {
 			return
 		}
 	}
-	g := &t.scratch
-	g.topics, g.n = g.topics[:0], 0
-	store(t, group, h, i, found, mark, g)
+	store(t, group, h, i, found, mark, t.emptyScratch())
 }
 
 // eachSimpleGroup calls fn with each group marked simple, in no order.
